@@ -1,0 +1,303 @@
+package switchboard
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Transport names a way to reach an MCP server.
+type Transport string
+
+const (
+	// TransportStdio runs the server as a child process speaking
+	// newline-delimited JSON-RPC on stdin and stdout.
+	TransportStdio Transport = "stdio"
+	// TransportRemote tries Streamable HTTP first and falls back to the
+	// legacy HTTP+SSE transport when the server answers 400, 404 or 405.
+	TransportRemote Transport = "remote"
+	// TransportStreamableHTTP uses Streamable HTTP only.
+	TransportStreamableHTTP Transport = "streamable-http"
+	// TransportSSE uses the legacy HTTP+SSE transport only.
+	TransportSSE Transport = "sse"
+)
+
+// Defaults for [ServerConfig] fields whose zero value means "the default".
+const (
+	DefaultStartupTimeoutStdio  = 120 * time.Second // package managers cold-start slowly
+	DefaultStartupTimeoutRemote = 30 * time.Second
+	DefaultCallTimeout          = 60 * time.Second
+	DefaultMaxAttempts          = 4
+	DefaultSlowRetry            = 60 * time.Second
+)
+
+// DefaultRetryDelays are the waits after the first, second and third failed
+// attempt of a retry cycle.
+var DefaultRetryDelays = []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second}
+
+// ServerConfig is one configured MCP server, as stored and as accepted by the
+// API. The JSON field names are part of Switchboard's outward contract.
+//
+// Zero values mean "the default" wherever a default is documented, so a
+// config decoded from `{"name":"x","transport":"stdio","command":"x"}` is
+// complete. Use the accessor methods (StartupTimeout, CallTimeout, ...) to
+// read effective values.
+type ServerConfig struct {
+	Name      string    `json:"name"`
+	Enabled   *bool     `json:"enabled,omitempty"`
+	Transport Transport `json:"transport"`
+
+	// stdio only.
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+
+	// remote kinds only.
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+
+	StartupTimeoutMS  int64        `json:"startup_timeout_ms,omitempty"`
+	CallTimeoutMS     int64        `json:"call_timeout_ms,omitempty"`
+	MaxTotalTimeoutMS int64        `json:"max_total_timeout_ms,omitempty"`
+	ProtocolVersion   string       `json:"protocol_version,omitempty"`
+	Retry             *RetryConfig `json:"retry,omitempty"`
+}
+
+// RetryConfig tunes a server's retry cycle. Zero fields take the defaults
+// (4 attempts, 2/4/8 s, slow retry every 60 s doubling to 10 min).
+type RetryConfig struct {
+	MaxAttempts int     `json:"max_attempts,omitempty"`
+	DelaysMS    []int64 `json:"delays_ms,omitempty"`
+	SlowRetryMS int64   `json:"slow_retry_ms,omitempty"`
+}
+
+// IsEnabled reports whether the server should run; a missing field means true.
+func (c *ServerConfig) IsEnabled() bool { return c.Enabled == nil || *c.Enabled }
+
+// IsStdio reports whether the server runs as a child process.
+func (c *ServerConfig) IsStdio() bool { return c.Transport == TransportStdio }
+
+// StartupTimeout is how long Start waits for a first connection, and how long
+// one connection attempt may take.
+func (c *ServerConfig) StartupTimeout() time.Duration {
+	if c.StartupTimeoutMS > 0 {
+		return ms(c.StartupTimeoutMS)
+	}
+	if c.IsStdio() {
+		return DefaultStartupTimeoutStdio
+	}
+	return DefaultStartupTimeoutRemote
+}
+
+// CallTimeout is the per-request timeout of a tool call that sets none.
+func (c *ServerConfig) CallTimeout() time.Duration {
+	if c.CallTimeoutMS > 0 {
+		return ms(c.CallTimeoutMS)
+	}
+	return DefaultCallTimeout
+}
+
+// MaxTotalTimeout is the hard cap on one tool call; zero means no cap.
+func (c *ServerConfig) MaxTotalTimeout() time.Duration { return ms(c.MaxTotalTimeoutMS) }
+
+// MaxAttempts is the number of failed attempts before the session reports
+// status error and falls back to the slow retry.
+func (c *ServerConfig) MaxAttempts() int {
+	if c.Retry != nil && c.Retry.MaxAttempts > 0 {
+		return c.Retry.MaxAttempts
+	}
+	return DefaultMaxAttempts
+}
+
+// RetryDelays are the waits after each failed attempt of a cycle; the last
+// one repeats if MaxAttempts exceeds their number.
+func (c *ServerConfig) RetryDelays() []time.Duration {
+	if c.Retry == nil || len(c.Retry.DelaysMS) == 0 {
+		return DefaultRetryDelays
+	}
+	d := make([]time.Duration, len(c.Retry.DelaysMS))
+	for i, v := range c.Retry.DelaysMS {
+		d[i] = ms(v)
+	}
+	return d
+}
+
+// SlowRetry is the first wait of the background retry that runs once the
+// fast retries are spent; it doubles up to [MaxSlowRetry].
+func (c *ServerConfig) SlowRetry() time.Duration {
+	if c.Retry != nil && c.Retry.SlowRetryMS > 0 {
+		return ms(c.Retry.SlowRetryMS)
+	}
+	return DefaultSlowRetry
+}
+
+// MaxSlowRetry caps the doubling slow retry, so a server that comes back is
+// noticed within ten minutes without anyone pressing a button.
+const MaxSlowRetry = 10 * time.Minute
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// Limits on config values: a typo such as an extra three zeros must be
+// refused rather than silently disabling a timeout for a month.
+const (
+	maxTimeoutMS    = int64(24 * time.Hour / time.Millisecond)
+	maxRetryDelayMS = int64(time.Hour / time.Millisecond)
+	maxAttempts     = 100
+)
+
+var (
+	nameRE      = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
+	envKeyRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerKeyRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	versionRE   = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+)
+
+// FieldError is a validation failure of one config field.
+type FieldError struct {
+	Field   string // JSON name, e.g. "retry.delays_ms"
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// ErrInvalidConfig is wrapped by every error [ServerConfig.Validate] returns.
+var ErrInvalidConfig = errors.New("invalid server config")
+
+// ValidationError lists every invalid field of a config.
+type ValidationError struct{ Fields []*FieldError }
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Error()
+	}
+	return "invalid server config: " + strings.Join(parts, "; ")
+}
+
+// Unwrap lets callers test for [ErrInvalidConfig].
+func (e *ValidationError) Unwrap() error { return ErrInvalidConfig }
+
+// Validate checks c against the contract and returns a *ValidationError
+// naming every bad field, or nil.
+func (c *ServerConfig) Validate() error {
+	var fs []*FieldError
+	bad := func(field, format string, args ...any) {
+		fs = append(fs, &FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case c.Name == "":
+		bad("name", "is required")
+	case strings.Contains(c.Name, "__"):
+		bad("name", `must not contain "__" (it separates server and tool in aggregated names)`)
+	case !nameRE.MatchString(c.Name):
+		bad("name", "must match ^[a-z0-9][a-z0-9-]{0,47}$ (lowercase letters, digits and '-', at most 48)")
+	}
+	switch c.Transport {
+	case TransportStdio:
+		if strings.TrimSpace(c.Command) == "" {
+			bad("command", "is required for transport stdio")
+		} else if strings.ContainsAny(c.Command, "\x00\n") {
+			bad("command", "must not contain NUL or newline")
+		}
+		for k := range c.Env {
+			if !envKeyRE.MatchString(k) {
+				bad("env", "key %q is not a valid environment variable name", k)
+			}
+		}
+		if c.URL != "" {
+			bad("url", "is only valid for remote transports")
+		}
+		if len(c.Headers) > 0 {
+			bad("headers", "are only valid for remote transports")
+		}
+	case TransportRemote, TransportStreamableHTTP, TransportSSE:
+		if c.URL == "" {
+			bad("url", "is required for transport %s", c.Transport)
+		} else if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("url", "must be an absolute http:// or https:// URL")
+		}
+		for k, v := range c.Headers {
+			if !headerKeyRE.MatchString(k) {
+				bad("headers", "%q is not a valid header name", k)
+			}
+			if strings.ContainsAny(v, "\r\n") {
+				bad("headers", "value of %q must not contain CR or LF", k)
+			}
+		}
+		if c.Command != "" || len(c.Args) > 0 || len(c.Env) > 0 || c.Cwd != "" {
+			bad("command", "command, args, env and cwd are only valid for transport stdio")
+		}
+	case "":
+		bad("transport", `is required: "stdio", "remote", "streamable-http" or "sse"`)
+	default:
+		bad("transport", `must be "stdio", "remote", "streamable-http" or "sse", not %q`, c.Transport)
+	}
+	checkMS := func(field string, v, max int64) {
+		if v < 0 {
+			bad(field, "must not be negative")
+		} else if v > max {
+			bad(field, "must be at most %d (%s)", max, ms(max))
+		}
+	}
+	checkMS("startup_timeout_ms", c.StartupTimeoutMS, maxTimeoutMS)
+	checkMS("call_timeout_ms", c.CallTimeoutMS, maxTimeoutMS)
+	checkMS("max_total_timeout_ms", c.MaxTotalTimeoutMS, maxTimeoutMS)
+	if c.ProtocolVersion != "" && !versionRE.MatchString(c.ProtocolVersion) {
+		bad("protocol_version", `must be empty (auto) or a version date such as "2025-11-25"`)
+	}
+	if r := c.Retry; r != nil {
+		if r.MaxAttempts < 0 || r.MaxAttempts > maxAttempts {
+			bad("retry.max_attempts", "must be between 1 and %d (0 = default %d)", maxAttempts, DefaultMaxAttempts)
+		}
+		for i, d := range r.DelaysMS {
+			if d < 0 || d > maxRetryDelayMS {
+				bad(fmt.Sprintf("retry.delays_ms[%d]", i), "must be between 0 and %d", maxRetryDelayMS)
+			}
+		}
+		if len(r.DelaysMS) > maxAttempts {
+			bad("retry.delays_ms", "has more than %d entries", maxAttempts)
+		}
+		checkMS("retry.slow_retry_ms", r.SlowRetryMS, int64(MaxSlowRetry/time.Millisecond))
+	}
+	if len(fs) == 0 {
+		return nil
+	}
+	return &ValidationError{Fields: fs}
+}
+
+// Secrets returns every secret value of c (env and header values), for
+// scrubbing from messages and logs.
+func (c *ServerConfig) Secrets() []string {
+	var s []string
+	for _, v := range c.Env {
+		s = append(s, v)
+	}
+	for _, v := range c.Headers {
+		s = append(s, v)
+	}
+	return s
+}
+
+// Clone returns a deep copy of c.
+func (c *ServerConfig) Clone() *ServerConfig {
+	out := *c
+	if c.Enabled != nil {
+		v := *c.Enabled
+		out.Enabled = &v
+	}
+	out.Args = slices.Clone(c.Args)
+	out.Env = maps.Clone(c.Env)
+	out.Headers = maps.Clone(c.Headers)
+	if c.Retry != nil {
+		r := *c.Retry
+		r.DelaysMS = slices.Clone(c.Retry.DelaysMS)
+		out.Retry = &r
+	}
+	return &out
+}

@@ -1,0 +1,100 @@
+package switchboard
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is the state of an upstream session.
+type Status string
+
+const (
+	StatusConnecting Status = "connecting" // initial, between attempts, or reconnecting
+	StatusConnected  Status = "connected"  // initialized; tools are listed
+	StatusError      Status = "error"      // fast retries spent or not retriable; see RuntimeInfo.Error
+	StatusDisabled   Status = "disabled"   // configured but not enabled; nothing runs
+)
+
+// Phase says where a session failed.
+type Phase string
+
+const (
+	PhaseConfig             Phase = "config"     // the config cannot work as written
+	PhaseSpawn              Phase = "spawn"      // the stdio command could not start or died before initialize
+	PhaseConnect            Phase = "connect"    // the remote server could not be reached
+	PhaseInitialize         Phase = "initialize" // the MCP handshake failed or timed out
+	PhaseDiscover           Phase = "discover"   // listing tools, resources or prompts failed
+	PhaseRuntime            Phase = "runtime"    // a connected session dropped
+	PhaseAuth               Phase = "auth"       // HTTP 401/403: credentials are needed or wrong
+	PhaseSandboxUnavailable Phase = "sandbox_unavailable"
+	PhaseSandboxCreate      Phase = "sandbox_create"
+	PhaseDepInstall         Phase = "dep_install"
+	PhaseToolCall           Phase = "tool_call"
+)
+
+// ErrorInfo is the last failure of a session.
+type ErrorInfo struct {
+	Message string    `json:"message"` // the real cause, in words a person can act on, secrets removed
+	Phase   Phase     `json:"phase"`
+	Code    string    `json:"code"` // stable machine-readable reason, e.g. "command_not_found", "http_401"
+	At      time.Time `json:"at"`
+}
+
+// ServerInfo is what the server said about itself in initialize.
+type ServerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// ToolInfo is one tool as listed by an upstream server.
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// RuntimeInfo is the live view of one upstream session, included in every
+// server view of the API as "runtime".
+type RuntimeInfo struct {
+	Status          Status      `json:"status"`
+	Error           *ErrorInfo  `json:"error"`
+	Attempt         int         `json:"attempt"`
+	Reconnects      int         `json:"reconnects"`
+	NextRetryAt     *time.Time  `json:"next_retry_at,omitempty"`
+	ConnectedSince  *time.Time  `json:"connected_since,omitempty"`
+	Transport       Transport   `json:"transport,omitempty"`
+	ProtocolVersion string      `json:"protocol_version,omitempty"`
+	ServerInfo      *ServerInfo `json:"server_info,omitempty"`
+	PID             int         `json:"pid,omitempty"`
+	ToolCount       int         `json:"tool_count"`
+	Tools           []ToolInfo  `json:"tools"`
+	ResourceCount   int         `json:"resource_count"`
+	PromptCount     int         `json:"prompt_count"`
+	// StartupTimedOut is set when Start gave up waiting for the first
+	// connection; the session keeps trying in the background.
+	StartupTimedOut bool `json:"startup_timed_out,omitempty"`
+}
+
+// Event reports a change of a session: every status transition, and every
+// change of its tool list. The API streams them from /api/v1/events.
+type Event struct {
+	Server     string     `json:"server"`
+	Reason     string     `json:"reason"` // see the Reason constants`
+	Status     Status     `json:"status"`
+	Previous   Status     `json:"previous"`
+	Error      *ErrorInfo `json:"error,omitempty"`
+	Attempt    int        `json:"attempt"`
+	Reconnects int        `json:"reconnects"`
+	At         time.Time  `json:"at"`
+}
+
+// Event reasons.
+const (
+	ReasonStarting      = "starting"       // an attempt began
+	ReasonConnected     = "connected"      // an attempt succeeded
+	ReasonAttemptFailed = "attempt_failed" // an attempt failed; Error says why
+	ReasonDropped       = "dropped"        // a connected session was lost; Error says why
+	ReasonRestarted     = "restarted"      // someone asked for a restart
+	ReasonToolsChanged  = "tools_changed"  // the tool, resource or prompt lists changed
+	ReasonStopped       = "stopped"        // the session was shut down
+)

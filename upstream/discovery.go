@@ -1,0 +1,100 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// catalog is what a server offers. It is replaced whole, never modified, so
+// a snapshot handed out stays valid.
+type catalog struct {
+	tools     []*mcp.Tool
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+	prompts   []*mcp.Prompt
+}
+
+// maxListItems bounds one list (every page of it): a server that pages
+// forever must not exhaust memory or hold up the connection.
+const maxListItems = 10000
+
+// discover lists everything a freshly connected server advertises. Failing
+// to list tools fails the attempt (phase discover); resources and prompts
+// are extras, and a server that advertises but cannot list them still
+// serves its tools.
+func (s *Session) discover(ctx context.Context, l *link) *failure {
+	c, err := l.list(ctx, listAll, catalog{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(sb.PhaseDiscover, "timeout", retryFast, err,
+				"listing tools did not complete within the %s startup timeout", s.cfg.StartupTimeout())
+		}
+		return fail(sb.PhaseDiscover, "list_failed", retryFast, err, "listing tools failed: %s", describe(err))
+	}
+	if c.err != nil {
+		s.log.Warn("listing resources or prompts failed; serving tools only", "error", s.redact.String(c.err.Error()))
+	}
+	l.catalog = c.catalog
+	return nil
+}
+
+type listResult struct {
+	catalog
+	err error // a non-fatal failure listing resources or prompts
+}
+
+// list re-lists the kinds named, keeping the others from prev. Only the
+// capabilities the server advertised are listed.
+func (l *link) list(ctx context.Context, kinds listKind, prev catalog) (listResult, error) {
+	r := listResult{catalog: prev}
+	caps := l.cs.InitializeResult().Capabilities
+	if caps == nil {
+		caps = &mcp.ServerCapabilities{}
+	}
+	if kinds&listTools != 0 && caps.Tools != nil {
+		tools, err := collect(l.cs.Tools(ctx, nil))
+		if err != nil {
+			return r, err
+		}
+		r.tools = tools
+	}
+	if kinds&listResources != 0 && caps.Resources != nil {
+		relist(&r, "resources/list", &r.resources, l.cs.Resources(ctx, nil))
+		relist(&r, "resources/templates/list", &r.templates, l.cs.ResourceTemplates(ctx, nil))
+	}
+	if kinds&listPrompts != 0 && caps.Prompts != nil {
+		relist(&r, "prompts/list", &r.prompts, l.cs.Prompts(ctx, nil))
+	}
+	return r, nil
+}
+
+// collect gathers every page of a list, up to maxListItems.
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+		if len(out) >= maxListItems {
+			break
+		}
+	}
+	return out, nil
+}
+
+// relist replaces *dst with every page of seq. On failure the previous list
+// stays, so a transient error while refreshing does not make everything
+// disappear; the error is recorded in r.
+func relist[T any](r *listResult, name string, dst *[]T, seq iter.Seq2[T, error]) {
+	v, err := collect(seq)
+	if err != nil {
+		r.err = fmt.Errorf("%s: %w", name, err)
+		return
+	}
+	*dst = v
+}

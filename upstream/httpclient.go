@@ -1,0 +1,120 @@
+package upstream
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// sharedTransport pools connections across every remote session. It has no
+// overall timeout: Streamable HTTP and SSE streams live as long as the
+// session, and an http.Client.Timeout would cut them (and long tool calls
+// answered as plain JSON) off. Dialing and TLS are bounded; a stream GET that
+// never sends headers is bounded by headerTimeoutTransport.
+var sharedTransport = &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	ForceAttemptHTTP2:     true,
+	MaxIdleConns:          1024,
+	MaxIdleConnsPerHost:   64,
+	IdleConnTimeout:       90 * time.Second,
+	TLSHandshakeTimeout:   10 * time.Second,
+	ExpectContinueTimeout: time.Second,
+}
+
+// streamHeaderTimeout bounds how long a GET for an event stream may wait for
+// response headers. The go-sdk opens the standalone Streamable HTTP stream
+// inside Connect with a context that never ends (go-sdk#633), so a server
+// that never answers that GET would otherwise stall Connect forever.
+const streamHeaderTimeout = 15 * time.Second
+
+// roundTripper puts the config's headers on every request and records the
+// HTTP status of failed responses in the request context's statusRecorder.
+type roundTripper struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	var cancel context.CancelFunc
+	if req.Method == http.MethodGet {
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(req.Context())
+		timer := time.AfterFunc(streamHeaderTimeout, cancel)
+		defer timer.Stop()
+		req = req.WithContext(ctx)
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		if cancel != nil {
+			cancel()
+		}
+		return nil, err
+	}
+	if cancel != nil {
+		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	}
+	if resp.StatusCode >= 400 {
+		if rec, ok := req.Context().Value(statusRecorderKey{}).(*statusRecorder); ok {
+			rec.record(resp.StatusCode)
+		}
+	}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// statusRecorder keeps the last HTTP error status seen by the requests made
+// with a context carrying it (withStatusRecorder). The go-sdk reports HTTP
+// failures as text ("Not Found"), so this is how a connection attempt learns
+// whether to fall back to SSE (400/404/405) or that it needs credentials
+// (401/403).
+type statusRecorder struct {
+	mu     sync.Mutex
+	status int
+}
+
+type statusRecorderKey struct{}
+
+func withStatusRecorder(ctx context.Context) (context.Context, *statusRecorder) {
+	rec := &statusRecorder{}
+	return context.WithValue(ctx, statusRecorderKey{}, rec), rec
+}
+
+// withoutStatusRecorder hides the recorder from requests made with ctx, for
+// probes whose failure is expected (server/discover against an older
+// server).
+func withoutStatusRecorder(ctx context.Context) context.Context {
+	return context.WithValue(ctx, statusRecorderKey{}, nil)
+}
+
+func (r *statusRecorder) record(status int) {
+	r.mu.Lock()
+	r.status = status
+	r.mu.Unlock()
+}
+
+// Status returns the last recorded error status, or 0.
+func (r *statusRecorder) Status() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status
+}

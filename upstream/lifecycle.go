@@ -1,0 +1,244 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// run is the session's lifecycle goroutine: the only goroutine that dials,
+// serves and closes connections, and the only writer of s.link. It returns
+// when runCtx ends (Shutdown), after closing everything it opened.
+func (s *Session) run() {
+	defer close(s.done)
+	defer s.update(sb.ReasonStopped, func(m *machine) { m.nextRetryAt = time.Time{} })
+	ctx := s.runCtx
+	for ctx.Err() == nil {
+		wait, retry := s.cycle(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if retry && wait <= 0 {
+			continue
+		}
+		// Without retry, only a Restart (or Shutdown) moves the session on.
+		var timer *time.Timer
+		var expired <-chan time.Time
+		if retry {
+			timer = time.NewTimer(wait)
+			expired = timer.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-expired:
+		case <-s.restart:
+			s.update(sb.ReasonRestarted, (*machine).restarted)
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// cycle makes one connection attempt and, if it succeeds, serves the
+// connection until it drops. It returns how long to wait before the next
+// attempt, and false if no attempt should be made without a restart.
+func (s *Session) cycle(ctx context.Context) (wait time.Duration, retry bool) {
+	s.update(sb.ReasonStarting, (*machine).attemptStarted)
+
+	l, f := s.dial(ctx)
+	if f != nil {
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		f = s.redact.failure(f)
+		s.update(sb.ReasonAttemptFailed, func(m *machine) { wait, retry = m.attemptFailed(time.Now(), f) })
+		return wait, retry
+	}
+
+	s.mu.Lock()
+	s.link = l
+	s.catalog = l.catalog
+	s.mu.Unlock()
+	s.update(sb.ReasonConnected, func(m *machine) { m.connected(time.Now()) })
+
+	cause := s.serve(ctx, l)
+
+	s.mu.Lock()
+	s.link = nil
+	s.catalog = catalog{}
+	s.mu.Unlock()
+	l.close()
+
+	switch {
+	case ctx.Err() != nil:
+		return 0, false
+	case errors.Is(cause, errRestart):
+		s.update(sb.ReasonRestarted, (*machine).restarted)
+		return 0, true
+	}
+	cause = s.redact.failure(cause)
+	s.update(sb.ReasonDropped, func(m *machine) { wait, retry = m.dropped(time.Now(), cause) })
+	return wait, retry
+}
+
+// dial connects and discovers within the startup timeout.
+func (s *Session) dial(ctx context.Context) (*link, *failure) {
+	if s.bad != nil {
+		return nil, s.bad
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.StartupTimeout(), errAttemptTimeout)
+	defer cancel()
+	var (
+		l *link
+		f *failure
+	)
+	switch s.cfg.Transport {
+	case sb.TransportStdio:
+		l, f = s.dialStdio(ctx)
+	case sb.TransportStreamableHTTP:
+		l, f, _ = s.dialHTTP(ctx, sb.TransportStreamableHTTP)
+	case sb.TransportSSE:
+		l, f, _ = s.dialHTTP(ctx, sb.TransportSSE)
+	case sb.TransportRemote:
+		var fallback bool
+		l, f, fallback = s.dialHTTP(ctx, sb.TransportStreamableHTTP)
+		if fallback {
+			s.log.Info("Streamable HTTP refused; falling back to legacy SSE", "cause", s.redact.String(f.msg))
+			l, f, _ = s.dialHTTP(ctx, sb.TransportSSE)
+		}
+	default:
+		return nil, fail(sb.PhaseConfig, "bad_transport", retryNever, nil, "unknown transport %q", s.cfg.Transport)
+	}
+	if f != nil {
+		return nil, f
+	}
+	if f := s.discover(ctx, l); f != nil {
+		l.close()
+		return nil, f
+	}
+	return l, nil
+}
+
+var errAttemptTimeout = errors.New("attempt timed out")
+
+// serve watches a live connection until it drops, the session is restarted
+// or shut down. It refreshes the lists on list_changed notifications and
+// probes remote servers' health. It returns why the connection ended.
+func (s *Session) serve(ctx context.Context, l *link) *failure {
+	var health <-chan time.Time
+	if l.proc == nil && s.opts.HealthInterval > 0 {
+		t := time.NewTicker(s.opts.HealthInterval)
+		defer t.Stop()
+		health = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.restart:
+			return &failure{err: errRestart}
+		case <-l.done:
+			return l.cause
+		case kinds := <-l.listChanged:
+			s.refresh(ctx, l, kinds)
+		case <-health:
+			if f := s.probe(ctx, l); f != nil {
+				return f
+			}
+		}
+	}
+}
+
+// probe checks that a remote server still answers. Only a probe that gets
+// no answer (timeout, closed connection, the session forgotten by the
+// server) means down: a 401 or 429 is an answer from a live server, and
+// tearing the session down for it would make things worse.
+func (s *Session) probe(ctx context.Context, l *link) *failure {
+	pctx, cancel := context.WithTimeout(ctx, s.opts.ProbeTimeout)
+	defer cancel()
+	pctx, rec := withStatusRecorder(pctx)
+	var err error
+	if l.cs.InitializeResult().ProtocolVersion >= "2026-07-28" {
+		// The 2026-07-28 protocol has no ping; a one-page list is the
+		// cheapest request every server answers.
+		_, err = l.cs.ListTools(pctx, nil)
+	} else {
+		err = l.cs.Ping(pctx, nil)
+	}
+	if err == nil || ctx.Err() != nil {
+		return nil
+	}
+	status := rec.Status()
+	switch {
+	case errors.Is(err, mcp.ErrSessionMissing) || status == 404:
+		return fail(sb.PhaseRuntime, "session_expired", retryFast, err, "the server ended the session (HTTP 404)")
+	case status == 401 || status == 403 || status == 429:
+		s.log.Warn("health probe answered with an HTTP error; not treating the server as down", "status", status)
+		return nil
+	case status >= 400:
+		s.log.Warn("health probe answered with an HTTP error", "status", status)
+		return nil
+	case isRPCError(err):
+		return nil // the server answered, if only to say it has no ping
+	case pctx.Err() != nil:
+		return fail(sb.PhaseRuntime, "probe_timeout", retryFast, err, "health probe got no answer within %s", s.opts.ProbeTimeout)
+	}
+	return fail(sb.PhaseRuntime, "probe_failed", retryFast, err, "health probe failed: %s", describe(err))
+}
+
+func isRPCError(err error) bool {
+	var we interface{ ErrorCode() int64 }
+	if errors.As(err, &we) {
+		return true
+	}
+	return strings.Contains(err.Error(), "method not found")
+}
+
+// refresh re-lists what a list_changed notification said has changed.
+func (s *Session) refresh(ctx context.Context, l *link, kinds listKind) {
+	rctx, cancel := context.WithTimeout(ctx, s.opts.ProbeTimeout)
+	defer cancel()
+	r, err := l.list(rctx, kinds, l.catalog)
+	if err == nil {
+		err = r.err
+	}
+	if err != nil {
+		s.log.Warn("refreshing lists after list_changed failed", "error", s.redact.String(err.Error()))
+	}
+	l.catalog = r.catalog
+	s.mu.Lock()
+	if s.link == l {
+		s.catalog = r.catalog
+	}
+	s.mu.Unlock()
+	s.update(sb.ReasonToolsChanged, func(*machine) {})
+}
+
+// sessionOptions pins the configured protocol version; empty means the
+// SDK's newest, with the server/discover probe bounded by boundDiscover.
+func (s *Session) sessionOptions() *mcp.ClientSessionOptions {
+	return &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion}
+}
+
+// discoverProbeTimeout bounds the 2026-07-28 server/discover probe. The
+// go-sdk sends it with no timeout of its own, and a server that ignores
+// unknown methods never answers; after this long the SDK falls back to the
+// classic initialize handshake.
+const discoverProbeTimeout = 3 * time.Second
+
+func boundDiscover(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "server/discover" {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(withoutStatusRecorder(ctx), discoverProbeTimeout)
+			defer cancel()
+		}
+		return next(ctx, method, req)
+	}
+}
+

@@ -1,0 +1,262 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// link is one live connection to the server: what a successful dial
+// produces and a drop or Shutdown destroys. Links are never reused; every
+// reconnect makes a new one (transports are single-use).
+type link struct {
+	cs        *mcp.ClientSession
+	transport sb.Transport
+	proc      *process           // stdio only
+	cancel    context.CancelFunc // ends the link's context (the SSE stream)
+	catalog   catalog            // owned by the lifecycle goroutine
+
+	listChanged chan listKind // list_changed notifications, coalesced
+
+	done  chan struct{} // closed when the connection has ended on its own
+	cause *failure      // why; valid once done is closed
+}
+
+// listKind is a set of lists to refresh.
+type listKind uint8
+
+const (
+	listTools listKind = 1 << iota
+	listResources
+	listPrompts
+	listAll = listTools | listResources | listPrompts
+)
+
+func newLink(t sb.Transport) *link {
+	return &link{transport: t, listChanged: make(chan listKind, 1), done: make(chan struct{}), cancel: func() {}}
+}
+
+// notify records a list_changed notification without blocking the SDK's
+// notification goroutine: pending kinds are merged.
+func (l *link) notify(k listKind) {
+	for {
+		select {
+		case l.listChanged <- k:
+			return
+		default:
+		}
+		select {
+		case old := <-l.listChanged:
+			k |= old
+		default:
+		}
+	}
+}
+
+// closeTimeout bounds closing the MCP session; for Streamable HTTP that
+// includes the go-sdk's DELETE request.
+const closeTimeout = 2 * time.Second
+
+// close tears the link down: the MCP session, the HTTP streams, and the
+// stdio process group. It returns when they are gone, within the bounds of
+// closeTimeout and process.stop.
+func (l *link) close() {
+	if l.cs != nil {
+		closed := make(chan struct{})
+		go func() {
+			l.cs.Close()
+			close(closed)
+		}()
+		t := time.NewTimer(closeTimeout)
+		select {
+		case <-closed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	l.cancel()
+	if l.proc != nil {
+		l.proc.stop()
+	}
+	t := time.NewTimer(closeTimeout)
+	defer t.Stop()
+	select {
+	case <-l.done:
+	case <-t.C:
+	}
+}
+
+// newClient builds the go-sdk client for one link, with its notification
+// handlers bound to that link.
+func (s *Session) newClient(l *link) *mcp.Client {
+	c := mcp.NewClient(&s.opts.ClientInfo, &mcp.ClientOptions{
+		// No roots: Switchboard has no files to offer its upstreams.
+		Capabilities:               &mcp.ClientCapabilities{},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { l.notify(listTools) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { l.notify(listResources) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { l.notify(listPrompts) },
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			s.log.Debug("upstream log message", "level", r.Params.Level, "logger", r.Params.Logger)
+		},
+	})
+	c.AddSendingMiddleware(boundDiscover)
+	return c
+}
+
+// dialStdio starts the server process and performs the MCP handshake.
+//
+// The handshake may take as long as the startup timeout while the process
+// lives: a package manager (npx, uvx) installing for tens of seconds is a
+// cold start, not a failure, and killing it to try again would only start
+// the installation over (LangBot's cold-start loop). A process that exits
+// fails the attempt at once.
+func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
+	proc, f := startProcess(s.cfg, s.logs)
+	if f != nil {
+		return nil, f
+	}
+	l := newLink(sb.TransportStdio)
+	l.proc = proc
+	hctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-proc.exited:
+			cancel(errProcessExited)
+		case <-hctx.Done():
+		}
+	}()
+	cs, err := s.newClient(l).Connect(hctx, &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, s.sessionOptions())
+	cancel(nil)
+	if err != nil {
+		proc.stop()
+		select {
+		case <-proc.exited:
+			return nil, s.exitFailure(sb.PhaseSpawn, proc, "before completing the MCP handshake")
+		default:
+		}
+		if context.Cause(ctx) == errAttemptTimeout {
+			return nil, fail(sb.PhaseInitialize, "timeout", retryFast, err,
+				"%s (pid %d) did not answer initialize within the %s startup timeout%s",
+				s.cfg.Command, proc.pid, s.cfg.StartupTimeout(), s.stderrHint())
+		}
+		return nil, fail(sb.PhaseInitialize, "initialize_failed", retryFast, err,
+			"the MCP handshake with %s failed: %s%s", s.cfg.Command, describe(err), s.stderrHint())
+	}
+	l.cs = cs
+	go s.watchStdio(l)
+	return l, nil
+}
+
+var errProcessExited = errors.New("process exited")
+
+// watchStdio waits for the process to exit or the connection to close,
+// records why, and closes l.done. An exit fails in-flight calls at once by
+// closing the MCP session.
+func (s *Session) watchStdio(l *link) {
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- l.cs.Wait() }()
+	select {
+	case <-l.proc.exited:
+		l.cs.Close()
+		<-waitErr
+	case err := <-waitErr:
+		// A closed stdout usually means the process is exiting; give it a
+		// moment so the cause names the exit status.
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-l.proc.exited:
+		case <-t.C:
+			l.cause = fail(sb.PhaseRuntime, "connection_closed", retryFast, err,
+				"the connection to %s (pid %d) closed: %s%s", s.cfg.Command, l.proc.pid, describe(err), s.stderrHint())
+		}
+		t.Stop()
+	}
+	if l.cause == nil {
+		l.cause = s.exitFailure(sb.PhaseRuntime, l.proc, "")
+	}
+	close(l.done)
+}
+
+func (s *Session) exitFailure(phase sb.Phase, p *process, when string) *failure {
+	<-p.exited
+	msg := fmt.Sprintf("%s (pid %d) %s", s.cfg.Command, p.pid, exitDescription(p.exitErr))
+	if when != "" {
+		msg += " " + when
+	}
+	return fail(phase, "process_exited", retryFast, p.exitErr, "%s%s", msg, s.stderrHint())
+}
+
+// stderrHint quotes the server's last stderr line, which usually names the
+// real problem ("Error: Cannot find module ...").
+func (s *Session) stderrHint() string {
+	last := s.logs.Tail(1)
+	if len(last) == 0 || strings.TrimSpace(last[0]) == "" {
+		return ""
+	}
+	line := last[0]
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	return "; last stderr line: " + line
+}
+
+// dialHTTP connects over Streamable HTTP or legacy SSE. For Streamable HTTP
+// it also reports whether the answer calls for the SSE fallback: HTTP 400,
+// 404 or 405, or the session-missing error the go-sdk maps a 404 to. Never
+// on 401/403/406/415/429/5xx, timeouts or refused connections.
+func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *failure, fallback bool) {
+	l = newLink(kind)
+	hc := &http.Client{Transport: &roundTripper{base: sharedTransport, headers: s.cfg.Headers}}
+	var t mcp.Transport
+	if kind == sb.TransportSSE {
+		t = &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
+	} else {
+		// MaxRetries: the go-sdk's own stream reconnection. Keep its default;
+		// the health probe and our reconnect cover what it gives up on.
+		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
+	}
+
+	// The link's context lives as long as the link: the legacy SSE client
+	// ties its stream to the context given to Connect. The attempt's
+	// deadline is enforced by cancelling it if Connect has not returned.
+	lctx, cancel := context.WithCancel(s.runCtx)
+	lctx, rec := withStatusRecorder(lctx)
+	stop := context.AfterFunc(ctx, cancel)
+	cs, err := s.newClient(l).Connect(lctx, t, s.sessionOptions())
+	if !stop() && err == nil {
+		cs.Close() // connected just as the deadline passed; treat as timed out
+		err = context.Cause(ctx)
+	}
+	if err != nil {
+		cancel()
+		endpoint := s.redact.URL(s.cfg.URL)
+		status := rec.Status()
+		if kind == sb.TransportStreamableHTTP && (status == 400 || status == 404 || status == 405 || errors.Is(err, mcp.ErrSessionMissing)) {
+			fallback = true
+		}
+		if ctx.Err() != nil && status == 0 {
+			return nil, fail(sb.PhaseInitialize, "timeout", retryFast, err,
+				"%s did not complete the MCP handshake within the %s startup timeout", endpoint, s.cfg.StartupTimeout()), fallback
+		}
+		phase := sb.PhaseInitialize
+		if status != 0 {
+			phase = sb.PhaseConnect
+		}
+		return nil, classifyRemote(phase, endpoint, status, err), fallback
+	}
+	l.cs = cs
+	l.cancel = cancel
+	go func() {
+		err := cs.Wait()
+		l.cause = fail(sb.PhaseRuntime, "connection_closed", retryFast, err,
+			"the %s connection to %s closed: %s", kind, s.redact.URL(s.cfg.URL), describe(err))
+		close(l.done)
+	}()
+	return l, nil, false
+}

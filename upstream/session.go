@@ -1,0 +1,427 @@
+// Package upstream owns Switchboard's client sessions to MCP servers: one
+// [Session] per configured server, for the server's whole life.
+//
+// A Session connects over stdio (a child process in its own process group)
+// or HTTP (Streamable HTTP, falling back to legacy SSE), lists the server's
+// tools, resources and prompts, keeps them fresh on list_changed, watches the
+// connection (process exit at once, an HTTP health probe on an interval),
+// reconnects transparently when a connected session drops, and retries
+// failed attempts with bounded backoff. Its state is a small machine
+// (machine.go) driven by one lifecycle goroutine that the Session owns.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// Defaults for [Options] fields whose zero value means "the default".
+const (
+	DefaultHealthInterval  = 30 * time.Second
+	DefaultProbeTimeout    = 10 * time.Second
+	DefaultFlapWindow      = 10 * time.Second
+	DefaultStableAfter     = 2 * time.Minute
+	DefaultShutdownTimeout = 5 * time.Second
+)
+
+// Options tune a Session beyond its config. The zero value is ready to use.
+type Options struct {
+	// Logger receives the session's status changes, with the server name and
+	// phase as attributes. Nil means slog.Default().
+	Logger *slog.Logger
+	// OnEvent is called for every change of the session (see sb.Event). It is
+	// called from the session's lifecycle goroutine, in order, and must not
+	// block.
+	OnEvent func(sb.Event)
+	// ClientInfo is how the session introduces itself in initialize. The zero
+	// value means {Name: "switchboard"}.
+	ClientInfo mcp.Implementation
+
+	// HealthInterval is the period of the health probe of remote sessions.
+	// If zero, DefaultHealthInterval is used; negative disables the probe.
+	HealthInterval time.Duration
+	// ProbeTimeout bounds one health probe and one list refresh. If zero,
+	// DefaultProbeTimeout is used.
+	ProbeTimeout time.Duration
+	// FlapWindow: a session that drops again within this long of a
+	// transparent reconnect is flapping and goes through backoff. If zero,
+	// DefaultFlapWindow is used.
+	FlapWindow time.Duration
+	// StableAfter: a connection that stays up this long resets the
+	// fast-retry budget. If zero, DefaultStableAfter is used.
+	StableAfter time.Duration
+	// LogLines is how many stderr lines of a stdio server are kept. If zero,
+	// DefaultLogLines is used.
+	LogLines int
+}
+
+func (o *Options) withDefaults() Options {
+	v := *o
+	if v.Logger == nil {
+		v.Logger = slog.Default()
+	}
+	if v.ClientInfo.Name == "" {
+		v.ClientInfo = mcp.Implementation{Name: "switchboard", Version: "dev"}
+	}
+	def := func(d *time.Duration, def time.Duration) {
+		if *d == 0 {
+			*d = def
+		}
+	}
+	def(&v.HealthInterval, DefaultHealthInterval)
+	def(&v.ProbeTimeout, DefaultProbeTimeout)
+	def(&v.FlapWindow, DefaultFlapWindow)
+	def(&v.StableAfter, DefaultStableAfter)
+	return v
+}
+
+// Session is the long-lived client session to one MCP server.
+//
+// Create it with New, call Start once (further calls wait on the same
+// lifecycle), and Shutdown when done. All methods are safe for concurrent
+// use. A Session is not reusable after Shutdown: create a new one.
+type Session struct {
+	cfg    *sb.ServerConfig // immutable
+	bad    *failure         // non-nil if cfg is invalid: every attempt fails with it
+	opts   Options
+	log    *slog.Logger
+	redact *redactor
+	logs   *LogBuffer
+
+	runCtx    context.Context // ends at Shutdown
+	runCancel context.CancelFunc
+	startOnce sync.Once
+	started   chan struct{} // closed by the first Start
+	done      chan struct{} // closed when the lifecycle goroutine has returned
+	restart   chan struct{} // restart requests, coalesced (buffer 1)
+
+	mu      sync.Mutex
+	m       machine
+	link    *link // the live connection, nil unless connected
+	catalog catalog
+	changed chan struct{} // closed and replaced on every change, for waiters
+}
+
+// New returns a Session for cfg that has not started. cfg must be valid
+// (see sb.ServerConfig.Validate); New keeps its own copy.
+func New(cfg *sb.ServerConfig, opts *Options) *Session {
+	if opts == nil {
+		opts = &Options{}
+	}
+	o := opts.withDefaults()
+	cfg = cfg.Clone()
+	delays := cfg.RetryDelays()
+	s := &Session{
+		cfg:     cfg,
+		opts:    o,
+		log:     o.Logger.With("server", cfg.Name),
+		redact:  newRedactor(cfg),
+		logs:    NewLogBuffer(o.LogLines),
+		started: make(chan struct{}),
+		done:    make(chan struct{}),
+		restart: make(chan struct{}, 1),
+		changed: make(chan struct{}),
+		m: machine{
+			status: sb.StatusConnecting,
+			p: policy{
+				maxAttempts: cfg.MaxAttempts(),
+				delays:      delays,
+				slowFirst:   cfg.SlowRetry(),
+				slowMax:     max(sb.MaxSlowRetry, cfg.SlowRetry()),
+				flapWindow:  o.FlapWindow,
+				stableAfter: o.StableAfter,
+				jitter:      defaultJitter,
+			},
+		},
+	}
+	if !cfg.IsEnabled() {
+		s.m.status = sb.StatusDisabled
+	}
+	if err := cfg.Validate(); err != nil {
+		s.bad = s.redact.failure(fail(sb.PhaseConfig, "invalid_config", retryNever, err, "%v", err))
+	}
+	s.runCtx, s.runCancel = context.WithCancel(context.Background())
+	return s
+}
+
+// Name returns the server's name.
+func (s *Session) Name() string { return s.cfg.Name }
+
+// Config returns a copy of the session's config.
+func (s *Session) Config() *sb.ServerConfig { return s.cfg.Clone() }
+
+// Logs returns the kept stderr lines of a stdio server, oldest first.
+func (s *Session) Logs() []string { return s.logs.Lines() }
+
+// Start launches the session's lifecycle goroutine, once, and waits until
+// the session is connected, has failed terminally (status error), or the
+// startup timeout has passed, whichever comes first; or until ctx ends.
+//
+// It returns nil when connected. On a startup timeout it returns an error
+// wrapping ErrStartupTimeout and the session keeps trying in the
+// background. A second Start never starts a second lifecycle: it waits in
+// the same way on the one that runs.
+func (s *Session) Start(ctx context.Context) error {
+	if !s.cfg.IsEnabled() {
+		return ErrDisabled
+	}
+	s.startOnce.Do(func() {
+		close(s.started)
+		if s.runCtx.Err() != nil { // Shutdown came first
+			close(s.done)
+			return
+		}
+		go s.run()
+	})
+	if s.runCtx.Err() != nil {
+		return ErrShutdown
+	}
+	timeout := s.cfg.StartupTimeout()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		status, err, ch := s.m.status, s.m.err, s.changed
+		s.mu.Unlock()
+		switch {
+		case status == sb.StatusConnected:
+			return nil
+		case status == sb.StatusError:
+			return s.asError(err)
+		}
+		select {
+		case <-ch:
+		case <-s.done:
+			return ErrShutdown
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			s.mu.Lock()
+			s.m.startupTimedOut = true
+			err := s.m.err
+			s.mu.Unlock()
+			msg := fmt.Sprintf("not connected within the %s startup timeout; still trying in the background", timeout)
+			if err != nil {
+				msg += "; last error: " + err.Message
+			}
+			s.log.Warn("startup timeout", "timeout", timeout)
+			return &Error{Server: s.cfg.Name, Phase: phaseOf(err, sb.PhaseInitialize), Code: "startup_timeout",
+				Message: msg, err: ErrStartupTimeout}
+		}
+	}
+}
+
+func phaseOf(e *sb.ErrorInfo, def sb.Phase) sb.Phase {
+	if e != nil {
+		return e.Phase
+	}
+	return def
+}
+
+func (s *Session) asError(e *sb.ErrorInfo) error {
+	if e == nil {
+		return &Error{Server: s.cfg.Name, Phase: sb.PhaseRuntime, Code: "not_connected", Message: "not connected", err: ErrNotConnected}
+	}
+	return &Error{Server: s.cfg.Name, Phase: e.Phase, Code: e.Code, Message: e.Message, err: ErrNotConnected}
+}
+
+// Restart drops the current connection, if any, and connects again at once
+// with a fresh retry budget. It does not wait.
+func (s *Session) Restart() {
+	select {
+	case s.restart <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// Shutdown stops the session at once, also during a backoff wait: no
+// further attempt is made. It closes the MCP session, kills a stdio server's
+// whole process group, and returns when nothing of the session remains, or
+// after DefaultShutdownTimeout, or when ctx ends, whichever comes first.
+func (s *Session) Shutdown(ctx context.Context) error {
+	s.runCancel()
+	s.startOnce.Do(func() { close(s.started); close(s.done) }) // never started: nothing to stop
+	timer := time.NewTimer(DefaultShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-s.done:
+		return nil
+	case <-timer.C:
+		return fmt.Errorf("%s: shutdown did not finish within %s", s.cfg.Name, DefaultShutdownTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Done is closed once the session has shut down completely.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Status returns the session's current status.
+func (s *Session) Status() sb.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m.status
+}
+
+// Info returns a snapshot of the session's runtime info.
+func (s *Session) Info() sb.RuntimeInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := &s.m
+	info := sb.RuntimeInfo{
+		Status:          m.status,
+		Attempt:         m.attempt,
+		Reconnects:      m.reconnects,
+		StartupTimedOut: m.startupTimedOut,
+		Tools:           []sb.ToolInfo{},
+	}
+	if m.err != nil {
+		e := *m.err
+		info.Error = &e
+	}
+	if !m.nextRetryAt.IsZero() {
+		t := m.nextRetryAt
+		info.NextRetryAt = &t
+	}
+	if l := s.link; l != nil && m.status == sb.StatusConnected {
+		t := m.connectedSince
+		info.ConnectedSince = &t
+		info.Transport = l.transport
+		if l.proc != nil {
+			info.PID = l.proc.pid
+		}
+		if r := l.cs.InitializeResult(); r != nil {
+			info.ProtocolVersion = r.ProtocolVersion
+			if r.ServerInfo != nil {
+				info.ServerInfo = &sb.ServerInfo{Name: r.ServerInfo.Name, Version: r.ServerInfo.Version}
+			}
+		}
+	}
+	for _, t := range s.catalog.tools {
+		schema, _ := json.Marshal(t.InputSchema)
+		info.Tools = append(info.Tools, sb.ToolInfo{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	info.ToolCount = len(s.catalog.tools)
+	info.ResourceCount = len(s.catalog.resources)
+	info.PromptCount = len(s.catalog.prompts)
+	return info
+}
+
+// Tools returns the server's tools as last listed; empty unless connected.
+// The returned slice must not be modified.
+func (s *Session) Tools() []*mcp.Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.catalog.tools
+}
+
+// Catalog returns everything the server offers, as last listed.
+func (s *Session) Catalog() (tools []*mcp.Tool, resources []*mcp.Resource, templates []*mcp.ResourceTemplate, prompts []*mcp.Prompt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.catalog
+	return c.tools, c.resources, c.templates, c.prompts
+}
+
+// Client returns the live MCP client session, waiting for a session that is
+// connecting until ctx ends. A session in error fails at once with an
+// *Error (wrapping ErrNotConnected) carrying the last cause and its phase.
+//
+// The returned session may drop at any time; calls on it then fail with an
+// error wrapping mcp.ErrConnectionClosed.
+func (s *Session) Client(ctx context.Context) (*mcp.ClientSession, error) {
+	for {
+		s.mu.Lock()
+		status, l, e, ch := s.m.status, s.link, s.m.err, s.changed
+		s.mu.Unlock()
+		switch status {
+		case sb.StatusConnected:
+			return l.cs, nil
+		case sb.StatusError:
+			return nil, s.asError(e)
+		case sb.StatusDisabled:
+			return nil, &Error{Server: s.cfg.Name, Phase: sb.PhaseConfig, Code: "disabled", Message: "the server is disabled", err: ErrDisabled}
+		}
+		select {
+		case <-ch:
+		case <-s.done:
+			return nil, ErrShutdown
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: waiting for the session to connect: %w", s.cfg.Name, context.Cause(ctx))
+		}
+	}
+}
+
+// WaitFor waits until pred holds for the session's runtime info, or ctx
+// ends. It is meant for tests and tools that watch a session.
+func (s *Session) WaitFor(ctx context.Context, pred func(sb.RuntimeInfo) bool) (sb.RuntimeInfo, error) {
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		info := s.Info()
+		if pred(info) {
+			return info, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return info, ctx.Err()
+		}
+	}
+}
+
+// update applies a transition to the machine under the lock, wakes waiters
+// and reports the change as an event (outside the lock).
+func (s *Session) update(reason string, fn func(m *machine)) {
+	s.mu.Lock()
+	prev := s.m.status
+	fn(&s.m)
+	ev := sb.Event{
+		Server:     s.cfg.Name,
+		Reason:     reason,
+		Status:     s.m.status,
+		Previous:   prev,
+		Attempt:    s.m.attempt,
+		Reconnects: s.m.reconnects,
+		At:         time.Now(),
+	}
+	if s.m.err != nil {
+		e := *s.m.err
+		ev.Error = &e
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+
+	s.logEvent(ev)
+	if s.opts.OnEvent != nil {
+		s.opts.OnEvent(ev)
+	}
+}
+
+func (s *Session) logEvent(ev sb.Event) {
+	attrs := []any{"reason", ev.Reason, "status", ev.Status, "attempt", ev.Attempt, "reconnects", ev.Reconnects}
+	if ev.Error != nil {
+		attrs = append(attrs, "phase", ev.Error.Phase, "code", ev.Error.Code, "error", ev.Error.Message)
+	}
+	switch {
+	case ev.Reason == sb.ReasonAttemptFailed || ev.Reason == sb.ReasonDropped:
+		s.log.Warn("upstream "+ev.Reason, attrs...)
+	case ev.Status != ev.Previous || ev.Reason == sb.ReasonConnected:
+		s.log.Info("upstream "+ev.Reason, attrs...)
+	default:
+		s.log.Debug("upstream "+ev.Reason, attrs...)
+	}
+}
+
+// errRestart is the "cause" of a link closed by Restart.
+var errRestart = errors.New("restart requested")
