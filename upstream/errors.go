@@ -235,4 +235,6 @@ func (r *redactor) failure(f *failure) *failure {
 }
 
 // isProcessGone reports whether err says a process no longer exists.
-func isProcessGone(err error) bool { return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH) }
+func isProcessGone(err error) bool {
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
+}

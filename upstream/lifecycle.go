@@ -241,4 +241,3 @@ func boundDiscover(next mcp.MethodHandler) mcp.MethodHandler {
 		return next(ctx, method, req)
 	}
 }
-
