@@ -31,54 +31,56 @@ var sharedTransport = &http.Transport{
 // that never answers that GET would otherwise stall Connect forever.
 const streamHeaderTimeout = 15 * time.Second
 
-// roundTripper puts the config's headers on every request and records the
-// HTTP status of failed responses in the request context's statusRecorder.
+// roundTripper puts the config's headers on every request, records the
+// HTTP status of failed responses in the request context's statusRecorder,
+// and ties every request to the link's context, so that closing a link
+// aborts all of its requests at once: the go-sdk detaches its Streamable
+// HTTP stream from every context we could cancel, and its DELETE on close
+// would otherwise wait on a server that no longer answers.
 type roundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
+	linkCtx context.Context
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
-		req = req.Clone(req.Context())
-		for k, v := range t.headers {
-			req.Header.Set(k, v)
-		}
+	ctx, cancel := context.WithCancel(req.Context())
+	stop := context.AfterFunc(t.linkCtx, cancel)
+	release := func() {
+		stop()
+		cancel()
 	}
-	var cancel context.CancelFunc
 	if req.Method == http.MethodGet {
-		var ctx context.Context
-		ctx, cancel = context.WithCancel(req.Context())
 		timer := time.AfterFunc(streamHeaderTimeout, cancel)
 		defer timer.Stop()
-		req = req.WithContext(ctx)
+	}
+	req = req.Clone(ctx)
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
-		if cancel != nil {
-			cancel()
-		}
+		release()
 		return nil, err
 	}
-	if cancel != nil {
-		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
-	}
 	if resp.StatusCode >= 400 {
-		if rec, ok := req.Context().Value(statusRecorderKey{}).(*statusRecorder); ok {
+		if rec, ok := ctx.Value(statusRecorderKey{}).(*statusRecorder); ok {
 			rec.record(resp.StatusCode)
 		}
 	}
+	resp.Body = &releaseOnClose{ReadCloser: resp.Body, release: release}
 	return resp, nil
 }
 
-type cancelOnClose struct {
+// releaseOnClose frees a request's context when its body is closed.
+type releaseOnClose struct {
 	io.ReadCloser
-	cancel context.CancelFunc
+	release func()
 }
 
-func (c *cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
+func (b *releaseOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
 	return err
 }
 

@@ -15,7 +15,11 @@ import (
 // when runCtx ends (Shutdown), after closing everything it opened.
 func (s *Session) run() {
 	defer close(s.done)
-	defer s.update(sb.ReasonStopped, func(m *machine) { m.nextRetryAt = time.Time{} })
+	// A shut-down session runs nothing, which is what disabled means.
+	defer s.update(sb.ReasonStopped, func(m *machine) {
+		m.status = sb.StatusDisabled
+		m.nextRetryAt = time.Time{}
+	})
 	ctx := s.runCtx
 	for ctx.Err() == nil {
 		wait, retry := s.cycle(ctx)
@@ -72,17 +76,21 @@ func (s *Session) cycle(ctx context.Context) (wait time.Duration, retry bool) {
 	s.link = nil
 	s.catalog = catalog{}
 	s.mu.Unlock()
-	l.close()
 
 	switch {
 	case ctx.Err() != nil:
+		l.close(false)
 		return 0, false
 	case errors.Is(cause, errRestart):
 		s.update(sb.ReasonRestarted, (*machine).restarted)
+		l.close(false)
 		return 0, true
 	}
+	// Report the drop before the (bounded) teardown, so that watchers learn
+	// of it when it happened; the next attempt still waits for the teardown.
 	cause = s.redact.failure(cause)
 	s.update(sb.ReasonDropped, func(m *machine) { wait, retry = m.dropped(time.Now(), cause) })
+	l.close(true)
 	return wait, retry
 }
 
@@ -118,7 +126,7 @@ func (s *Session) dial(ctx context.Context) (*link, *failure) {
 		return nil, f
 	}
 	if f := s.discover(ctx, l); f != nil {
-		l.close()
+		l.close(true)
 		return nil, f
 	}
 	return l, nil
@@ -219,18 +227,36 @@ func (s *Session) refresh(ctx context.Context, l *link, kinds listKind) {
 	s.update(sb.ReasonToolsChanged, func(*machine) {})
 }
 
-// sessionOptions pins the configured protocol version; empty means the
-// SDK's newest, with the server/discover probe bounded by boundDiscover.
+// classicProtocol is the newest protocol version negotiated through the
+// initialize handshake alone.
+const classicProtocol = "2025-11-25"
+
+// sessionOptions picks the protocol version to offer. A pinned version is
+// used as is. "Auto" differs by transport:
+//
+//   - Remote servers get the SDK's newest version, whose server/discover
+//     probe (2026-07-28) is bounded by boundDiscover: a discover POST that
+//     goes unanswered costs nothing but the wait.
+//   - Stdio servers go straight to initialize at classicProtocol. On a
+//     single pipe an abandoned probe is not harmless: a server that is still
+//     cold-starting (npx installing) reads the probe late, answers it, and
+//     then refuses the initialize that followed as a duplicate.
 func (s *Session) sessionOptions() *mcp.ClientSessionOptions {
-	return &mcp.ClientSessionOptions{ProtocolVersion: s.cfg.ProtocolVersion}
+	v := s.cfg.ProtocolVersion
+	if v == "" && s.cfg.IsStdio() {
+		v = classicProtocol
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: v}
 }
 
-// discoverProbeTimeout bounds the 2026-07-28 server/discover probe. The
+// discoverProbeTimeout bounds the automatic server/discover probe. The
 // go-sdk sends it with no timeout of its own, and a server that ignores
 // unknown methods never answers; after this long the SDK falls back to the
 // classic initialize handshake.
 const discoverProbeTimeout = 3 * time.Second
 
+// boundDiscover is a sending middleware that applies discoverProbeTimeout.
+// It is installed only when the protocol version is automatic.
 func boundDiscover(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "server/discover" {

@@ -65,8 +65,12 @@ const closeTimeout = 2 * time.Second
 
 // close tears the link down: the MCP session, the HTTP streams, and the
 // stdio process group. It returns when they are gone, within the bounds of
-// closeTimeout and process.stop.
-func (l *link) close() {
+// closeTimeout and process.stop. A link that is known to be dead skips the
+// polite goodbye (the Streamable HTTP DELETE) that would only wait on it.
+func (l *link) close(dead bool) {
+	if dead {
+		l.cancel()
+	}
 	if l.cs != nil {
 		closed := make(chan struct{})
 		go func() {
@@ -105,7 +109,9 @@ func (s *Session) newClient(l *link) *mcp.Client {
 			s.log.Debug("upstream log message", "level", r.Params.Level, "logger", r.Params.Logger)
 		},
 	})
-	c.AddSendingMiddleware(boundDiscover)
+	if s.cfg.ProtocolVersion == "" && !s.cfg.IsStdio() {
+		c.AddSendingMiddleware(boundDiscover)
+	}
 	return c
 }
 
@@ -134,13 +140,19 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 	cs, err := s.newClient(l).Connect(hctx, &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, s.sessionOptions())
 	cancel(nil)
 	if err != nil {
-		proc.stop()
-		select {
-		case <-proc.exited:
-			return nil, s.exitFailure(sb.PhaseSpawn, proc, "before completing the MCP handshake")
-		default:
+		// Did it exit on its own, before we stop it below? A closed pipe is
+		// usually seen a moment before the exit is reaped, so give the
+		// reaper a moment unless the attempt simply ran out of time.
+		grace := exitReapGrace
+		if ctx.Err() != nil {
+			grace = 0
 		}
-		if context.Cause(ctx) == errAttemptTimeout {
+		exited := proc.waitExit(grace)
+		proc.stop()
+		switch {
+		case exited:
+			return nil, s.exitFailure(sb.PhaseSpawn, proc, "before completing the MCP handshake")
+		case context.Cause(ctx) == errAttemptTimeout:
 			return nil, fail(sb.PhaseInitialize, "timeout", retryFast, err,
 				"%s (pid %d) did not answer initialize within the %s startup timeout%s",
 				s.cfg.Command, proc.pid, s.cfg.StartupTimeout(), s.stderrHint())
@@ -168,14 +180,10 @@ func (s *Session) watchStdio(l *link) {
 	case err := <-waitErr:
 		// A closed stdout usually means the process is exiting; give it a
 		// moment so the cause names the exit status.
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-l.proc.exited:
-		case <-t.C:
+		if !l.proc.waitExit(exitReapGrace) {
 			l.cause = fail(sb.PhaseRuntime, "connection_closed", retryFast, err,
 				"the connection to %s (pid %d) closed: %s%s", s.cfg.Command, l.proc.pid, describe(err), s.stderrHint())
 		}
-		t.Stop()
 	}
 	if l.cause == nil {
 		l.cause = s.exitFailure(sb.PhaseRuntime, l.proc, "")
@@ -212,7 +220,13 @@ func (s *Session) stderrHint() string {
 // on 401/403/406/415/429/5xx, timeouts or refused connections.
 func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *failure, fallback bool) {
 	l = newLink(kind)
-	hc := &http.Client{Transport: &roundTripper{base: sharedTransport, headers: s.cfg.Headers}}
+	// The link's context lives as long as the link: the legacy SSE client
+	// ties its stream to the context given to Connect, and every request of
+	// the link ends with it. The attempt's deadline is enforced by cancelling
+	// it if Connect has not returned by then.
+	lctx, cancel := context.WithCancel(s.runCtx)
+	lctx, rec := withStatusRecorder(lctx)
+	hc := &http.Client{Transport: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, linkCtx: lctx}}
 	var t mcp.Transport
 	if kind == sb.TransportSSE {
 		t = &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
@@ -222,11 +236,6 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
 	}
 
-	// The link's context lives as long as the link: the legacy SSE client
-	// ties its stream to the context given to Connect. The attempt's
-	// deadline is enforced by cancelling it if Connect has not returned.
-	lctx, cancel := context.WithCancel(s.runCtx)
-	lctx, rec := withStatusRecorder(lctx)
 	stop := context.AfterFunc(ctx, cancel)
 	cs, err := s.newClient(l).Connect(lctx, t, s.sessionOptions())
 	if !stop() && err == nil {

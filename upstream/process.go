@@ -127,6 +127,30 @@ func startProcess(cfg *sb.ServerConfig, logs io.Writer) (*process, *failure) {
 	return p, nil
 }
 
+// exitReapGrace is how long a closed pipe waits for the exit to be reaped,
+// so that a failure can name the exit status rather than "connection closed".
+const exitReapGrace = 200 * time.Millisecond
+
+// waitExit reports whether the process has exited, waiting at most d.
+func (p *process) waitExit(d time.Duration) bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+	}
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // signalGroup sends sig to the child's whole process group.
 func (p *process) signalGroup(sig syscall.Signal) {
 	if err := syscall.Kill(-p.pid, sig); err != nil && !isProcessGone(err) {
@@ -141,32 +165,33 @@ func (p *process) signalGroup(sig syscall.Signal) {
 // longer than stdinCloseGrace+sigtermGrace+2*sigkillWait.
 func (p *process) stop() {
 	p.stdin.Close()
-	wait := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-p.exited:
-			return true
-		case <-t.C:
-			return false
-		}
-	}
-	if !wait(stdinCloseGrace) {
+	if !p.waitExit(stdinCloseGrace) {
 		p.signalGroup(syscall.SIGTERM)
-		if !wait(sigtermGrace) {
+		if !p.waitExit(sigtermGrace) {
 			p.signalGroup(syscall.SIGKILL)
-			wait(sigkillWait)
+			p.waitExit(sigkillWait)
 		}
 	}
 	// The leader is gone (or unkillable); grandchildren may live on in its
 	// group. Nothing of this server may outlive it.
 	p.signalGroup(syscall.SIGKILL)
+	p.awaitGroupGone(sigkillWait)
 	p.stdout.Close()
 	t := time.NewTimer(sigkillWait)
 	defer t.Stop()
 	select {
 	case <-p.stderrDone:
 	case <-t.C:
+	}
+}
+
+// awaitGroupGone waits, at most d, until no process is left in the group:
+// SIGKILL is delivered asynchronously, and a caller that returns before the
+// grandchildren are gone would report a clean shutdown too early.
+func (p *process) awaitGroupGone(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for syscall.Kill(-p.pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

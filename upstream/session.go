@@ -379,8 +379,9 @@ func (s *Session) WaitFor(ctx context.Context, pred func(sb.RuntimeInfo) bool) (
 	}
 }
 
-// update applies a transition to the machine under the lock, wakes waiters
-// and reports the change as an event (outside the lock).
+// update applies a transition to the machine under the lock, reports the
+// change as an event (outside the lock), then wakes waiters, so that a
+// waiter that sees the new state can rely on the event having been seen too.
 func (s *Session) update(reason string, fn func(m *machine)) {
 	s.mu.Lock()
 	prev := s.m.status
@@ -398,14 +399,17 @@ func (s *Session) update(reason string, fn func(m *machine)) {
 		e := *s.m.err
 		ev.Error = &e
 	}
-	close(s.changed)
-	s.changed = make(chan struct{})
 	s.mu.Unlock()
 
 	s.logEvent(ev)
 	if s.opts.OnEvent != nil {
 		s.opts.OnEvent(ev)
 	}
+
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
 }
 
 func (s *Session) logEvent(ev sb.Event) {

@@ -1,0 +1,413 @@
+package testserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// errShutdown is the cancellation cause of tool handlers still running when
+// the server shuts down.
+var errShutdown = errors.New("server shutting down")
+
+// maxBigBytes bounds the big tool so a typo cannot exhaust the test machine.
+const maxBigBytes = 256 << 20
+
+// newMCPServer builds the SDK server with every tool, resource, template and
+// prompt registered, and the observing middleware installed.
+func (s *server) newMCPServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &mcp.ServerOptions{
+		PageSize:                  s.opts.PageSize,
+		SupportedProtocolVersions: s.opts.ProtocolVersions,
+		Logger:                    s.sdkLogger(),
+	})
+	s.mcp = srv // addEcho registers through s.mcp
+	srv.AddReceivingMiddleware(s.observe)
+
+	s.addEcho("echo", "Returns its text argument, as text and as structured content.")
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "add",
+		Description: "Adds two numbers.",
+		InputSchema: objectSchema(map[string]any{
+			"a": prop("number", "first addend"),
+			"b": prop("number", "second addend"),
+		}, "a", "b"),
+	}, s.add)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "slow",
+		Description: "Takes duration_ms to finish, reporting progress every interval_ms when the request has a progress token.",
+		InputSchema: objectSchema(map[string]any{
+			"duration_ms": withMin(prop("integer", "total duration in milliseconds"), 0),
+			"interval_ms": withDefault(withMin(prop("integer", "progress interval in milliseconds"), 1), 1000),
+		}, "duration_ms"),
+	}, s.slow)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "sleep",
+		Description: "Sleeps ms milliseconds without reporting progress.",
+		InputSchema: objectSchema(map[string]any{
+			"ms": withMin(prop("integer", "milliseconds to sleep"), 0),
+		}, "ms"),
+	}, s.sleepTool)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "elicit",
+		Description: "Asks the client (elicitation/create) for an answer and returns it.",
+		InputSchema: objectSchema(map[string]any{
+			"message": prop("string", "question shown to the user"),
+		}),
+	}, s.elicit)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "add_tool",
+		Description: "Registers a new echo tool with the given name, which makes the server send notifications/tools/list_changed.",
+		InputSchema: objectSchema(map[string]any{
+			"name": prop("string", "name of the tool to add"),
+		}, "name"),
+	}, s.addTool)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "crash",
+		Description: "Exits the server process with status 3 without answering.",
+		InputSchema: objectSchema(map[string]any{}),
+	}, s.crash)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "big",
+		Description: "Returns a text content of the given number of 'x' bytes.",
+		InputSchema: objectSchema(map[string]any{
+			"bytes": withMin(prop("integer", "size of the text in bytes"), 0),
+		}, "bytes"),
+	}, s.big)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "fail",
+		Description: "Returns a tool error (isError: true) carrying the message.",
+		InputSchema: objectSchema(map[string]any{
+			"message": prop("string", "error message"),
+		}),
+	}, s.fail)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "pid",
+		Description: "Returns the server's process id.",
+		InputSchema: objectSchema(map[string]any{}),
+	}, s.pidTool)
+	for i := range s.opts.Tools {
+		s.addEcho(fmt.Sprintf("extra_%03d", i), "Extra echo tool (-tools).")
+	}
+
+	srv.AddResource(&mcp.Resource{
+		URI:      "test://hello",
+		Name:     "hello",
+		MIMEType: "text/plain",
+	}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return textResource(req.Params.URI, "hello"), nil
+	})
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: "test://items/{id}",
+		Name:        "item",
+		MIMEType:    "text/plain",
+	}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		id := strings.TrimPrefix(req.Params.URI, "test://items/")
+		return textResource(req.Params.URI, "item "+id), nil
+	})
+	srv.AddPrompt(&mcp.Prompt{
+		Name:        "greet",
+		Description: "Greets someone.",
+		Arguments:   []*mcp.PromptArgument{{Name: "name", Description: "who to greet", Required: true}},
+	}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{
+			Messages: []*mcp.PromptMessage{{
+				Role:    "user",
+				Content: &mcp.TextContent{Text: "Hello, " + req.Params.Arguments["name"] + "!"},
+			}},
+		}, nil
+	})
+	return srv
+}
+
+// sdkLogger routes the SDK's own complaints to stderr, prefixed so they are
+// recognisable, at error level only: the SDK logs every session at info
+// level, which would drown the lines tests look for.
+func (s *server) sdkLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(prefixWriter{"testserver: sdk: ", s.stderr}, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+// observe is the receiving middleware: it sees every request the SDK
+// dispatches. It records initialize and tools/call, applies -crash-after, and
+// ties tool handlers to the server's lifetime.
+func (s *server) observe(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "initialize":
+			if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil {
+				s.events.record(Event{Event: "initialize", ProtocolVersion: p.ProtocolVersion, Session: sessionID(req)})
+			}
+		case "tools/call":
+			return s.dispatchCall(ctx, method, req, next)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (s *server) dispatchCall(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	var tool string
+	if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
+		tool = p.Name
+	}
+	n := s.calls.Add(1)
+	s.logf("call %s", tool)
+	s.events.record(Event{Event: "call", Tool: tool, Session: sessionID(req)})
+	// Calls are numbered in the order the SDK dispatches them; with a
+	// client that waits for each answer that is exactly "N calls succeed".
+	if limit := s.opts.CrashAfter; limit != nil && n > int64(*limit) {
+		s.die(3, "crash-after")
+	}
+
+	// The SDK detaches handler contexts from the connection, so without this
+	// a long sleep would hold up shutdown until it finished.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.ctx, func() { cancel(errShutdown) })
+	defer stop()
+
+	res, err := next(ctx, method, req)
+	s.completed.Add(1)
+	return res, err
+}
+
+func sessionID(req mcp.Request) string {
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		return ss.ID()
+	}
+	return ""
+}
+
+// cancelled records that tool observed the cancellation of ctx and returns
+// the error the handler should return.
+func (s *server) cancelled(ctx context.Context, tool string) error {
+	cause := context.Cause(ctx)
+	s.logf("cancelled %s: %v", tool, cause)
+	s.events.record(Event{Event: "cancelled", Tool: tool, Reason: cause.Error()})
+	return ctx.Err()
+}
+
+// sleepUntil waits until t, or returns ctx.Err() if ctx is cancelled first.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Tool arguments. Each tool's input schema is written out explicitly in
+// newMCPServer (a client under test reads it), and these structs only decode.
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+type echoResult struct {
+	Text string `json:"text"`
+}
+
+type addArgs struct {
+	A float64 `json:"a"`
+	B float64 `json:"b"`
+}
+
+type slowArgs struct {
+	DurationMS int `json:"duration_ms"`
+	IntervalMS int `json:"interval_ms"`
+}
+
+type sleepArgs struct {
+	MS int `json:"ms"`
+}
+
+type messageArgs struct {
+	Message string `json:"message"`
+}
+
+type nameArgs struct {
+	Name string `json:"name"`
+}
+
+type bigArgs struct {
+	Bytes int `json:"bytes"`
+}
+
+type noArgs struct{}
+
+// addEcho registers an echo tool under name; echo, extra_NNN, dyn_N and
+// tools created by add_tool all share it.
+func (s *server) addEcho(name, description string) {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        name,
+		Description: description,
+		InputSchema: objectSchema(map[string]any{
+			"text": prop("string", "text to echo"),
+		}, "text"),
+	}, s.echo)
+}
+
+func (s *server) echo(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, echoResult, error) {
+	// Setting Content keeps the text content exactly equal to the input; the
+	// SDK fills structuredContent from the second result.
+	return textResult(in.Text), echoResult{Text: in.Text}, nil
+}
+
+func (s *server) add(_ context.Context, _ *mcp.CallToolRequest, in addArgs) (*mcp.CallToolResult, any, error) {
+	return textResult(strconv.FormatFloat(in.A+in.B, 'f', -1, 64)), nil, nil
+}
+
+// slow reports one progress step per interval (the last step may be
+// shorter), so a client sees progress = 1..n with total = n.
+func (s *server) slow(ctx context.Context, req *mcp.CallToolRequest, in slowArgs) (*mcp.CallToolResult, any, error) {
+	total := time.Duration(in.DurationMS) * time.Millisecond
+	interval := time.Duration(in.IntervalMS) * time.Millisecond
+	if interval <= 0 {
+		interval = time.Second
+	}
+	steps := int((total + interval - 1) / interval)
+	token := req.Params.GetProgressToken()
+	start := time.Now()
+	for i := 1; i <= steps; i++ {
+		// Deadlines are absolute so that time spent sending progress does
+		// not accumulate into drift.
+		if err := sleepUntil(ctx, start.Add(min(time.Duration(i)*interval, total))); err != nil {
+			return nil, nil, s.cancelled(ctx, "slow")
+		}
+		if token == nil {
+			continue
+		}
+		err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token,
+			Progress:      float64(i),
+			Total:         float64(steps),
+			Message:       fmt.Sprintf("step %d/%d", i, steps),
+		})
+		if err != nil && ctx.Err() != nil {
+			return nil, nil, s.cancelled(ctx, "slow")
+		}
+	}
+	return textResult(fmt.Sprintf("done after %dms", in.DurationMS)), nil, nil
+}
+
+func (s *server) sleepTool(ctx context.Context, _ *mcp.CallToolRequest, in sleepArgs) (*mcp.CallToolResult, any, error) {
+	if err := sleepUntil(ctx, time.Now().Add(time.Duration(in.MS)*time.Millisecond)); err != nil {
+		return nil, nil, s.cancelled(ctx, "sleep")
+	}
+	return textResult(fmt.Sprintf("slept %dms", in.MS)), nil, nil
+}
+
+func (s *server) elicit(ctx context.Context, req *mcp.CallToolRequest, in messageArgs) (*mcp.CallToolResult, any, error) {
+	msg := in.Message
+	if msg == "" {
+		msg = "What is the answer?"
+	}
+	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+		Message: msg,
+		RequestedSchema: objectSchema(map[string]any{
+			"answer": prop("string", "your answer"),
+		}, "answer"),
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, s.cancelled(ctx, "elicit")
+		}
+		return nil, nil, fmt.Errorf("elicitation failed: %w", err)
+	}
+	switch res.Action {
+	case "accept":
+		return textResult(fmt.Sprintf("answer: %v", res.Content["answer"])), nil, nil
+	case "decline":
+		return textResult("declined"), nil, nil
+	default:
+		return textResult("cancelled"), nil, nil
+	}
+}
+
+func (s *server) addTool(_ context.Context, _ *mcp.CallToolRequest, in nameArgs) (*mcp.CallToolResult, any, error) {
+	if in.Name == "" {
+		return nil, nil, errors.New("name must not be empty")
+	}
+	s.addEcho(in.Name, "Echo tool added at runtime by add_tool.")
+	return textResult("added " + in.Name), nil, nil
+}
+
+func (s *server) crash(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, any, error) {
+	s.die(3, "crash")
+	panic("unreachable")
+}
+
+func (s *server) big(_ context.Context, _ *mcp.CallToolRequest, in bigArgs) (*mcp.CallToolResult, any, error) {
+	if in.Bytes > maxBigBytes {
+		return nil, nil, fmt.Errorf("bytes must be at most %d", maxBigBytes)
+	}
+	return textResult(strings.Repeat("x", in.Bytes)), nil, nil
+}
+
+func (s *server) fail(_ context.Context, _ *mcp.CallToolRequest, in messageArgs) (*mcp.CallToolResult, any, error) {
+	msg := in.Message
+	if msg == "" {
+		msg = "failure requested"
+	}
+	res := textResult(msg)
+	res.IsError = true
+	return res, nil, nil
+}
+
+func (s *server) pidTool(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, any, error) {
+	return textResult(strconv.Itoa(s.pid)), nil, nil
+}
+
+// addToolsPeriodically implements -list-changed-every.
+func (s *server) addToolsPeriodically(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			s.addEcho(fmt.Sprintf("dyn_%d", s.dynTools.Add(1)), "Echo tool added by -list-changed-every.")
+		}
+	}
+}
+
+// Small builders, to keep the registrations above readable.
+
+func textResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+func textResource(uri, text string) *mcp.ReadResourceResult {
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}
+}
+
+func objectSchema(props map[string]any, required ...string) map[string]any {
+	schema := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		schema["required"] = required
+	}
+	return schema
+}
+
+func prop(typ, description string) map[string]any {
+	return map[string]any{"type": typ, "description": description}
+}
+
+func withMin(p map[string]any, minimum int) map[string]any {
+	p["minimum"] = minimum
+	return p
+}
+
+func withDefault(p map[string]any, def any) map[string]any {
+	p["default"] = def
+	return p
+}

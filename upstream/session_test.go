@@ -1,0 +1,691 @@
+package upstream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// goleak's Cleanup replaces its own exit, so it must exit itself.
+		goleak.Cleanup(func(code int) { testserver.RemoveBinary(); os.Exit(code) }),
+		// The shared HTTP transport keeps idle keep-alive connections.
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	)
+}
+
+// recorder collects a session's events.
+type recorder struct {
+	mu     sync.Mutex
+	events []sb.Event
+}
+
+func (r *recorder) add(e sb.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) all() []sb.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+func (r *recorder) count(reason string) int {
+	n := 0
+	for _, e := range r.all() {
+		if e.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
+// newSession returns a session whose events are recorded and whose logs go
+// to the test's output; it is shut down when the test ends.
+func newSession(t *testing.T, cfg *sb.ServerConfig, opts *upstream.Options) (*upstream.Session, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	if opts == nil {
+		opts = &upstream.Options{}
+	}
+	opts.OnEvent = rec.add
+	opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := upstream.New(cfg, opts)
+	t.Cleanup(func() {
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return s, rec
+}
+
+func stdioConfig(t *testing.T, args ...string) *sb.ServerConfig {
+	return &sb.ServerConfig{
+		Name:            "test",
+		Transport:       sb.TransportStdio,
+		Command:         testserver.Binary(t),
+		Args:            args,
+		ProtocolVersion: "2025-11-25",
+	}
+}
+
+func toolNames(info sb.RuntimeInfo) []string {
+	var names []string
+	for _, t := range info.Tools {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+func waitFor(t *testing.T, s *upstream.Session, what string, pred func(sb.RuntimeInfo) bool) sb.RuntimeInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	info, err := s.WaitFor(ctx, pred)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; last info: %+v", what, err, info)
+	}
+	return info
+}
+
+func TestConnectAndListTools(t *testing.T) {
+	bin := testserver.Binary(t)
+	httpSrv := testserver.StartHTTP(t)
+	sseSrv := testserver.StartHTTP(t, "-sse-only")
+	for _, tc := range []struct {
+		name          string
+		cfg           sb.ServerConfig
+		wantTransport sb.Transport
+	}{
+		{"stdio", sb.ServerConfig{Transport: sb.TransportStdio, Command: bin}, sb.TransportStdio},
+		{"streamable-http", sb.ServerConfig{Transport: sb.TransportStreamableHTTP, URL: httpSrv.URL}, sb.TransportStreamableHTTP},
+		{"remote prefers streamable-http", sb.ServerConfig{Transport: sb.TransportRemote, URL: httpSrv.URL}, sb.TransportStreamableHTTP},
+		{"sse", sb.ServerConfig{Transport: sb.TransportSSE, URL: httpSrv.BaseURL + "/sse"}, sb.TransportSSE},
+		{"remote falls back to sse on 404", sb.ServerConfig{Transport: sb.TransportRemote, URL: sseSrv.URL}, sb.TransportSSE},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Name = "test"
+			s, _ := newSession(t, &cfg, nil)
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			info := s.Info()
+			if info.Status != sb.StatusConnected || info.Transport != tc.wantTransport {
+				t.Fatalf("status %s transport %s, want connected %s", info.Status, info.Transport, tc.wantTransport)
+			}
+			for _, want := range []string{"echo", "slow", "crash"} {
+				if !slices.Contains(toolNames(info), want) {
+					t.Errorf("tool %q missing from %v", want, toolNames(info))
+				}
+			}
+			if info.ToolCount != len(info.Tools) || info.ResourceCount == 0 || info.PromptCount == 0 {
+				t.Errorf("counts: tools %d/%d resources %d prompts %d", info.ToolCount, len(info.Tools), info.ResourceCount, info.PromptCount)
+			}
+			if info.ServerInfo == nil || info.ServerInfo.Name != "testserver" || info.ProtocolVersion == "" {
+				t.Errorf("server info %+v protocol %q", info.ServerInfo, info.ProtocolVersion)
+			}
+			if (tc.wantTransport == sb.TransportStdio) != (info.PID > 0) {
+				t.Errorf("pid = %d for transport %s", info.PID, info.Transport)
+			}
+			cs, err := s.Client(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+			if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "hi" {
+				t.Fatalf("echo: %v %+v", err, res)
+			}
+		})
+	}
+}
+
+func TestToolsListedAcrossPages(t *testing.T) {
+	s, _ := newSession(t, stdioConfig(t, "-tools", "120", "-page-size", "7"), nil)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	names := toolNames(s.Info())
+	if !slices.Contains(names, "extra_119") || !slices.Contains(names, "echo") {
+		t.Fatalf("listed %d tools, missing the last page: %v", len(names), names)
+	}
+}
+
+func TestReconnectAfterProcessKilled(t *testing.T) {
+	s, rec := newSession(t, stdioConfig(t), nil)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.Info().PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	info := waitFor(t, s, "reconnect", func(i sb.RuntimeInfo) bool {
+		return i.Status == sb.StatusConnected && i.PID != pid
+	})
+	if info.Reconnects != 1 || info.Attempt != 0 {
+		t.Fatalf("reconnects %d attempt %d, want 1 and 0", info.Reconnects, info.Attempt)
+	}
+	if len(info.Tools) == 0 {
+		t.Fatal("tools not listed again after the reconnect")
+	}
+	var dropped *sb.Event
+	for _, e := range rec.all() {
+		if e.Reason == sb.ReasonDropped {
+			dropped = &e
+		}
+	}
+	if dropped == nil || dropped.Error == nil || dropped.Error.Phase != sb.PhaseRuntime ||
+		!strings.Contains(dropped.Error.Message, "killed") {
+		t.Fatalf("drop event %+v, want phase runtime naming the kill", dropped)
+	}
+}
+
+func TestFailedAttemptsBackOff2_4_8ThenError(t *testing.T) {
+	cfg := stdioConfig(t, "-exit-at-startup", "1")
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu     sync.Mutex
+			starts []time.Time
+		)
+		s := upstream.New(cfg, &upstream.Options{
+			Logger: slog.New(slog.DiscardHandler),
+			OnEvent: func(e sb.Event) {
+				if e.Reason == sb.ReasonStarting {
+					mu.Lock()
+					starts = append(starts, time.Now())
+					mu.Unlock()
+				}
+			},
+		})
+		t.Cleanup(func() { s.Shutdown(context.Background()) })
+		err := s.Start(context.Background())
+		var uerr *upstream.Error
+		if !errors.As(err, &uerr) || uerr.Phase != sb.PhaseSpawn || !strings.Contains(uerr.Message, "exited with status 1") {
+			t.Fatalf("Start = %v, want a spawn error naming the exit status", err)
+		}
+		info := s.Info()
+		if info.Status != sb.StatusError || info.Attempt != 4 || info.NextRetryAt == nil {
+			t.Fatalf("after 4 attempts: %+v", info)
+		}
+		if !strings.Contains(info.Error.Message, "last stderr line: testserver: exit code=1 reason=exit-at-startup") {
+			t.Errorf("error %q does not quote the server's stderr", info.Error.Message)
+		}
+		mu.Lock()
+		gaps := []time.Duration{starts[1].Sub(starts[0]), starts[2].Sub(starts[1]), starts[3].Sub(starts[2])}
+		mu.Unlock()
+		for i, nominal := range []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second} {
+			lo, hi := nominal*8/10, nominal*12/10
+			if gaps[i] < lo || gaps[i] > hi {
+				t.Errorf("gap %d = %v, want %v±20%%", i+1, gaps[i], nominal)
+			}
+		}
+		// The slow retry comes about a minute later.
+		if d := info.NextRetryAt.Sub(time.Now()); d < 48*time.Second || d > 72*time.Second {
+			t.Errorf("slow retry due in %v, want 60s±20%%", d)
+		}
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestShutdownDuringBackoffMakesNoFurtherAttempt(t *testing.T) {
+	cfg := stdioConfig(t, "-exit-at-startup", "1")
+	synctest.Test(t, func(t *testing.T) {
+		failed := make(chan struct{}, 10)
+		var starts, stopped int
+		var mu sync.Mutex
+		s := upstream.New(cfg, &upstream.Options{
+			Logger: slog.New(slog.DiscardHandler),
+			OnEvent: func(e sb.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch e.Reason {
+				case sb.ReasonStarting:
+					starts++
+				case sb.ReasonAttemptFailed:
+					failed <- struct{}{}
+				case sb.ReasonStopped:
+					stopped++
+				}
+			},
+		})
+		go s.Start(context.Background())
+		<-failed // the first attempt failed; the session now waits 2 s
+		begin := time.Now()
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(begin); d != 0 {
+			t.Errorf("Shutdown during backoff took %v of (fake) time, want 0", d)
+		}
+		time.Sleep(time.Hour) // long past every retry that could have been scheduled
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if starts != 1 || stopped != 1 {
+			t.Fatalf("attempts started %d, stopped events %d; want 1 and 1", starts, stopped)
+		}
+	})
+}
+
+func TestHealsThroughSlowRetry(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "healthy")
+	cfg := stdioConfig(t, "-exit-at-startup-unless", marker)
+	synctest.Test(t, func(t *testing.T) {
+		s := upstream.New(cfg, &upstream.Options{Logger: slog.New(slog.DiscardHandler)})
+		t.Cleanup(func() { s.Shutdown(context.Background()) })
+		if err := s.Start(context.Background()); err == nil {
+			t.Fatal("Start succeeded against a server that exits at startup")
+		}
+		if info := s.Info(); info.Status != sb.StatusError || info.Attempt != 4 {
+			t.Fatalf("after the fast retries: %+v", info)
+		}
+		if err := os.WriteFile(marker, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		begin := time.Now()
+		info, err := s.WaitFor(ctx, func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected })
+		if err != nil {
+			t.Fatalf("not healed by the slow retry: %v %+v", err, info)
+		}
+		if d := time.Since(begin); d < 48*time.Second || d > 72*time.Second {
+			t.Errorf("healed after %v, want the first slow retry at 60s±20%%", d)
+		}
+		if info.Error != nil || info.NextRetryAt != nil {
+			t.Errorf("connected but still shows error %+v next retry %v", info.Error, info.NextRetryAt)
+		}
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestNoFallbackOn401(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-status", "401")
+	s, rec := newSession(t, &sb.ServerConfig{Name: "test", Transport: sb.TransportRemote, URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer sekrit-token"}}, nil)
+	err := s.Start(context.Background())
+	var uerr *upstream.Error
+	if !errors.As(err, &uerr) || uerr.Phase != sb.PhaseAuth || uerr.Code != "http_401" {
+		t.Fatalf("Start = %v, want phase auth http_401", err)
+	}
+	info := s.Info()
+	if info.Status != sb.StatusError || info.Attempt != 1 || info.NextRetryAt != nil {
+		t.Fatalf("after 401: status %s attempt %d next retry %v; want error, 1, none", info.Status, info.Attempt, info.NextRetryAt)
+	}
+	if !strings.Contains(info.Error.Message, "HTTP 401") || !strings.Contains(info.Error.Message, "Authorization") {
+		t.Errorf("message %q does not say what to fix", info.Error.Message)
+	}
+	if strings.Contains(fmt.Sprint(rec.all()), "sekrit") {
+		t.Error("a header value leaked into an event")
+	}
+	if n := rec.count(sb.ReasonStarting); n != 1 {
+		t.Errorf("%d attempts against a 401, want 1", n)
+	}
+}
+
+func TestNoFallbackOn429Or500(t *testing.T) {
+	for _, status := range []string{"429", "500"} {
+		t.Run(status, func(t *testing.T) {
+			srv := testserver.StartHTTP(t, "-status", status)
+			cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportRemote, URL: srv.URL,
+				Retry: &sb.RetryConfig{MaxAttempts: 1}}
+			s, _ := newSession(t, cfg, nil)
+			err := s.Start(context.Background())
+			var uerr *upstream.Error
+			if !errors.As(err, &uerr) || uerr.Code != "http_"+status || uerr.Phase != sb.PhaseConnect {
+				t.Fatalf("Start = %v, want connect http_%s", err, status)
+			}
+		})
+	}
+}
+
+func TestStartupTimeoutKeepsTryingInBackground(t *testing.T) {
+	cfg := stdioConfig(t, "-hang-initialize")
+	cfg.StartupTimeoutMS = 300
+	s, _ := newSession(t, cfg, nil)
+	begin := time.Now()
+	err := s.Start(context.Background())
+	if !errors.Is(err, upstream.ErrStartupTimeout) {
+		t.Fatalf("Start = %v, want ErrStartupTimeout", err)
+	}
+	if d := time.Since(begin); d > 3*time.Second {
+		t.Errorf("Start took %v with a 300ms startup timeout", d)
+	}
+	info := s.Info()
+	if !info.StartupTimedOut || info.Status == sb.StatusConnected {
+		t.Fatalf("runtime info does not say the startup timed out: %+v", info)
+	}
+	// It keeps trying: the hung attempt fails and the next one starts.
+	waitFor(t, s, "a failed attempt", func(i sb.RuntimeInfo) bool {
+		return i.Attempt >= 1 && i.Error != nil && i.Error.Phase == sb.PhaseInitialize
+	})
+}
+
+func TestSlowColdStartStillConnects(t *testing.T) {
+	// The server sleeps 4 s before reading stdin, like npx installing a
+	// package: longer than LangBot's cold-start handshake wait would allow
+	// for a short startup timeout. The process must not be restarted.
+	events := filepath.Join(t.TempDir(), "events")
+	cfg := stdioConfig(t, "-startup-delay", "4s", "-events", events)
+	cfg.ProtocolVersion = "" // auto
+	cfg.StartupTimeoutMS = 20000
+	s, rec := newSession(t, cfg, nil)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	info := s.Info()
+	if info.Attempt != 0 || rec.count(sb.ReasonStarting) != 1 {
+		t.Fatalf("attempt %d, %d attempts started; want the first attempt to succeed", info.Attempt, rec.count(sb.ReasonStarting))
+	}
+	if info.ProtocolVersion != "2025-11-25" {
+		t.Errorf("auto protocol over stdio negotiated %q", info.ProtocolVersion)
+	}
+	starts := 0
+	for _, e := range testserver.ReadEvents(t, events) {
+		if e.Event == "start" {
+			starts++
+		}
+	}
+	if starts != 1 {
+		t.Fatalf("server process started %d times, want 1", starts)
+	}
+}
+
+func TestIgnoredDiscoverProbeDoesNotHang(t *testing.T) {
+	// A remote server that never answers server/discover (2026-07-28): the
+	// automatic probe is bounded and the session falls back to initialize.
+	srv := testserver.StartHTTP(t, "-ignore-unknown")
+	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStreamableHTTP, URL: srv.URL, StartupTimeoutMS: 20000}
+	s, _ := newSession(t, cfg, nil)
+	begin := time.Now()
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if d := time.Since(begin); d > 10*time.Second {
+		t.Errorf("connect took %v against a server that ignores server/discover", d)
+	}
+	if v := s.Info().ProtocolVersion; v != "2025-11-25" {
+		t.Errorf("negotiated %q, want 2025-11-25 after the probe", v)
+	}
+}
+
+func TestStartTwiceRunsOneLifecycle(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	s, rec := newSession(t, stdioConfig(t, "-events", events), nil)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() { errs[i] = s.Start(context.Background()) })
+	}
+	wg.Wait()
+	if err := s.Start(context.Background()); err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("Start errors: %v %v %v", errs[0], errs[1], err)
+	}
+	if n := rec.count(sb.ReasonStarting); n != 1 {
+		t.Fatalf("%d attempts for three Starts, want 1", n)
+	}
+	starts := 0
+	for _, e := range testserver.ReadEvents(t, events) {
+		if e.Event == "start" {
+			starts++
+		}
+	}
+	if starts != 1 {
+		t.Fatalf("%d server processes for three Starts, want 1", starts)
+	}
+}
+
+func TestShutdownLeavesNothing(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	s, _ := newSession(t, stdioConfig(t, "-spawn-child", "-events", events), nil)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.Info().PID
+	child := testserver.WaitEvent(t, events, func(e testserver.Event) bool { return e.Event == "child" }, 10*time.Second).PID
+	fdsBefore := countFDs(t)
+	begin := time.Now()
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Errorf("Shutdown took %v, want at most 5s", d)
+	}
+	for _, p := range []int{pid, child} {
+		if alive(p) {
+			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+			t.Errorf("process %d (leader %d) is still running after Shutdown: %s", p, pid, st)
+		}
+	}
+	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) && groupHasLiveMember(pid) {
+		t.Errorf("process group %d still has members: %v", pid, err)
+	}
+	if after := countFDs(t); after > fdsBefore-3 {
+		t.Errorf("open fds %d before Shutdown, %d after: the pipes were not all closed", fdsBefore, after)
+	}
+	if st := s.Status(); st != sb.StatusDisabled {
+		t.Errorf("status %s after Shutdown, want disabled (nothing runs)", st)
+	}
+	// goleak (TestMain) checks that no goroutine is left.
+}
+
+func TestListChangedRefreshesTools(t *testing.T) {
+	s, rec := newSession(t, stdioConfig(t), nil)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Client(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "add_tool", Arguments: map[string]any{"name": "brand_new"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s, "the new tool", func(i sb.RuntimeInfo) bool { return slices.Contains(toolNames(i), "brand_new") })
+	if rec.count(sb.ReasonToolsChanged) == 0 {
+		t.Error("no tools_changed event")
+	}
+}
+
+func TestCommandNotFoundIsNotRetriedFast(t *testing.T) {
+	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStdio, Command: "switchboard-no-such-command"}
+	s, rec := newSession(t, cfg, nil)
+	err := s.Start(context.Background())
+	var uerr *upstream.Error
+	if !errors.As(err, &uerr) || uerr.Phase != sb.PhaseSpawn || uerr.Code != "command_not_found" ||
+		!strings.Contains(uerr.Message, "switchboard-no-such-command: command not found") {
+		t.Fatalf("Start = %v", err)
+	}
+	if n := rec.count(sb.ReasonStarting); n != 1 {
+		t.Fatalf("%d attempts, want 1 (no fast retries)", n)
+	}
+	if s.Info().NextRetryAt == nil {
+		t.Error("no slow retry scheduled: installing the command later should heal the server")
+	}
+}
+
+func TestInvalidConfigFailsInPhaseConfig(t *testing.T) {
+	s, _ := newSession(t, &sb.ServerConfig{Name: "Bad Name", Transport: sb.TransportStdio}, nil)
+	err := s.Start(context.Background())
+	var uerr *upstream.Error
+	if !errors.As(err, &uerr) || uerr.Phase != sb.PhaseConfig || !strings.Contains(uerr.Message, "command") || !strings.Contains(uerr.Message, "name") {
+		t.Fatalf("Start = %v, want a config error naming the fields", err)
+	}
+	if s.Info().NextRetryAt != nil {
+		t.Error("an invalid config is retried")
+	}
+}
+
+func TestStderrIsKeptBoundedAndSecretsRedacted(t *testing.T) {
+	cfg := stdioConfig(t, "-stderr-lines", "30")
+	cfg.Env = map[string]string{"API_KEY": "hunter2-secret"}
+	s, _ := newSession(t, cfg, &upstream.Options{LogLines: 10})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lines := s.Logs()
+	if len(lines) != 10 {
+		t.Fatalf("kept %d lines, want 10: %q", len(lines), lines)
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "stderr line 30") {
+		t.Errorf("newest line missing: %q", lines)
+	}
+}
+
+func TestEnvAndCwdReachTheProcess(t *testing.T) {
+	dir := t.TempDir()
+	cfg := stdioConfig(t, "-pid-file", "pid")
+	cfg.Cwd = dir
+	s, _ := newSession(t, cfg, nil)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatalf("relative -pid-file not written in cwd: %v", err)
+	}
+	if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid != s.Info().PID {
+		t.Fatalf("pid file says %s, runtime info %d", b, s.Info().PID)
+	}
+}
+
+// alive reports whether pid is a running (not zombie) process.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// groupHasLiveMember reports whether any running process is in group pgid.
+func groupHasLiveMember(pgid int) bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if g, err := syscall.Getpgid(pid); err == nil && g == pgid && alive(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+func countFDs(t *testing.T) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+func adminPost(t *testing.T, srv *testserver.Process, op string) {
+	t.Helper()
+	resp, err := http.Post(srv.BaseURL+"/admin/"+op, "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("/admin/%s: %s", op, resp.Status)
+	}
+}
+
+func TestHealthProbeDetectsBlackHoleAndHeals(t *testing.T) {
+	srv := testserver.StartHTTP(t)
+	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStreamableHTTP, URL: srv.URL, StartupTimeoutMS: 1000}
+	s, rec := newSession(t, cfg, &upstream.Options{HealthInterval: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	adminPost(t, srv, "blackhole")
+	begin := time.Now()
+	waitFor(t, s, "the probe to notice", func(i sb.RuntimeInfo) bool { return i.Status != sb.StatusConnected })
+	if d := time.Since(begin); d > 2*time.Second {
+		t.Errorf("a black-holed server was noticed after %v; interval 200ms + probe timeout 300ms", d)
+	}
+	var drop sb.Event
+	for _, e := range rec.all() {
+		if e.Reason == sb.ReasonDropped {
+			drop = e
+		}
+	}
+	if drop.Error == nil || drop.Error.Code != "probe_timeout" || drop.Error.Phase != sb.PhaseRuntime {
+		t.Fatalf("drop event %+v, want a probe timeout in phase runtime", drop)
+	}
+	adminPost(t, srv, "heal")
+	info := waitFor(t, s, "the session to heal", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected })
+	if info.Reconnects != 1 {
+		t.Errorf("reconnects = %d, want 1", info.Reconnects)
+	}
+}
+
+func TestForgottenHTTPSessionReconnects(t *testing.T) {
+	srv := testserver.StartHTTP(t)
+	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStreamableHTTP, URL: srv.URL}
+	s, _ := newSession(t, cfg, &upstream.Options{HealthInterval: 100 * time.Millisecond, ProbeTimeout: time.Second})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	adminPost(t, srv, "drop") // the server forgets the session: HTTP 404 from now on
+	info := waitFor(t, s, "a reconnect", func(i sb.RuntimeInfo) bool {
+		return i.Reconnects == 1 && i.Status == sb.StatusConnected
+	})
+	if info.Attempt != 0 {
+		t.Errorf("a session expiry spent the retry budget: attempt %d", info.Attempt)
+	}
+	cs, err := s.Client(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+		t.Fatalf("call on the new session: %v", err)
+	}
+}
+
+func TestMalformedJSONEndsInAnErrorPhase(t *testing.T) {
+	cfg := stdioConfig(t, "-malformed")
+	cfg.Retry = &sb.RetryConfig{MaxAttempts: 1}
+	s, _ := newSession(t, cfg, nil)
+	err := s.Start(context.Background())
+	info := s.Info()
+	if err == nil {
+		// The bad line may arrive after the handshake: then the live session drops.
+		info = waitFor(t, s, "the drop", func(i sb.RuntimeInfo) bool { return i.Error != nil })
+	}
+	if info.Error == nil || info.Error.Phase == "" {
+		t.Fatalf("malformed JSON gave no error phase: %+v", info)
+	}
+}
