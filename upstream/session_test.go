@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -687,5 +691,144 @@ func TestMalformedJSONEndsInAnErrorPhase(t *testing.T) {
 	}
 	if info.Error == nil || info.Error.Phase == "" {
 		t.Fatalf("malformed JSON gave no error phase: %+v", info)
+	}
+}
+
+func TestSSEStreamOutlivesTheConnectDeadline(t *testing.T) {
+	// The legacy SSE client ties its stream to the context given to
+	// Connect; the session must give it one that lives as long as the link,
+	// not the attempt's deadline.
+	srv := testserver.StartHTTP(t)
+	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportSSE, URL: srv.BaseURL + "/sse", StartupTimeoutMS: 500}
+	s, _ := newSession(t, cfg, nil)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // twice the startup timeout
+	cs, err := s.Client(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+		t.Fatalf("call after the connect deadline: %v", err)
+	}
+	if info := s.Info(); info.Status != sb.StatusConnected || info.Reconnects != 0 {
+		t.Fatalf("the SSE session did not survive: %+v", info)
+	}
+}
+
+// switchProxy is a loopback reverse proxy in front of a test server that
+// can be told to answer every request with an HTTP status instead.
+type switchProxy struct {
+	srv    *httptest.Server
+	status atomic.Int32
+}
+
+func newSwitchProxy(t *testing.T, target string) *switchProxy {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &switchProxy{}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1 // stream SSE through at once
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if st := p.status.Load(); st != 0 {
+			http.Error(w, http.StatusText(int(st)), int(st))
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func TestHealthProbeTells429And401FromDown(t *testing.T) {
+	srv := testserver.StartHTTP(t)
+	proxy := newSwitchProxy(t, srv.BaseURL)
+	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStreamableHTTP, URL: proxy.srv.URL + "/mcp"}
+	s, rec := newSession(t, cfg, &upstream.Options{HealthInterval: 50 * time.Millisecond, ProbeTimeout: time.Second})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// 429: a live server asking us to slow down. Not down.
+	proxy.status.Store(429)
+	time.Sleep(500 * time.Millisecond) // about ten probes
+	proxy.status.Store(0)
+	if info := s.Info(); info.Status != sb.StatusConnected || info.Reconnects != 0 || rec.count(sb.ReasonDropped) != 0 {
+		t.Fatalf("after HTTP 429 probes: %+v; a live server was taken for down", info)
+	}
+
+	// 401: the credentials stopped working. The go-sdk closes the session
+	// on it; the session must say auth, not "down", and must not retry
+	// into the 401 until someone changes the config or restarts it.
+	proxy.status.Store(401)
+	info := waitFor(t, s, "the auth error", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusError })
+	if info.Error.Phase != sb.PhaseAuth || info.Error.Code != "http_401" || info.NextRetryAt != nil {
+		t.Fatalf("after HTTP 401: %+v %+v", info, info.Error)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := rec.count(sb.ReasonStarting); n != 2 {
+		t.Fatalf("%d attempts (initial + one reconnect expected): retrying into a 401", n)
+	}
+	for _, e := range rec.all() {
+		if e.Error != nil && e.Error.Code == "probe_timeout" {
+			t.Fatalf("a 401 was reported as a probe timeout: %+v", e.Error)
+		}
+	}
+
+	// Credentials fixed, restart: connected again.
+	proxy.status.Store(0)
+	s.Restart()
+	waitFor(t, s, "the restart", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected })
+}
+
+func TestDisconnectClearsTheCatalog(t *testing.T) {
+	var s *upstream.Session
+	counts := make(chan [3]int, 10)
+	opts := &upstream.Options{OnEvent: func(e sb.Event) {
+		if e.Reason == sb.ReasonDropped {
+			i := s.Info()
+			counts <- [3]int{i.ToolCount, i.ResourceCount, i.PromptCount}
+		}
+	}}
+	s = upstream.New(stdioConfig(t), opts)
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if tools, _, _, _ := s.Catalog(); len(tools) == 0 {
+		t.Fatal("no tools while connected")
+	}
+	syscall.Kill(s.Info().PID, syscall.SIGKILL)
+	select {
+	case c := <-counts:
+		if c != [3]int{} {
+			t.Fatalf("tools, resources, prompts after the drop = %v, want none", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no drop event")
+	}
+}
+
+func TestSecretsAreRemovedFromErrors(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-status", "401")
+	u := strings.Replace(srv.URL, "http://", "http://alice:pa55word@", 1) + "?api_key=k3y-value&x=1"
+	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStreamableHTTP, URL: u,
+		Headers: map[string]string{"X-Token": "header-secret-value"}}
+	s, rec := newSession(t, cfg, nil)
+	err := s.Start(context.Background())
+	if err == nil {
+		t.Fatal("connected through a 401")
+	}
+	text := fmt.Sprint(err, s.Info().Error, rec.all())
+	for _, secret := range []string{"pa55word", "k3y-value", "header-secret-value"} {
+		if strings.Contains(text, secret) {
+			t.Errorf("secret %q leaked: %s", secret, text)
+		}
+	}
+	if !strings.Contains(text, "http://***@127.0.0.1") || !strings.Contains(text, "api_key=***") {
+		t.Errorf("the URL was not kept recognisable: %s", text)
 	}
 }

@@ -1,0 +1,93 @@
+package switchboard
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidateNamesEveryBadField(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    ServerConfig
+		fields []string // every field the error must name; empty = valid
+	}{
+		{"minimal stdio", ServerConfig{Name: "fs", Transport: TransportStdio, Command: "npx"}, nil},
+		{"minimal remote", ServerConfig{Name: "gh-1", Transport: TransportRemote, URL: "https://x.example/mcp"}, nil},
+		{"empty", ServerConfig{}, []string{"name", "transport"}},
+		{"uppercase name", ServerConfig{Name: "GitHub", Transport: TransportStdio, Command: "x"}, []string{"name"}},
+		{"double underscore", ServerConfig{Name: "a__b", Transport: TransportStdio, Command: "x"}, []string{"name"}},
+		{"name too long", ServerConfig{Name: strings.Repeat("a", 49), Transport: TransportStdio, Command: "x"}, []string{"name"}},
+		{"stdio without command", ServerConfig{Name: "a", Transport: TransportStdio}, []string{"command"}},
+		{"stdio with url", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", URL: "http://h/"}, []string{"url"}},
+		{"remote without url", ServerConfig{Name: "a", Transport: TransportSSE}, []string{"url"}},
+		{"relative url", ServerConfig{Name: "a", Transport: TransportRemote, URL: "/mcp"}, []string{"url"}},
+		{"ftp url", ServerConfig{Name: "a", Transport: TransportRemote, URL: "ftp://h/mcp"}, []string{"url"}},
+		{"remote with command", ServerConfig{Name: "a", Transport: TransportRemote, URL: "http://h/", Command: "x"}, []string{"command"}},
+		{"unknown transport", ServerConfig{Name: "a", Transport: "websocket"}, []string{"transport"}},
+		{"bad env key", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Env: map[string]string{"A-B": "1"}}, []string{"env"}},
+		{"header injection", ServerConfig{Name: "a", Transport: TransportRemote, URL: "http://h/", Headers: map[string]string{"X": "a\r\nB: c"}}, []string{"headers"}},
+		{"negative timeout", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", CallTimeoutMS: -1}, []string{"call_timeout_ms"}},
+		{"absurd timeout", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", StartupTimeoutMS: 1 << 40}, []string{"startup_timeout_ms"}},
+		{"bad protocol", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", ProtocolVersion: "latest"}, []string{"protocol_version"}},
+		{"bad retry", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Retry: &RetryConfig{MaxAttempts: -1, DelaysMS: []int64{-5}}},
+			[]string{"retry.max_attempts", "retry.delays_ms[0]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if len(tc.fields) == 0 {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("Validate = %v, want a *ValidationError", err)
+			}
+			var got []string
+			for _, f := range ve.Fields {
+				got = append(got, f.Field)
+			}
+			for _, want := range tc.fields {
+				found := false
+				for _, g := range got {
+					found = found || g == want
+				}
+				if !found {
+					t.Errorf("error names fields %v, missing %q: %v", got, want, err)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	stdio := ServerConfig{Transport: TransportStdio}
+	remote := ServerConfig{Transport: TransportRemote}
+	if stdio.StartupTimeout() != 120*time.Second || remote.StartupTimeout() != 30*time.Second {
+		t.Errorf("startup timeouts %v %v", stdio.StartupTimeout(), remote.StartupTimeout())
+	}
+	if stdio.CallTimeout() != 60*time.Second || stdio.MaxTotalTimeout() != 0 {
+		t.Errorf("call timeouts %v %v", stdio.CallTimeout(), stdio.MaxTotalTimeout())
+	}
+	if stdio.MaxAttempts() != 4 || stdio.SlowRetry() != time.Minute || len(stdio.RetryDelays()) != 3 || stdio.RetryDelays()[2] != 8*time.Second {
+		t.Errorf("retry defaults %d %v %v", stdio.MaxAttempts(), stdio.SlowRetry(), stdio.RetryDelays())
+	}
+	if !stdio.IsEnabled() {
+		t.Error("a config without enabled is disabled")
+	}
+}
+
+func TestCloneIsDeep(t *testing.T) {
+	on := true
+	c := &ServerConfig{Name: "a", Enabled: &on, Args: []string{"x"}, Env: map[string]string{"K": "v"},
+		Headers: map[string]string{"H": "v"}, Retry: &RetryConfig{DelaysMS: []int64{1}}}
+	d := c.Clone()
+	*d.Enabled = false
+	d.Args[0], d.Env["K"], d.Headers["H"], d.Retry.DelaysMS[0] = "y", "w", "w", 2
+	if !*c.Enabled || c.Args[0] != "x" || c.Env["K"] != "v" || c.Headers["H"] != "v" || c.Retry.DelaysMS[0] != 1 {
+		t.Fatalf("Clone shares memory with the original: %+v", c)
+	}
+}

@@ -1,0 +1,73 @@
+package upstream
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestLogBufferKeepsTheLastLines(t *testing.T) {
+	b := NewLogBuffer(3)
+	for i := 1; i <= 5; i++ {
+		fmt.Fprintf(b, "line %d\n", i)
+	}
+	if got, want := b.Lines(), []string{"line 3", "line 4", "line 5"}; !slices.Equal(got, want) {
+		t.Fatalf("Lines = %q, want %q", got, want)
+	}
+	if got := b.Tail(1); !slices.Equal(got, []string{"line 5"}) {
+		t.Fatalf("Tail(1) = %q", got)
+	}
+}
+
+func TestLogBufferJoinsPartialWritesAndCutsLongLines(t *testing.T) {
+	b := NewLogBuffer(10)
+	b.Write([]byte("hel"))
+	b.Write([]byte("lo\r\nwor"))
+	b.Write([]byte(strings.Repeat("x", 3*maxLogLineBytes)))
+	b.Write([]byte("\nlast"))
+	b.Flush()
+	got := b.Lines()
+	if len(got) != 3 || got[0] != "hello" || got[2] != "last" {
+		t.Fatalf("Lines = %q", got)
+	}
+	if !strings.HasSuffix(got[1], truncatedLineMark) || len(got[1]) != maxLogLineBytes+len(truncatedLineMark) {
+		t.Fatalf("long line kept %d bytes, want it cut to %d plus a mark", len(got[1]), maxLogLineBytes)
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	r := &redactor{secrets: []string{"longer-secret", "secret"}}
+	for in, want := range map[string]string{
+		"token longer-secret and secret":               "token *** and ***",
+		"GET https://bob:hunter2@h.example/mcp failed": "GET https://***@h.example/mcp failed",
+		"https://h/mcp?access_token=abc&page=2":        "https://h/mcp?access_token=***&page=2",
+		"https://h/mcp?page=2&apiKey=abc":              "https://h/mcp?page=2&apiKey=***",
+		"nothing to hide":                              "nothing to hide",
+	} {
+		if got := r.String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestMergeEnvKeepsOnlyTheBaseAndTheConfig(t *testing.T) {
+	host := map[string]string{"PATH": "/usr/bin", "HOME": "/root", "SWITCHBOARD_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "k"}
+	env := mergeEnv(func(k string) string { return host[k] }, map[string]string{"PATH": "/opt/bin", "API_KEY": "x"})
+	want := []string{"API_KEY=x", "HOME=/root", "PATH=/opt/bin"}
+	if !slices.Equal(env, want) {
+		t.Fatalf("env = %q, want %q", env, want)
+	}
+}
+
+func TestLookPathUsesTheChildsPath(t *testing.T) {
+	if _, err := lookPath("sh", "/nonexistent", ""); err == nil {
+		t.Error("found sh on a PATH that does not have it")
+	}
+	if p, err := lookPath("sh", "/nonexistent:/bin:/usr/bin", ""); err != nil || !strings.HasSuffix(p, "/sh") {
+		t.Errorf("lookPath = %q, %v", p, err)
+	}
+	if _, err := lookPath("/etc", "", ""); err == nil {
+		t.Error("a directory was taken for a command")
+	}
+}
