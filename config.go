@@ -25,6 +25,9 @@ const (
 	TransportStreamableHTTP Transport = "streamable-http"
 	// TransportSSE uses the legacy HTTP+SSE transport only.
 	TransportSSE Transport = "sse"
+	// TransportInProcess is reported for a session connected to a server in
+	// the same process (upstream.Options.Dial); it cannot be configured.
+	TransportInProcess Transport = "in-process"
 )
 
 // Defaults for [ServerConfig] fields whose zero value means "the default".

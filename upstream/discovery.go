@@ -16,6 +16,7 @@ type catalog struct {
 	resources []*mcp.Resource
 	templates []*mcp.ResourceTemplate
 	prompts   []*mcp.Prompt
+	schemas   *schemaCache // resolved input schemas of tools, filled on first use
 }
 
 // maxListItems bounds one list (every page of it): a server that pages
@@ -61,6 +62,7 @@ func (l *link) list(ctx context.Context, kinds listKind, prev catalog) (listResu
 			return r, err
 		}
 		r.tools = tools
+		r.schemas = &schemaCache{}
 	}
 	if kinds&listResources != 0 && caps.Resources != nil {
 		relist(&r, "resources/list", &r.resources, l.cs.Resources(ctx, nil))

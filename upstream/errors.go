@@ -30,9 +30,10 @@ var (
 	ErrStartupTimeout = errors.New("upstream session did not connect within its startup timeout")
 	// ErrDisabled is returned by Start for a server whose config is disabled.
 	ErrDisabled = errors.New("upstream server is disabled")
-	// ErrNotConnected is wrapped by errors for a session that is not
-	// connected. The wrapping *Error tells why, with the phase.
-	ErrNotConnected = errors.New("upstream session is not connected")
+	// ErrUnavailable is wrapped by errors for a session that is not
+	// connected (status error or disabled). The wrapping *Error tells why,
+	// with the phase.
+	ErrUnavailable = errors.New("upstream server is unavailable")
 )
 
 // Error is a session failure as a caller sees it: the server, the phase

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -41,13 +42,30 @@ type roundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
 	linkCtx context.Context
+	onSSE   func(msg []byte) // sees every server-sent event's data (the progress tap)
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx, cancel := context.WithCancel(req.Context())
+	parent := req.Context()
+	sent, _ := parent.Value(sendRecordKey{}).(*sendRecord)
+	if sent != nil && req.Method == http.MethodPost {
+		// A tool call's POST ends with the call or the link, not when the
+		// go-sdk stops waiting for it: when a concurrent request finds the
+		// session gone, the go-sdk abandons this one too, and only its own
+		// answer (a 404 or not) tells whether the tool may have run.
+		parent = context.WithoutCancel(parent)
+	}
+	ctx, cancel := context.WithCancel(parent)
 	stop := context.AfterFunc(t.linkCtx, cancel)
+	var stopCall func() bool
+	if sent != nil {
+		stopCall = context.AfterFunc(sent.ctx, cancel)
+	}
 	release := func() {
 		stop()
+		if stopCall != nil {
+			stopCall()
+		}
 		cancel()
 	}
 	if req.Method == http.MethodGet {
@@ -58,7 +76,17 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
 	}
+	if sent != nil && req.Method == http.MethodPost {
+		sent.begin()
+	}
 	resp, err := t.base.RoundTrip(req)
+	if sent != nil && req.Method == http.MethodPost {
+		status := -1 // no answer: the request may have reached the server
+		if err == nil {
+			status = resp.StatusCode
+		}
+		sent.end(status)
+	}
 	if err != nil {
 		release()
 		return nil, err
@@ -69,6 +97,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp.Body = &releaseOnClose{ReadCloser: resp.Body, release: release}
+	if t.onSSE != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &lineTap{r: resp.Body, fn: t.onSSE, sse: true}
+	}
 	return resp, nil
 }
 
@@ -119,4 +150,55 @@ func (r *statusRecorder) Status() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.status
+}
+
+// sendRecord tells whether a tool call's request reached the server: the
+// go-sdk sends a call's POST with the call's context, which carries it.
+// Only a call whose POSTs all drew a 404 (or that was never posted) provably
+// never ran, and may be retried after the session is re-established.
+type sendRecord struct {
+	ctx      context.Context // the call's: ends its POSTs
+	mu       sync.Mutex
+	inflight int
+	accepted bool // some POST got an answer other than 404, or none at all
+}
+
+type sendRecordKey struct{}
+
+func (r *sendRecord) begin() {
+	r.mu.Lock()
+	r.inflight++
+	r.mu.Unlock()
+}
+
+func (r *sendRecord) end(status int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inflight--
+	if status != http.StatusNotFound {
+		r.accepted = true
+	}
+}
+
+// neverRan reports whether no POST of the call reached the server's tool.
+// The go-sdk may report a failed session before this call's own POST has
+// been answered, so it waits, at most d, for POSTs still in flight: one
+// that has not been answered by then counts as having reached the server.
+func (r *sendRecord) neverRan(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		r.mu.Lock()
+		inflight, accepted := r.inflight, r.accepted
+		r.mu.Unlock()
+		if accepted {
+			return false
+		}
+		if inflight == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

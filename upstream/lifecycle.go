@@ -79,18 +79,22 @@ func (s *Session) cycle(ctx context.Context) (wait time.Duration, retry bool) {
 
 	switch {
 	case ctx.Err() != nil:
-		l.close(false)
+		l.close(closePolite)
 		return 0, false
 	case errors.Is(cause, errRestart):
 		s.update(sb.ReasonRestarted, (*machine).restarted)
-		l.close(false)
+		l.close(closePolite)
 		return 0, true
 	}
 	// Report the drop before the (bounded) teardown, so that watchers learn
 	// of it when it happened; the next attempt still waits for the teardown.
 	cause = s.redact.failure(cause)
 	s.update(sb.ReasonDropped, func(m *machine) { wait, retry = m.dropped(time.Now(), cause) })
-	l.close(true)
+	if cause.code == codeSessionExpired {
+		l.close(closeExpired)
+	} else {
+		l.close(closeDead)
+	}
 	return wait, retry
 }
 
@@ -105,14 +109,16 @@ func (s *Session) dial(ctx context.Context) (*link, *failure) {
 		l *link
 		f *failure
 	)
-	switch s.cfg.Transport {
-	case sb.TransportStdio:
+	switch {
+	case s.opts.Dial != nil:
+		l, f = s.dialCustom(ctx)
+	case s.cfg.Transport == sb.TransportStdio:
 		l, f = s.dialStdio(ctx)
-	case sb.TransportStreamableHTTP:
+	case s.cfg.Transport == sb.TransportStreamableHTTP:
 		l, f, _ = s.dialHTTP(ctx, sb.TransportStreamableHTTP)
-	case sb.TransportSSE:
+	case s.cfg.Transport == sb.TransportSSE:
 		l, f, _ = s.dialHTTP(ctx, sb.TransportSSE)
-	case sb.TransportRemote:
+	case s.cfg.Transport == sb.TransportRemote:
 		var fallback bool
 		l, f, fallback = s.dialHTTP(ctx, sb.TransportStreamableHTTP)
 		if fallback {
@@ -126,13 +132,17 @@ func (s *Session) dial(ctx context.Context) (*link, *failure) {
 		return nil, f
 	}
 	if f := s.discover(ctx, l); f != nil {
-		l.close(true)
+		l.close(closeDead)
 		return nil, f
 	}
 	return l, nil
 }
 
 var errAttemptTimeout = errors.New("attempt timed out")
+
+// codeSessionExpired is the error code of a Streamable HTTP session that
+// the server no longer knows (HTTP 404).
+const codeSessionExpired = "session_expired"
 
 // serve watches a live connection until it drops, the session is restarted
 // or shut down. It refreshes the lists on list_changed notifications and
@@ -152,6 +162,9 @@ func (s *Session) serve(ctx context.Context, l *link) *failure {
 			return &failure{err: errRestart}
 		case <-l.done:
 			return l.cause
+		case <-l.expired:
+			return fail(sb.PhaseRuntime, codeSessionExpired, retryFast, mcp.ErrSessionMissing,
+				"the server ended the session (HTTP 404)")
 		case kinds := <-l.listChanged:
 			s.refresh(ctx, l, kinds)
 		case <-health:
@@ -184,7 +197,7 @@ func (s *Session) probe(ctx context.Context, l *link) *failure {
 	status := rec.Status()
 	switch {
 	case errors.Is(err, mcp.ErrSessionMissing) || status == 404:
-		return fail(sb.PhaseRuntime, "session_expired", retryFast, err, "the server ended the session (HTTP 404)")
+		return fail(sb.PhaseRuntime, codeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
 	case status == 401 || status == 403 || status == 429:
 		s.log.Warn("health probe answered with an HTTP error; not treating the server as down", "status", status)
 		return nil

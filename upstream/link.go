@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,6 +25,8 @@ type link struct {
 	catalog   catalog            // owned by the lifecycle goroutine
 
 	listChanged chan listKind // list_changed notifications, coalesced
+	expired     chan struct{} // closed by expire: the server forgot the session
+	expireOnce  sync.Once
 
 	done  chan struct{} // closed when the connection has ended on its own
 	cause *failure      // why; valid once done is closed
@@ -39,8 +43,27 @@ const (
 )
 
 func newLink(t sb.Transport) *link {
-	return &link{transport: t, listChanged: make(chan listKind, 1), done: make(chan struct{}), cancel: func() {}}
+	return &link{transport: t, listChanged: make(chan listKind, 1), expired: make(chan struct{}),
+		done: make(chan struct{}), cancel: func() {}}
 }
+
+// sessionGone reports whether the server is known to have forgotten the
+// link's session.
+func (l *link) sessionGone() bool {
+	select {
+	case <-l.expired:
+		return true
+	case <-l.done:
+		return l.cause != nil && l.cause.code == codeSessionExpired
+	default:
+		return false
+	}
+}
+
+// expire reports that the server no longer knows this link's session (HTTP
+// 404). However many callers report it, the link is dropped and replaced
+// once.
+func (l *link) expire() { l.expireOnce.Do(func() { close(l.expired) }) }
 
 // notify records a list_changed notification without blocking the SDK's
 // notification goroutine: pending kinds are merged.
@@ -65,10 +88,15 @@ const closeTimeout = 2 * time.Second
 
 // close tears the link down: the MCP session, the HTTP streams, and the
 // stdio process group. It returns when they are gone, within the bounds of
-// closeTimeout and process.stop. A link that is known to be dead skips the
-// polite goodbye (the Streamable HTTP DELETE) that would only wait on it.
-func (l *link) close(dead bool) {
-	if dead {
+// closeTimeout and process.stop.
+//
+// A link known to be dead skips the polite goodbye (the Streamable HTTP
+// DELETE) that would only wait on it. A link whose session the server
+// forgot keeps its HTTP requests for closeTimeout more: the ones still in
+// flight get their own 404 at once, which tells their callers that they
+// never ran; aborting them would leave that unknown.
+func (l *link) close(how closeMode) {
+	if how == closeDead {
 		l.cancel()
 	}
 	if l.cs != nil {
@@ -84,7 +112,11 @@ func (l *link) close(dead bool) {
 		}
 		t.Stop()
 	}
-	l.cancel()
+	if how == closeExpired {
+		time.AfterFunc(closeTimeout, l.cancel)
+	} else {
+		l.cancel()
+	}
 	if l.proc != nil {
 		l.proc.stop()
 	}
@@ -96,6 +128,15 @@ func (l *link) close(dead bool) {
 	}
 }
 
+// closeMode says how a link is closed.
+type closeMode int
+
+const (
+	closePolite  closeMode = iota // shutdown or restart: say goodbye
+	closeDead                     // the connection failed: abort everything first
+	closeExpired                  // the server forgot the session: let requests in flight finish
+)
+
 // newClient builds the go-sdk client for one link, with its notification
 // handlers bound to that link.
 func (s *Session) newClient(l *link) *mcp.Client {
@@ -105,6 +146,7 @@ func (s *Session) newClient(l *link) *mcp.Client {
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { l.notify(listTools) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { l.notify(listResources) },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { l.notify(listPrompts) },
+		ElicitationHandler:         s.onElicit,
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			s.log.Debug("upstream log message", "level", r.Params.Level, "logger", r.Params.Logger)
 		},
@@ -137,7 +179,7 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 		case <-hctx.Done():
 		}
 	}()
-	cs, err := s.newClient(l).Connect(hctx, &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, s.sessionOptions())
+	cs, err := s.newClient(l).Connect(hctx, s.ioTransport(proc.stdout, proc.stdin), s.sessionOptions())
 	cancel(nil)
 	if err != nil {
 		// Did it exit on its own, before we stop it below? A closed pipe is
@@ -226,7 +268,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	// it if Connect has not returned by then.
 	lctx, cancel := context.WithCancel(s.runCtx)
 	lctx, rec := withStatusRecorder(lctx)
-	hc := &http.Client{Transport: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, linkCtx: lctx}}
+	hc := &http.Client{Transport: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, linkCtx: lctx, onSSE: s.onWire}}
 	var t mcp.Transport
 	if kind == sb.TransportSSE {
 		t = &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
@@ -263,9 +305,44 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	l.cancel = cancel
 	go func() {
 		err := cs.Wait()
-		l.cause = fail(sb.PhaseRuntime, "connection_closed", retryFast, err,
-			"the %s connection to %s closed: %s", kind, s.redact.URL(s.cfg.URL), describe(err))
+		if isSessionMissing(err) {
+			l.cause = fail(sb.PhaseRuntime, codeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
+		} else {
+			l.cause = fail(sb.PhaseRuntime, "connection_closed", retryFast, err,
+				"the %s connection to %s closed: %s", kind, s.redact.URL(s.cfg.URL), describe(err))
+		}
 		close(l.done)
 	}()
 	return l, nil, false
+}
+
+// ioTransport speaks newline-delimited JSON-RPC over r and w, with the
+// progress tap on r and frames bounded by the result size cap.
+func (s *Session) ioTransport(r io.ReadCloser, w io.WriteCloser) mcp.Transport {
+	return &mcp.IOTransport{
+		Reader:        &lineTap{r: r, fn: s.onWire},
+		Writer:        w,
+		MaxLineLength: s.opts.MaxResultBytes + frameOverhead,
+	}
+}
+
+// dialCustom connects over the byte stream of Options.Dial.
+func (s *Session) dialCustom(ctx context.Context) (*link, *failure) {
+	rwc, err := s.opts.Dial(ctx)
+	if err != nil {
+		return nil, fail(sb.PhaseConnect, "dial_failed", retryFast, err, "dialing: %v", err)
+	}
+	l := newLink(sb.TransportInProcess)
+	cs, err := s.newClient(l).Connect(ctx, s.ioTransport(rwc, rwc), s.sessionOptions())
+	if err != nil {
+		rwc.Close()
+		return nil, fail(sb.PhaseInitialize, "initialize_failed", retryFast, err, "the MCP handshake failed: %s", describe(err))
+	}
+	l.cs = cs
+	go func() {
+		err := cs.Wait()
+		l.cause = fail(sb.PhaseRuntime, "connection_closed", retryFast, err, "the connection closed: %s", describe(err))
+		close(l.done)
+	}()
+	return l, nil
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -61,7 +62,26 @@ type Options struct {
 	// LogLines is how many stderr lines of a stdio server are kept. If zero,
 	// DefaultLogLines is used.
 	LogLines int
+	// Dial, if set, replaces the config's transport: every attempt speaks
+	// newline-delimited JSON-RPC over the byte stream it returns, which the
+	// session closes. It is for embedding an in-process MCP server (and for
+	// tests that need one, such as testing/synctest tests, where a real
+	// process would stop the fake clock). RuntimeInfo reports the transport
+	// as "in-process".
+	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
+	// MaxResultBytes caps the size of one tool result (its text, binary
+	// data and structured content); a larger result fails with
+	// ErrResultTooLarge. Over stdio it also bounds one JSON-RPC frame. If
+	// zero, DefaultMaxResultBytes is used.
+	MaxResultBytes int
 }
+
+// DefaultMaxResultBytes is the default cap on one tool result.
+const DefaultMaxResultBytes = 16 << 20
+
+// frameOverhead is the room a stdio frame gets beyond MaxResultBytes for
+// the JSON-RPC envelope and the escaping of the payload.
+const frameOverhead = 1 << 20
 
 func (o *Options) withDefaults() Options {
 	v := *o
@@ -80,6 +100,9 @@ func (o *Options) withDefaults() Options {
 	def(&v.ProbeTimeout, DefaultProbeTimeout)
 	def(&v.FlapWindow, DefaultFlapWindow)
 	def(&v.StableAfter, DefaultStableAfter)
+	if v.MaxResultBytes <= 0 {
+		v.MaxResultBytes = DefaultMaxResultBytes
+	}
 	return v
 }
 
@@ -108,6 +131,8 @@ type Session struct {
 	link    *link // the live connection, nil unless connected
 	catalog catalog
 	changed chan struct{} // closed and replaced on every change, for waiters
+
+	calls calls // calls in flight that want progress or elicitation
 }
 
 // New returns a Session for cfg that has not started. cfg must be valid
@@ -228,9 +253,9 @@ func phaseOf(e *sb.ErrorInfo, def sb.Phase) sb.Phase {
 
 func (s *Session) asError(e *sb.ErrorInfo) error {
 	if e == nil {
-		return &Error{Server: s.cfg.Name, Phase: sb.PhaseRuntime, Code: "not_connected", Message: "not connected", err: ErrNotConnected}
+		return &Error{Server: s.cfg.Name, Phase: sb.PhaseRuntime, Code: "not_connected", Message: "not connected", err: ErrUnavailable}
 	}
-	return &Error{Server: s.cfg.Name, Phase: e.Phase, Code: e.Code, Message: e.Message, err: ErrNotConnected}
+	return &Error{Server: s.cfg.Name, Phase: e.Phase, Code: e.Code, Message: e.Message, err: ErrUnavailable}
 }
 
 // Restart drops the current connection, if any, and connects again at once
@@ -333,21 +358,37 @@ func (s *Session) Catalog() (tools []*mcp.Tool, resources []*mcp.Resource, templ
 
 // Client returns the live MCP client session, waiting for a session that is
 // connecting until ctx ends. A session in error fails at once with an
-// *Error (wrapping ErrNotConnected) carrying the last cause and its phase.
+// *Error (wrapping ErrUnavailable) carrying the last cause and its phase.
 //
 // The returned session may drop at any time; calls on it then fail with an
-// error wrapping mcp.ErrConnectionClosed.
+// error wrapping mcp.ErrConnectionClosed. CallTool handles that and more.
 func (s *Session) Client(ctx context.Context) (*mcp.ClientSession, error) {
+	l, err := s.current(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return l.cs, nil
+}
+
+// current returns the live link, waiting while the session connects. If
+// not is non-nil, a link equal to it does not count: the caller saw it fail
+// and waits for its replacement.
+func (s *Session) current(ctx context.Context, not *link) (*link, error) {
 	for {
 		s.mu.Lock()
 		status, l, e, ch := s.m.status, s.link, s.m.err, s.changed
 		s.mu.Unlock()
-		switch status {
-		case sb.StatusConnected:
-			return l.cs, nil
-		case sb.StatusError:
+		switch {
+		case status == sb.StatusConnected && l != nil && l != not:
+			return l, nil
+		case status == sb.StatusError:
 			return nil, s.asError(e)
-		case sb.StatusDisabled:
+		case status == sb.StatusDisabled:
+			select {
+			case <-s.done:
+				return nil, ErrShutdown
+			default:
+			}
 			return nil, &Error{Server: s.cfg.Name, Phase: sb.PhaseConfig, Code: "disabled", Message: "the server is disabled", err: ErrDisabled}
 		}
 		select {

@@ -88,6 +88,11 @@ func (s *server) newMCPServer() *mcp.Server {
 		}),
 	}, s.fail)
 	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "mixed",
+		Description: "Returns one content of every kind (text, image, audio, resource link, embedded resource) with structured content and _meta.",
+		InputSchema: objectSchema(map[string]any{}),
+	}, s.mixed)
+	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "pid",
 		Description: "Returns the server's process id.",
 		InputSchema: objectSchema(map[string]any{}),
@@ -360,6 +365,26 @@ func (s *server) fail(_ context.Context, _ *mcp.CallToolRequest, in messageArgs)
 	res := textResult(msg)
 	res.IsError = true
 	return res, nil, nil
+}
+
+// Payloads of the mixed tool, exported so tests can compare what arrived.
+var (
+	MixedImage = []byte{0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a}
+	MixedAudio = []byte("RIFF....WAVEfmt ")
+)
+
+func (s *server) mixed(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, any, error) {
+	return &mcp.CallToolResult{
+		Meta: mcp.Meta{"testserver/trace": "abc123"},
+		Content: []mcp.Content{
+			&mcp.TextContent{Text: "text part"},
+			&mcp.ImageContent{Data: MixedImage, MIMEType: "image/png"},
+			&mcp.AudioContent{Data: MixedAudio, MIMEType: "audio/wav"},
+			&mcp.ResourceLink{URI: "test://hello", Name: "hello", MIMEType: "text/plain"},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://items/7", MIMEType: "text/plain", Text: "item 7"}},
+		},
+		StructuredContent: map[string]any{"answer": 42.0, "items": []any{"a", "b"}},
+	}, nil, nil
 }
 
 func (s *server) pidTool(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, any, error) {

@@ -1,0 +1,152 @@
+// Package executor runs tools by address: Execute(ctx, "server/tool", args,
+// opts) finds the plugin that serves the server and invokes the tool with
+// the caller's InvokeOptions.
+//
+// A Plugin is a kind of tool source. The MCP plugin (NewMCP) sits on
+// upstream sessions; a later OpenAPI or HTTP plugin maps the same
+// InvokeOptions onto its own timeouts, so callers never name MCP internals
+// to say "let this run longer".
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// Plugin serves the tools of some servers.
+type Plugin interface {
+	// Servers returns the names of the servers this plugin serves now.
+	Servers() []string
+	// Tools lists a server's tools; ok is false if the plugin does not
+	// serve that server.
+	Tools(server string) (tools []*mcp.Tool, ok bool)
+	// Invoke calls a tool. It must honour every field of opts that its
+	// transport can, and never return a failure as an empty success.
+	Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error)
+}
+
+// Errors of address resolution, matched with errors.Is.
+var (
+	ErrBadAddress    = errors.New(`tool address must be "server/tool"`)
+	ErrUnknownServer = errors.New("unknown server")
+)
+
+// AddressError is an address that cannot be resolved.
+type AddressError struct {
+	Address     string
+	Kind        error // ErrBadAddress or ErrUnknownServer
+	Suggestions []string
+}
+
+func (e *AddressError) Error() string {
+	if e.Kind == ErrBadAddress {
+		return fmt.Sprintf("%q: %v", e.Address, ErrBadAddress)
+	}
+	server, _, _ := strings.Cut(e.Address, "/")
+	msg := fmt.Sprintf("no server named %q", server)
+	if len(e.Suggestions) > 0 {
+		msg += "; did you mean " + strings.Join(quote(e.Suggestions), " or ") + "?"
+	}
+	return msg
+}
+
+func (e *AddressError) Is(target error) bool { return target == e.Kind }
+
+func quote(s []string) []string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	return q
+}
+
+// ParseAddress splits "server/tool". The tool part may itself contain
+// slashes (some servers use them); the server part may not.
+func ParseAddress(addr string) (server, tool string, err error) {
+	server, tool, ok := strings.Cut(addr, "/")
+	if !ok || server == "" || tool == "" || strings.TrimSpace(addr) != addr {
+		return "", "", &AddressError{Address: addr, Kind: ErrBadAddress}
+	}
+	return server, tool, nil
+}
+
+// Executor dispatches tool calls to plugins. It is safe for concurrent use.
+type Executor struct {
+	mu      sync.RWMutex
+	plugins []Plugin
+}
+
+// New returns an executor over plugins, consulted in order.
+func New(plugins ...Plugin) *Executor { return &Executor{plugins: plugins} }
+
+// Register adds a plugin.
+func (e *Executor) Register(p Plugin) {
+	e.mu.Lock()
+	e.plugins = append(e.plugins, p)
+	e.mu.Unlock()
+}
+
+// Execute calls the tool at addr ("server/tool") with args, bounded and
+// observed per opts. An unknown server or tool fails before anything is
+// sent, with the closest names suggested.
+func (e *Executor) Execute(ctx context.Context, addr string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error) {
+	server, tool, err := ParseAddress(addr)
+	if err != nil {
+		return nil, err
+	}
+	p, err := e.plugin(addr, server)
+	if err != nil {
+		return nil, err
+	}
+	return p.Invoke(ctx, server, tool, args, opts)
+}
+
+func (e *Executor) plugin(addr, server string) (Plugin, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var all []string
+	for _, p := range e.plugins {
+		names := p.Servers()
+		if slices.Contains(names, server) {
+			return p, nil
+		}
+		all = append(all, names...)
+	}
+	return nil, &AddressError{Address: addr, Kind: ErrUnknownServer, Suggestions: upstream.Suggest(server, all)}
+}
+
+// Tool is a tool with its address.
+type Tool struct {
+	Address string // "server/tool"
+	Server  string
+	*mcp.Tool
+}
+
+// Tools lists every tool of every server, or of one server if server is
+// not empty.
+func (e *Executor) Tools(server string) []Tool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var out []Tool
+	for _, p := range e.plugins {
+		for _, s := range p.Servers() {
+			if server != "" && s != server {
+				continue
+			}
+			tools, _ := p.Tools(s)
+			for _, t := range tools {
+				out = append(out, Tool{Address: s + "/" + t.Name, Server: s, Tool: t})
+			}
+		}
+	}
+	return out
+}

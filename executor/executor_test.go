@@ -1,0 +1,82 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/executor"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { testserver.RemoveBinary(); os.Exit(code) }))
+}
+
+func startSession(t *testing.T, name string, args ...string) *upstream.Session {
+	t.Helper()
+	s := upstream.New(&sb.ServerConfig{Name: name, Transport: sb.TransportStdio, Command: testserver.Binary(t), Args: args},
+		&upstream.Options{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestExecuteDispatchesByAddress(t *testing.T) {
+	ex := executor.New(executor.NewMCP(executor.NewStatic(
+		startSession(t, "alpha"),
+		startSession(t, "beta", "-name", "beta-server"),
+	)))
+	var progress []sb.Progress
+	res, err := ex.Execute(context.Background(), "beta/slow", map[string]any{"duration_ms": 300, "interval_ms": 100},
+		sb.InvokeOptions{Timeout: 5 * time.Second, OnProgress: func(p sb.Progress) { progress = append(progress, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Content[0].(*mcp.TextContent).Text != "done after 300ms" || len(progress) != 3 {
+		t.Fatalf("result %+v, %d progress notifications", res.Content[0], len(progress))
+	}
+	tools := ex.Tools("")
+	var addrs []string
+	for _, tl := range tools {
+		addrs = append(addrs, tl.Address)
+	}
+	if !slices.Contains(addrs, "alpha/echo") || !slices.Contains(addrs, "beta/echo") || len(ex.Tools("alpha")) != len(tools)/2 {
+		t.Fatalf("tools %v", addrs)
+	}
+}
+
+func TestExecuteRejectsBadAddresses(t *testing.T) {
+	ex := executor.New(executor.NewMCP(executor.NewStatic(startSession(t, "github"))))
+	for _, addr := range []string{"", "github", "/echo", "github/", " github/echo"} {
+		if _, err := ex.Execute(context.Background(), addr, nil, sb.InvokeOptions{}); !errors.Is(err, executor.ErrBadAddress) {
+			t.Errorf("%q: err = %v, want ErrBadAddress", addr, err)
+		}
+	}
+	_, err := ex.Execute(context.Background(), "gihtub/echo", nil, sb.InvokeOptions{})
+	var ae *executor.AddressError
+	if !errors.As(err, &ae) || !errors.Is(err, executor.ErrUnknownServer) || !slices.Equal(ae.Suggestions, []string{"github"}) {
+		t.Fatalf("err = %v, want an unknown server suggesting github", err)
+	}
+	if _, err := ex.Execute(context.Background(), "github/ech", nil, sb.InvokeOptions{}); !errors.Is(err, upstream.ErrUnknownTool) {
+		t.Fatalf("err = %v, want ErrUnknownTool", err)
+	}
+}
+
+func TestParseAddressKeepsSlashesInToolNames(t *testing.T) {
+	server, tool, err := executor.ParseAddress("fs/dir/list")
+	if err != nil || server != "fs" || tool != "dir/list" {
+		t.Fatalf("ParseAddress = %q %q %v", server, tool, err)
+	}
+}

@@ -1,0 +1,204 @@
+package upstream
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ArgumentError is a call refused before sending because its arguments do
+// not match the tool's input schema.
+type ArgumentError struct {
+	Server, Tool string
+	Field        string // the offending argument, when it can be named
+	Message      string
+}
+
+func (e *ArgumentError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s/%s: invalid argument %q: %s", e.Server, e.Tool, e.Field, e.Message)
+	}
+	return fmt.Sprintf("%s/%s: invalid arguments: %s", e.Server, e.Tool, e.Message)
+}
+
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArguments }
+
+// UnknownToolError is a call to a tool the server does not list.
+type UnknownToolError struct {
+	Server, Tool string
+	Suggestions  []string // the closest tool names, best first
+}
+
+func (e *UnknownToolError) Error() string {
+	msg := fmt.Sprintf("%s has no tool %q", e.Server, e.Tool)
+	if len(e.Suggestions) > 0 {
+		msg += "; did you mean " + quoteList(e.Suggestions) + "?"
+	}
+	return msg
+}
+
+func (e *UnknownToolError) Is(target error) bool { return target == ErrUnknownTool }
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// schemaCache holds the resolved input schemas of one catalog, resolved on
+// first use. A catalog is replaced whole on refresh, and its cache with it.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]*jsonschema.Resolved // nil value: the schema could not be resolved
+}
+
+// validate checks that the catalog has the tool and that raw matches its
+// input schema. A schema the validator cannot handle does not block calls:
+// the server validates too, and refusing a valid call would be worse.
+func (c catalog) validate(server, tool string, raw json.RawMessage) error {
+	var t *mcp.Tool
+	for _, ct := range c.tools {
+		if ct.Name == tool {
+			t = ct
+			break
+		}
+	}
+	if t == nil {
+		return &UnknownToolError{Server: server, Tool: tool, Suggestions: Suggest(tool, toolNames(c.tools))}
+	}
+	rs := c.schemas.resolve(t)
+	if rs == nil {
+		return nil
+	}
+	var v map[string]any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return &ArgumentError{Server: server, Tool: tool, Message: err.Error()}
+	}
+	if err := rs.Validate(v); err != nil {
+		field, msg := describeSchemaError(err)
+		return &ArgumentError{Server: server, Tool: tool, Field: field, Message: msg}
+	}
+	return nil
+}
+
+func (sc *schemaCache) resolve(t *mcp.Tool) *jsonschema.Resolved {
+	if sc == nil || t.InputSchema == nil {
+		return nil
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if rs, ok := sc.m[t.Name]; ok {
+		return rs
+	}
+	var rs *jsonschema.Resolved
+	if b, err := json.Marshal(t.InputSchema); err == nil {
+		var s jsonschema.Schema
+		if json.Unmarshal(b, &s) == nil {
+			rs, _ = s.Resolve(nil)
+		}
+	}
+	if sc.m == nil {
+		sc.m = make(map[string]*jsonschema.Resolved)
+	}
+	sc.m[t.Name] = rs
+	return rs
+}
+
+var (
+	schemaPropRE    = regexp.MustCompile(`/properties/([^/:\s]+)`)
+	schemaMissingRE = regexp.MustCompile(`missing properties: \[?"?([^"\]\s,]+)`)
+	schemaPrefixRE  = regexp.MustCompile(`^validating [^:]*: `)
+)
+
+// describeSchemaError names the argument a jsonschema error is about and
+// strips the validator's schema paths from the message.
+func describeSchemaError(err error) (field, msg string) {
+	msg = err.Error()
+	if m := schemaMissingRE.FindStringSubmatch(msg); m != nil {
+		return m[1], "is required"
+	}
+	if m := schemaPropRE.FindStringSubmatch(msg); m != nil {
+		field = m[1]
+	}
+	for schemaPrefixRE.MatchString(msg) {
+		msg = schemaPrefixRE.ReplaceAllString(msg, "")
+	}
+	return field, msg
+}
+
+func toolNames(tools []*mcp.Tool) []string {
+	n := make([]string, len(tools))
+	for i, t := range tools {
+		n[i] = t.Name
+	}
+	return n
+}
+
+// Suggest returns up to three of names closest to name (edit distance,
+// case-insensitive, with prefix and substring matches first), for "did you
+// mean" messages.
+func Suggest(name string, names []string) []string {
+	type cand struct {
+		name string
+		dist int
+	}
+	lname := strings.ToLower(name)
+	limit := max(2, len(name)/3)
+	var cs []cand
+	for _, n := range names {
+		ln := strings.ToLower(n)
+		d := levenshtein(lname, ln)
+		if lname != "" && (strings.Contains(ln, lname) || strings.Contains(lname, ln)) {
+			d = min(d, 1)
+		}
+		if d <= limit {
+			cs = append(cs, cand{n, d})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		if cs[i].dist != cs[j].dist {
+			return cs[i].dist < cs[j].dist
+		}
+		return cs[i].name < cs[j].name
+	})
+	out := make([]string, 0, 3)
+	for _, c := range cs {
+		if len(out) == 3 {
+			break
+		}
+		out = append(out, c.name)
+	}
+	return out
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
