@@ -14,7 +14,11 @@ import (
 // Sessions is where the MCP plugin finds upstream sessions by server name.
 // The registry implements it; Static is a fixed set.
 type Sessions interface {
-	Session(name string) (*upstream.Session, bool)
+	// Session returns a server's session: ok is false for an unknown
+	// server; the session is nil for a known server that is not running
+	// (disabled).
+	Session(name string) (s *upstream.Session, ok bool)
+	// Names lists the known servers.
 	Names() []string
 }
 
@@ -32,8 +36,8 @@ func (p *MCP) Servers() []string { return p.sessions.Names() }
 // Tools implements Plugin.
 func (p *MCP) Tools(server string) ([]*mcp.Tool, bool) {
 	s, ok := p.sessions.Session(server)
-	if !ok {
-		return nil, false
+	if !ok || s == nil {
+		return nil, ok
 	}
 	return s.Tools(), true
 }
@@ -43,6 +47,10 @@ func (p *MCP) Invoke(ctx context.Context, server, tool string, args any, opts sb
 	s, ok := p.sessions.Session(server)
 	if !ok {
 		return nil, &AddressError{Address: server + "/" + tool, Kind: ErrUnknownServer}
+	}
+	if s == nil {
+		return nil, &upstream.CallError{Server: server, Tool: tool, Phase: sb.PhaseConfig, Kind: upstream.ErrUnavailable,
+			Message: "the server is disabled; enable it to call its tools", Err: upstream.ErrDisabled}
 	}
 	return s.CallTool(ctx, tool, args, opts)
 }

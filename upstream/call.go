@@ -306,10 +306,10 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 		return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseToolCall, Kind: ErrInvalidOptions, Message: err.Error(), Err: err}
 	}
 	if opts.Timeout == 0 {
-		opts.Timeout = s.cfg.CallTimeout()
+		opts.Timeout = time.Duration(s.callTimeout.Load())
 	}
 	if opts.MaxTotalTimeout == 0 {
-		opts.MaxTotalTimeout = s.cfg.MaxTotalTimeout()
+		opts.MaxTotalTimeout = time.Duration(s.maxTotalTimeout.Load())
 	}
 	raw, err := normalizeArgs(args)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -188,11 +189,47 @@ func (p *process) stop() {
 // awaitGroupGone waits, at most d, until no process is left in the group:
 // SIGKILL is delivered asynchronously, and a caller that returns before the
 // grandchildren are gone would report a clean shutdown too early.
+//
+// Killed grandchildren are reparented to init and linger as zombies until
+// it reaps them; a zombie runs nothing, so only live members count.
 func (p *process) awaitGroupGone(d time.Duration) {
 	deadline := time.Now().Add(d)
-	for syscall.Kill(-p.pid, 0) == nil && time.Now().Before(deadline) {
+	for groupHasLiveMember(p.pid) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// groupHasLiveMember reports whether a process other than a zombie is in
+// process group pgid.
+func groupHasLiveMember(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false // no member at all: the common case, one syscall
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // cannot tell: assume the worst
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command: state, ppid, pgrp.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && pid > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeEnv builds a child environment: baseEnv from getenv, with extra over it.

@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -133,6 +134,10 @@ type Session struct {
 	changed chan struct{} // closed and replaced on every change, for waiters
 
 	calls calls // calls in flight that want progress or elicitation
+
+	// Call defaults, changeable without a reconnect (SetCallDefaults).
+	callTimeout     atomic.Int64 // time.Duration
+	maxTotalTimeout atomic.Int64 // time.Duration
 }
 
 // New returns a Session for cfg that has not started. cfg must be valid
@@ -173,8 +178,17 @@ func New(cfg *sb.ServerConfig, opts *Options) *Session {
 	if err := cfg.Validate(); err != nil {
 		s.bad = s.redact.failure(fail(sb.PhaseConfig, "invalid_config", retryNever, err, "%v", err))
 	}
+	s.SetCallDefaults(cfg.CallTimeout(), cfg.MaxTotalTimeout())
 	s.runCtx, s.runCancel = context.WithCancel(context.Background())
 	return s
+}
+
+// SetCallDefaults changes the timeouts a call gets when its InvokeOptions
+// set none (the config's call_timeout_ms and max_total_timeout_ms), without
+// touching the connection.
+func (s *Session) SetCallDefaults(callTimeout, maxTotalTimeout time.Duration) {
+	s.callTimeout.Store(int64(callTimeout))
+	s.maxTotalTimeout.Store(int64(maxTotalTimeout))
 }
 
 // Name returns the server's name.

@@ -15,6 +15,6 @@ and errors that say where and why a server failed.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newCheckCommand())
+	root.AddCommand(newCheckCommand(), newServeCommand())
 	return root
 }

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboard-mcp/switchboard/executor"
+	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/metrics"
+	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/store"
+)
+
+// Defaults of serve, each mirrored by an environment variable.
+const (
+	defaultListen = "127.0.0.1:7420"
+	defaultDB     = "sqlite:./switchboard.db"
+)
+
+// shutdownGrace bounds a SIGTERM: HTTP requests and every session are given
+// this long in total.
+const shutdownGrace = 10 * time.Second
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func newServeCommand() *cobra.Command {
+	var (
+		listen, dsn, token string
+		logLevel           string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve [--listen ADDR] [--db DSN] [--token T]",
+		Short: "Run the daemon: every configured server, the HTTP API and the metrics",
+		Long: `serve loads every server configured in the database, starts the enabled ones
+(at most 16 at a time, without delaying the API), and serves the HTTP API,
+the MCP endpoint and the Prometheus metrics until SIGTERM or SIGINT, when it
+shuts every server down within 10 seconds.
+
+The database is SQLite by default (a file created with mode 0600); give a
+postgres:// DSN for a database shared by several replicas.
+
+It listens on loopback only unless told otherwise. Bound to another address
+without a token, it warns: anyone who can reach it can run the configured
+commands' tools.`,
+		Example: `  switchboard serve
+  switchboard serve --listen 127.0.0.1:8080 --db sqlite:/var/lib/switchboard/db
+  SWITCHBOARD_TOKEN=$(openssl rand -hex 16) switchboard serve --db postgres://sb@db/switchboard`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(cmd, logLevel)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), log, listen, dsn, token)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", envOr("SWITCHBOARD_LISTEN", defaultListen), "address to listen on (env SWITCHBOARD_LISTEN)")
+	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
+	f.StringVar(&token, "token", os.Getenv("SWITCHBOARD_TOKEN"), "bearer token required on the API and /mcp (env SWITCHBOARD_TOKEN)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+func newLogger(cmd *cobra.Command, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: l})), nil
+}
+
+func serve(ctx context.Context, log *slog.Logger, listen, dsn, token string) error {
+	started := time.Now()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("opening the database %s: %w", store.Redact(dsn), err)
+	}
+	defer st.Close()
+
+	reg := registry.New(st, &registry.Options{Logger: log})
+	m := metrics.New(reg)
+	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
+	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: token, Logger: log})
+
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", listen, err)
+	}
+	if !isLoopback(ln.Addr()) && token == "" {
+		log.Warn("listening on a non-loopback address without a token: anyone who can reach it can call every configured tool; set --token or SWITCHBOARD_TOKEN",
+			"addr", ln.Addr().String())
+	}
+	if err := reg.Load(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	log.Info("switchboard serving", "addr", "http://"+ln.Addr().String(), "db", store.Redact(dsn), "servers", len(reg.Names()))
+	go func() {
+		<-reg.Loaded()
+		log.Info("every server started", "servers", len(reg.Names()), "elapsed", time.Since(started).Round(time.Millisecond))
+	}()
+
+	// Streams (events, SSE calls) end with baseCtx, so that Shutdown does
+	// not wait for clients that never hang up.
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	select {
+	case err := <-errc:
+		reg.Shutdown(context.Background())
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	cancelBase()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("http shutdown", "error", err)
+	}
+	if err := reg.Shutdown(sctx); err != nil {
+		log.Warn("server shutdown", "error", err)
+	}
+	log.Info("stopped", "elapsed", time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}

@@ -1,0 +1,339 @@
+// Package httpapi serves Switchboard's HTTP API: the servers (create, read,
+// update, delete, enable, disable, restart, test, tools, logs), tool calls
+// with progress over server-sent events, a stream of status events, and the
+// Prometheus metrics. Routes, fields and error shapes are Switchboard's
+// outward contract (see README.md).
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/executor"
+	"github.com/switchboard-mcp/switchboard/metrics"
+	"github.com/switchboard-mcp/switchboard/registry"
+)
+
+// Request body limits. A config is small; call arguments may carry a
+// document, but not a disk image.
+const (
+	DefaultMaxConfigBytes = 1 << 20
+	DefaultMaxCallBytes   = 16 << 20
+)
+
+// Options configure the API. Registry and Executor are required.
+type Options struct {
+	Registry *registry.Registry
+	Executor *executor.Executor
+	Metrics  *metrics.Metrics // nil: no /metrics
+	// Token, if set, is required as "Authorization: Bearer <token>" on
+	// every route but /healthz.
+	Token string
+	// MCP, if set, is mounted at /mcp and /mcp/ (the aggregated endpoint).
+	MCP    http.Handler
+	Logger *slog.Logger
+}
+
+type api struct {
+	reg     *registry.Registry
+	ex      *executor.Executor
+	log     *slog.Logger
+	tokenH  [32]byte
+	hasTok  bool
+	pending sync.Map // elicitation id -> chan sb.ElicitationResponse
+}
+
+// New returns the API's handler.
+func New(o Options) http.Handler {
+	a := &api{reg: o.Registry, ex: o.Executor, log: o.Logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if o.Token != "" {
+		a.tokenH, a.hasTok = sha256.Sum256([]byte(o.Token)), true
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok")
+	})
+	protected := http.NewServeMux()
+	if o.Metrics != nil {
+		protected.Handle("GET /metrics", o.Metrics.Handler())
+	}
+	protected.HandleFunc("GET /api/v1/servers", a.listServers)
+	protected.HandleFunc("POST /api/v1/servers", a.createServer)
+	protected.HandleFunc("GET /api/v1/servers/{name}", a.getServer)
+	protected.HandleFunc("PUT /api/v1/servers/{name}", a.updateServer)
+	protected.HandleFunc("DELETE /api/v1/servers/{name}", a.deleteServer)
+	protected.HandleFunc("POST /api/v1/servers/{name}/enable", a.enable(true))
+	protected.HandleFunc("POST /api/v1/servers/{name}/disable", a.enable(false))
+	protected.HandleFunc("POST /api/v1/servers/{name}/restart", a.restartServer)
+	protected.HandleFunc("POST /api/v1/servers/{name}/test", a.testServer)
+	protected.HandleFunc("GET /api/v1/servers/{name}/tools", a.serverTools)
+	protected.HandleFunc("GET /api/v1/servers/{name}/logs", a.serverLogs)
+	protected.HandleFunc("POST /api/v1/test", a.testDraft)
+	protected.HandleFunc("GET /api/v1/tools", a.allTools)
+	protected.HandleFunc("POST /api/v1/call", a.call)
+	protected.HandleFunc("POST /api/v1/elicitations/{id}", a.answerElicitation)
+	protected.HandleFunc("GET /api/v1/events", a.events)
+	if o.MCP != nil {
+		protected.Handle("/mcp", o.MCP)
+		protected.Handle("/mcp/", o.MCP)
+	}
+	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, ErrorBody{Error: ErrorInfo{Code: "not_found",
+			Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}})
+	})
+	mux.Handle("/", a.auth(protected))
+	return mux
+}
+
+// auth requires the bearer token, if one is configured. The comparison
+// is of fixed-length digests in constant time, so neither the token's
+// content nor its length leaks through timing; the answer says nothing
+// about what was wrong.
+func (a *api) auth(next http.Handler) http.Handler {
+	if !a.hasTok {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		h := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(h[:], a.tokenH[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+			writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: ErrorInfo{Code: "unauthorized",
+				Message: "a valid bearer token is required"}})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decode reads a JSON body of at most limit bytes into v, rejecting
+// unknown fields so that a typo ("comand") is an error, not a silent no-op.
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fmt.Errorf("request body over %d bytes: %w", limit, err)
+		}
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: the request body is empty; send a JSON object", errBadRequest)
+		}
+		return fmt.Errorf("%w: invalid JSON body: %v", errBadRequest, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: trailing data after the JSON body", errBadRequest)
+	}
+	return nil
+}
+
+// configBody is a config as sent to create, update or test, with the
+// optional version it was read at.
+type configBody struct {
+	sb.ServerConfig
+	Version int64 `json:"version,omitempty"`
+}
+
+// UnmarshalJSON accepts a full server view too (as GET returns it), so that
+// "GET, edit, PUT" works: the read-only fields are ignored.
+func (b *configBody) UnmarshalJSON(data []byte) error {
+	var view struct {
+		sb.ServerConfig
+		Version   int64           `json:"version"`
+		CreatedAt json.RawMessage `json:"created_at"`
+		UpdatedAt json.RawMessage `json:"updated_at"`
+		Runtime   json.RawMessage `json:"runtime"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&view); err != nil {
+		return err
+	}
+	b.ServerConfig, b.Version = view.ServerConfig, view.Version
+	return nil
+}
+
+// versionFrom takes the version an edit is based on from the body or an
+// If-Match header ("3" or "\"3\"").
+func versionFrom(r *http.Request, body int64) (int64, error) {
+	if body != 0 {
+		return body, nil
+	}
+	v := strings.Trim(r.Header.Get("If-Match"), `"`)
+	if v == "" {
+		v = r.URL.Query().Get("version")
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: version %q is not a number", errBadRequest, v)
+	}
+	return n, nil
+}
+
+func (a *api) listServers(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"servers": a.reg.List()})
+}
+
+func (a *api) getServer(w http.ResponseWriter, r *http.Request) {
+	v, err := a.reg.Get(r.PathValue("name"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (a *api) createServer(w http.ResponseWriter, r *http.Request) {
+	var b configBody
+	if err := decode(w, r, DefaultMaxConfigBytes, &b); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	v, err := a.reg.Create(r.Context(), &b.ServerConfig)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/servers/"+v.Name)
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (a *api) updateServer(w http.ResponseWriter, r *http.Request) {
+	var b configBody
+	if err := decode(w, r, DefaultMaxConfigBytes, &b); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	version, err := versionFrom(r, b.Version)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	v, err := a.reg.Update(r.Context(), r.PathValue("name"), &b.ServerConfig, version)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (a *api) deleteServer(w http.ResponseWriter, r *http.Request) {
+	version, err := versionFrom(r, 0)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if err := a.reg.Delete(r.Context(), r.PathValue("name"), version); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *api) enable(on bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := a.reg.SetEnabled(r.Context(), r.PathValue("name"), on)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+func (a *api) restartServer(w http.ResponseWriter, r *http.Request) {
+	if err := a.reg.Restart(r.PathValue("name")); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "restarting"})
+}
+
+func (a *api) testServer(w http.ResponseWriter, r *http.Request) {
+	res, err := a.reg.Test(r.Context(), r.PathValue("name"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (a *api) testDraft(w http.ResponseWriter, r *http.Request) {
+	var b configBody
+	if err := decode(w, r, DefaultMaxConfigBytes, &b); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if b.Name == "" {
+		b.Name = "draft"
+	}
+	res, err := a.reg.TestConfig(r.Context(), &b.ServerConfig)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// ToolView is a tool as the API lists it.
+type ToolView struct {
+	Server      string          `json:"server"`
+	Name        string          `json:"name"`
+	Address     string          `json:"address"` // "server/tool", for POST /api/v1/call
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+func (a *api) serverTools(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	v, err := a.reg.Get(name)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	tools := make([]ToolView, 0, len(v.Runtime.Tools))
+	for _, t := range v.Runtime.Tools {
+		tools = append(tools, ToolView{Server: name, Name: t.Name, Address: name + "/" + t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+}
+
+func (a *api) allTools(w http.ResponseWriter, r *http.Request) {
+	tools := []ToolView{}
+	for _, v := range a.reg.List() {
+		if v.Runtime.Status != sb.StatusConnected {
+			continue
+		}
+		for _, t := range v.Runtime.Tools {
+			tools = append(tools, ToolView{Server: v.Name, Name: t.Name, Address: v.Name + "/" + t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+}
+
+func (a *api) serverLogs(w http.ResponseWriter, r *http.Request) {
+	lines, err := a.reg.Logs(r.PathValue("name"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"lines": lines})
+}

@@ -1,0 +1,151 @@
+// Package metrics exposes Switchboard's Prometheus metrics: the state of
+// every server (read from the registry at scrape time) and the latency,
+// outcome, timeouts and concurrency of tool calls (recorded by wrapping the
+// executor's plugins). Labels carry server names only, never config values.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/executor"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// Source lists the servers' views; the registry implements it.
+type Source interface {
+	List() []sb.ServerView
+}
+
+// Metrics holds Switchboard's collectors on a registry of its own.
+type Metrics struct {
+	reg      *prometheus.Registry
+	latency  *prometheus.HistogramVec
+	calls    *prometheus.CounterVec
+	timeouts *prometheus.CounterVec
+	inflight *prometheus.GaugeVec
+}
+
+// New returns the metrics for the servers of src.
+func New(src Source) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchboard_call_duration_seconds",
+			Help:    "Duration of tool calls, by server and outcome.",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"server", "outcome"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_calls_total",
+			Help: "Tool calls, by server and outcome (ok, tool_error, timeout, cancelled, unavailable, connection_lost, invalid, error).",
+		}, []string{"server", "outcome"}),
+		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_call_timeouts_total",
+			Help: "Tool calls ended by a timeout, by server and the limit that fired (request or total).",
+		}, []string{"server", "limit"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchboard_calls_in_flight",
+			Help: "Tool calls in flight, by server.",
+		}, []string{"server"}),
+	}
+	m.reg.MustRegister(m.latency, m.calls, m.timeouts, m.inflight, &serverCollector{src: src},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Instrument wraps a plugin so that its calls are measured.
+func (m *Metrics) Instrument(p executor.Plugin) executor.Plugin { return &instrumented{Plugin: p, m: m} }
+
+type instrumented struct {
+	executor.Plugin
+	m *Metrics
+}
+
+func (i *instrumented) Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error) {
+	g := i.m.inflight.WithLabelValues(server)
+	g.Inc()
+	start := time.Now()
+	res, err := i.Plugin.Invoke(ctx, server, tool, args, opts)
+	g.Dec()
+	outcome := Outcome(err)
+	i.m.latency.WithLabelValues(server, outcome).Observe(time.Since(start).Seconds())
+	i.m.calls.WithLabelValues(server, outcome).Inc()
+	var te *upstream.TimeoutError
+	if errors.As(err, &te) {
+		i.m.timeouts.WithLabelValues(server, te.Limit).Inc()
+	}
+	return res, err
+}
+
+// Outcome names the result of a call for metrics and logs.
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, upstream.ErrToolError):
+		return "tool_error"
+	case errors.Is(err, upstream.ErrTimeout):
+		return "timeout"
+	case errors.Is(err, upstream.ErrCancelled):
+		return "cancelled"
+	case errors.Is(err, upstream.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, upstream.ErrConnectionLost):
+		return "connection_lost"
+	case errors.Is(err, upstream.ErrInvalidArguments), errors.Is(err, upstream.ErrInvalidOptions),
+		errors.Is(err, upstream.ErrUnknownTool), errors.Is(err, executor.ErrUnknownServer), errors.Is(err, executor.ErrBadAddress):
+		return "invalid"
+	}
+	return "error"
+}
+
+// serverCollector reports every server's state at scrape time.
+type serverCollector struct{ src Source }
+
+var (
+	statusDesc = prometheus.NewDesc("switchboard_server_status",
+		"1 for the server's current status, 0 for the others.", []string{"server", "status"}, nil)
+	reconnectsDesc = prometheus.NewDesc("switchboard_server_reconnects",
+		"Transparent reconnects since the server's session started.", []string{"server"}, nil)
+	attemptDesc = prometheus.NewDesc("switchboard_server_failed_attempts",
+		"Failed connection attempts in the server's current retry cycle.", []string{"server"}, nil)
+	toolsDesc = prometheus.NewDesc("switchboard_server_tools",
+		"Tools the server lists.", []string{"server"}, nil)
+)
+
+var statuses = []sb.Status{sb.StatusConnecting, sb.StatusConnected, sb.StatusError, sb.StatusDisabled}
+
+func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- statusDesc
+	ch <- reconnectsDesc
+	ch <- attemptDesc
+	ch <- toolsDesc
+}
+
+func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, v := range c.src.List() {
+		for _, st := range statuses {
+			val := 0.0
+			if v.Runtime.Status == st {
+				val = 1
+			}
+			ch <- prometheus.MustNewConstMetric(statusDesc, prometheus.GaugeValue, val, v.Name, string(st))
+		}
+		ch <- prometheus.MustNewConstMetric(reconnectsDesc, prometheus.CounterValue, float64(v.Runtime.Reconnects), v.Name)
+		ch <- prometheus.MustNewConstMetric(attemptDesc, prometheus.GaugeValue, float64(v.Runtime.Attempt), v.Name)
+		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(v.Runtime.ToolCount), v.Name)
+	}
+}

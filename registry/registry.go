@@ -1,0 +1,551 @@
+// Package registry keeps the configured servers and their live sessions:
+// it loads every config from the store at startup, starts the enabled ones
+// with bounded concurrency, applies runtime changes to one server without
+// disturbing the others, and runs throwaway test sessions.
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// Defaults for Options fields whose zero value means "the default".
+const (
+	DefaultStartConcurrency = 16
+	DefaultShutdownTimeout  = 10 * time.Second
+)
+
+// Options tune a Registry. The zero value is ready to use.
+type Options struct {
+	// Logger receives the registry's and the sessions' logs. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// StartConcurrency bounds how many sessions start at once at load. If
+	// zero, DefaultStartConcurrency is used.
+	StartConcurrency int
+	// Session is the template for every session's options (health probe,
+	// result cap, ...). Its Logger and OnEvent are set by the registry.
+	Session upstream.Options
+}
+
+// Registry is the set of configured servers. It is safe for concurrent use.
+type Registry struct {
+	store sb.Store
+	opts  Options
+	log   *slog.Logger
+	subs  broadcaster
+
+	// mu guards servers. Operations on one server are serialised by that
+	// server's own lock (entry.mu), so a slow change to one server never
+	// holds up the others.
+	mu      sync.RWMutex
+	servers map[string]*entry
+	closed  bool
+
+	loaded chan struct{} // closed when every startup begun by Load has returned
+	wg     sync.WaitGroup
+}
+
+// entry is one configured server.
+type entry struct {
+	mu      sync.Mutex // serialises changes to this server
+	stored  sb.StoredServer
+	session *upstream.Session // nil while disabled
+}
+
+// New returns a registry over store. Call Load to start the servers.
+func New(store sb.Store, opts *Options) *Registry {
+	if opts == nil {
+		opts = &Options{}
+	}
+	o := *opts
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.StartConcurrency <= 0 {
+		o.StartConcurrency = DefaultStartConcurrency
+	}
+	return &Registry{store: store, opts: o, log: o.Logger, servers: make(map[string]*entry), loaded: make(chan struct{})}
+}
+
+// Load reads every config from the store and starts the enabled servers in
+// the background, at most StartConcurrency at a time. It returns once the
+// configs are read; Loaded is closed when every start has returned
+// (connected, failed, or timed out: sessions keep trying on their own).
+func (r *Registry) Load(ctx context.Context) error {
+	all, err := r.store.List(ctx)
+	if err != nil {
+		close(r.loaded)
+		return fmt.Errorf("loading servers: %w", err)
+	}
+	var toStart []*upstream.Session
+	r.mu.Lock()
+	for _, st := range all {
+		e := &entry{stored: st}
+		if st.Config.IsEnabled() {
+			e.session = r.newSession(&st.Config)
+			toStart = append(toStart, e.session)
+		}
+		r.servers[st.Config.Name] = e
+	}
+	r.mu.Unlock()
+	r.log.Info("servers loaded", "count", len(all), "enabled", len(toStart))
+
+	sem := make(chan struct{}, r.opts.StartConcurrency)
+	var starting sync.WaitGroup
+	for _, s := range toStart {
+		starting.Add(1)
+		r.wg.Go(func() {
+			defer starting.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			s.Start(context.Background()) // the outcome is in the session's runtime info
+		})
+	}
+	r.wg.Go(func() {
+		starting.Wait()
+		close(r.loaded)
+	})
+	return nil
+}
+
+// Loaded is closed when every server started by Load has connected, failed
+// or passed its startup timeout.
+func (r *Registry) Loaded() <-chan struct{} { return r.loaded }
+
+func (r *Registry) newSession(cfg *sb.ServerConfig) *upstream.Session {
+	o := r.opts.Session
+	o.Logger = r.log
+	o.OnEvent = r.subs.publish
+	return upstream.New(cfg, &o)
+}
+
+// startAsync starts a session without waiting for it to connect.
+func (r *Registry) startAsync(s *upstream.Session) {
+	r.wg.Go(func() { s.Start(context.Background()) })
+}
+
+// Subscribe returns every session event from now on, and a function that
+// ends the subscription. A subscriber that falls more than 256 events
+// behind misses events.
+func (r *Registry) Subscribe() (<-chan sb.Event, func()) { return r.subs.subscribe() }
+
+func (r *Registry) get(name string) (*entry, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	e, ok := r.servers[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", sb.ErrNotFound, name)
+	}
+	return e, nil
+}
+
+// ErrClosed is returned after Shutdown.
+var ErrClosed = errors.New("registry is shut down")
+
+// view builds the API view of an entry; e.mu must be held or the entry
+// otherwise stable.
+func view(e *entry) sb.ServerView {
+	v := sb.ServerView{
+		ServerConfig: *e.stored.Config.Masked(),
+		Version:      e.stored.Version,
+		CreatedAt:    e.stored.CreatedAt,
+		UpdatedAt:    e.stored.UpdatedAt,
+	}
+	if e.session != nil {
+		v.Runtime = e.session.Info()
+	} else {
+		v.Runtime = sb.RuntimeInfo{Status: sb.StatusDisabled, Tools: []sb.ToolInfo{}}
+	}
+	return v
+}
+
+// List returns every server's view, ordered by name.
+func (r *Registry) List() []sb.ServerView {
+	r.mu.RLock()
+	entries := make([]*entry, 0, len(r.servers))
+	for _, name := range slices.Sorted(maps.Keys(r.servers)) {
+		entries = append(entries, r.servers[name])
+	}
+	r.mu.RUnlock()
+	out := make([]sb.ServerView, len(entries))
+	for i, e := range entries {
+		e.mu.Lock()
+		out[i] = view(e)
+		e.mu.Unlock()
+	}
+	return out
+}
+
+// Get returns one server's view, or an error wrapping sb.ErrNotFound.
+func (r *Registry) Get(name string) (sb.ServerView, error) {
+	e, err := r.get(name)
+	if err != nil {
+		return sb.ServerView{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return view(e), nil
+}
+
+// Create validates and stores a new server and, if enabled, starts it
+// without waiting for it to connect.
+func (r *Registry) Create(ctx context.Context, cfg *sb.ServerConfig) (sb.ServerView, error) {
+	cfg, err := cfg.Unmask(nil)
+	if err != nil {
+		return sb.ServerView{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return sb.ServerView{}, err
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return sb.ServerView{}, ErrClosed
+	}
+	if _, ok := r.servers[cfg.Name]; ok {
+		r.mu.Unlock()
+		return sb.ServerView{}, fmt.Errorf("%w: %q", sb.ErrExists, cfg.Name)
+	}
+	// Reserve the name while the store is written, so that two creates of
+	// one name cannot both start a session.
+	e := &entry{}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r.servers[cfg.Name] = e
+	r.mu.Unlock()
+
+	st, err := r.store.Create(ctx, cfg)
+	if err != nil {
+		r.mu.Lock()
+		delete(r.servers, cfg.Name)
+		r.mu.Unlock()
+		return sb.ServerView{}, err
+	}
+	e.stored = st
+	if cfg.IsEnabled() {
+		e.session = r.newSession(&st.Config)
+		r.startAsync(e.session)
+	}
+	r.log.Info("server created", "server", cfg.Name, "enabled", cfg.IsEnabled())
+	r.subs.publish(sb.Event{Server: cfg.Name, Reason: ReasonCreated, Status: view(e).Runtime.Status, At: time.Now()})
+	return view(e), nil
+}
+
+// Registry event reasons, beside the sessions' own.
+const (
+	ReasonCreated = "created"
+	ReasonUpdated = "updated"
+	ReasonDeleted = "deleted"
+)
+
+// Update replaces a server's config. version, if not zero, must be the
+// version the caller read (else an error wrapping sb.ErrConflict). Env and
+// header values sent as "***" keep their stored values. Only a change of a
+// connection-relevant field reconnects the server; call timeouts apply at
+// once without one. Enabling starts the server, disabling stops it.
+func (r *Registry) Update(ctx context.Context, name string, cfg *sb.ServerConfig, version int64) (sb.ServerView, error) {
+	if cfg.Name == "" {
+		cfg.Name = name
+	}
+	if cfg.Name != name {
+		return sb.ServerView{}, &sb.ValidationError{Fields: []*sb.FieldError{{Field: "name",
+			Message: fmt.Sprintf("cannot be changed (%q in the body, %q in the path); create a new server and delete the old one", cfg.Name, name)}}}
+	}
+	e, err := r.get(name)
+	if err != nil {
+		return sb.ServerView{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	prev := e.stored.Config
+	cfg, err = cfg.Unmask(&prev)
+	if err != nil {
+		return sb.ServerView{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return sb.ServerView{}, err
+	}
+	st, err := r.store.Update(ctx, cfg, version)
+	if err != nil {
+		return sb.ServerView{}, err
+	}
+	e.stored = st
+	r.apply(e, &prev, &st.Config)
+	r.subs.publish(sb.Event{Server: name, Reason: ReasonUpdated, Status: view(e).Runtime.Status, At: time.Now()})
+	return view(e), nil
+}
+
+// SetEnabled enables or disables a server.
+func (r *Registry) SetEnabled(ctx context.Context, name string, enabled bool) (sb.ServerView, error) {
+	e, err := r.get(name)
+	if err != nil {
+		return sb.ServerView{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	prev := e.stored.Config
+	if prev.IsEnabled() == enabled {
+		return view(e), nil
+	}
+	cfg := prev.Clone()
+	cfg.Enabled = &enabled
+	st, err := r.store.Update(ctx, cfg, e.stored.Version)
+	if err != nil {
+		return sb.ServerView{}, err
+	}
+	e.stored = st
+	r.apply(e, &prev, &st.Config)
+	r.subs.publish(sb.Event{Server: name, Reason: ReasonUpdated, Status: view(e).Runtime.Status, At: time.Now()})
+	return view(e), nil
+}
+
+// apply brings e's session in line with a changed config; e.mu is held.
+func (r *Registry) apply(e *entry, prev, next *sb.ServerConfig) {
+	switch {
+	case !next.IsEnabled():
+		if e.session != nil {
+			r.stop(e.session)
+			e.session = nil
+			r.log.Info("server disabled", "server", next.Name)
+		}
+	case e.session == nil || connectionChanged(prev, next):
+		if e.session != nil {
+			r.stop(e.session)
+		}
+		e.session = r.newSession(next)
+		r.startAsync(e.session)
+		r.log.Info("server (re)started for a changed config", "server", next.Name)
+	default:
+		e.session.SetCallDefaults(next.CallTimeout(), next.MaxTotalTimeout())
+	}
+}
+
+// connectionChanged reports whether two configs differ in anything that
+// needs a new connection. Everything but the call timeouts and the
+// enabled flag does.
+func connectionChanged(a, b *sb.ServerConfig) bool {
+	x, y := *a.Clone(), *b.Clone()
+	for _, c := range []*sb.ServerConfig{&x, &y} {
+		c.Enabled, c.CallTimeoutMS, c.MaxTotalTimeoutMS = nil, 0, 0
+		if len(c.Args) == 0 {
+			c.Args = nil
+		}
+		if len(c.Env) == 0 {
+			c.Env = nil
+		}
+		if len(c.Headers) == 0 {
+			c.Headers = nil
+		}
+	}
+	return !reflect.DeepEqual(x, y)
+}
+
+func (r *Registry) stop(s *upstream.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), upstream.DefaultShutdownTimeout)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		r.log.Warn("stopping session", "server", s.Name(), "error", err)
+	}
+}
+
+// Delete removes a server and stops its session. version, if not zero,
+// must match the stored version.
+func (r *Registry) Delete(ctx context.Context, name string, version int64) error {
+	e, err := r.get(name)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := r.store.Delete(ctx, name, version); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	delete(r.servers, name)
+	r.mu.Unlock()
+	if e.session != nil {
+		r.stop(e.session)
+		e.session = nil
+	}
+	r.log.Info("server deleted", "server", name)
+	r.subs.publish(sb.Event{Server: name, Reason: ReasonDeleted, Status: sb.StatusDisabled, At: time.Now()})
+	return nil
+}
+
+// Restart reconnects a server with a fresh retry budget.
+func (r *Registry) Restart(name string) error {
+	e, err := r.get(name)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.session == nil {
+		return fmt.Errorf("%w: %q is disabled; enable it to start it", ErrDisabled, name)
+	}
+	e.session.Restart()
+	return nil
+}
+
+// ErrDisabled is returned for an operation that needs a running server.
+var ErrDisabled = errors.New("server is disabled")
+
+// Logs returns a server's kept stderr lines, oldest first.
+func (r *Registry) Logs(name string) ([]string, error) {
+	e, err := r.get(name)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.session == nil {
+		return []string{}, nil
+	}
+	return e.session.Logs(), nil
+}
+
+// TestResult is what a test session found.
+type TestResult struct {
+	Runtime sb.RuntimeInfo `json:"runtime"`
+	Logs    []string       `json:"logs"`
+}
+
+// Test runs a throwaway session for a stored server (name) and reports what
+// it found: runtime info with the tool list, or the classified error. It
+// never touches the live session of that server: the test session is a
+// separate process or connection under a random id, makes one attempt,
+// and is shut down (with every process it started) before Test returns.
+func (r *Registry) Test(ctx context.Context, name string) (TestResult, error) {
+	e, err := r.get(name)
+	if err != nil {
+		return TestResult{}, err
+	}
+	e.mu.Lock()
+	cfg := e.stored.Config.Clone()
+	e.mu.Unlock()
+	return r.TestConfig(ctx, cfg)
+}
+
+// TestConfig is Test for a draft config that is not stored. Masked secrets
+// ("***") are taken from the stored server of the same name, if any.
+func (r *Registry) TestConfig(ctx context.Context, cfg *sb.ServerConfig) (TestResult, error) {
+	var prev *sb.ServerConfig
+	if e, err := r.get(cfg.Name); err == nil {
+		e.mu.Lock()
+		prev = e.stored.Config.Clone()
+		e.mu.Unlock()
+	}
+	cfg, err := cfg.Unmask(prev)
+	if err != nil {
+		return TestResult{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return TestResult{}, err
+	}
+	cfg.Enabled = nil
+	cfg.Retry = &sb.RetryConfig{MaxAttempts: 1}
+	o := r.opts.Session
+	o.Logger = r.log.With("test_session", randomID())
+	o.OnEvent = nil
+	s := upstream.New(cfg, &o)
+	s.Start(ctx)
+	info, logs := s.Info(), s.Logs()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), upstream.DefaultShutdownTimeout)
+	defer cancel()
+	if err := s.Shutdown(sctx); err != nil {
+		r.log.Warn("stopping test session", "server", cfg.Name, "error", err)
+	}
+	// Report the state the test reached, not the "disabled" of a session
+	// that has been shut down.
+	return TestResult{Runtime: info, Logs: logs}, nil
+}
+
+func randomID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Session returns the live session of a server, for the executor's MCP
+// plugin: ok is false for an unknown server, and the session is nil for a
+// disabled one.
+func (r *Registry) Session(name string) (s *upstream.Session, ok bool) {
+	e, err := r.get(name)
+	if err != nil {
+		return nil, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.session, true
+}
+
+// Names returns the names of every configured server, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Sorted(maps.Keys(r.servers))
+}
+
+// Tools returns the tools of a server as last listed; none while it is
+// disabled or not connected.
+func (r *Registry) Tools(name string) ([]*mcp.Tool, error) {
+	s, ok := r.Session(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", sb.ErrNotFound, name)
+	}
+	if s == nil {
+		return []*mcp.Tool{}, nil
+	}
+	return s.Tools(), nil
+}
+
+// Shutdown stops every session, concurrently, within DefaultShutdownTimeout
+// or ctx, whichever ends first. The registry cannot be used afterwards.
+func (r *Registry) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	var sessions []*upstream.Session
+	for _, e := range r.servers {
+		e.mu.Lock()
+		if e.session != nil {
+			sessions = append(sessions, e.session)
+		}
+		e.mu.Unlock()
+	}
+	r.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(ctx, DefaultShutdownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(sessions))
+	for i, s := range sessions {
+		wg.Go(func() { errs[i] = s.Shutdown(ctx) })
+	}
+	wg.Wait()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("registry: background starts did not finish: %w", ctx.Err()))
+	}
+	return errors.Join(errs...)
+}
