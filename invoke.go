@@ -36,6 +36,12 @@ type InvokeOptions struct {
 	// during this call. Time spent in it does not count against Timeout; it
 	// does count against MaxTotalTimeout, whose context it receives.
 	OnElicitation func(context.Context, ElicitationRequest) (ElicitationResponse, error)
+	// OnSampling, if set, answers the server's sampling/createMessage
+	// requests during this call. Request and answer are the protocol's JSON
+	// (CreateMessageParams and CreateMessageResult), passed through as is:
+	// Switchboard relays them and never calls a model itself. Time spent in
+	// it counts like time spent in OnElicitation.
+	OnSampling func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
 }
 
 // Validate rejects negative and absurd values before anything is sent.

@@ -67,7 +67,9 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // Instrument wraps a plugin so that its calls are measured.
-func (m *Metrics) Instrument(p executor.Plugin) executor.Plugin { return &instrumented{Plugin: p, m: m} }
+func (m *Metrics) Instrument(p executor.Plugin) executor.Plugin {
+	return &instrumented{Plugin: p, m: m}
+}
 
 type instrumented struct {
 	executor.Plugin

@@ -3,8 +3,16 @@ package registry
 import (
 	"sync"
 
-	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// Notification is a server's notification that is not about one call: a
+// log message (*mcp.LoggingMessageParams) or a resource update
+// (*mcp.ResourceUpdatedNotificationParams).
+type Notification struct {
+	Server string
+	Params mcp.Params
+}
 
 // subscriberBuffer is how many events a slow subscriber may fall behind
 // before it starts losing them. Events describe state that can always be
@@ -12,20 +20,20 @@ import (
 // than stalling the sessions that emit them.
 const subscriberBuffer = 256
 
-// broadcaster fans events out to subscribers without ever blocking the
+// broadcaster fans values out to subscribers without ever blocking the
 // emitter.
-type broadcaster struct {
+type broadcaster[T any] struct {
 	mu   sync.Mutex
-	subs map[chan sb.Event]struct{}
+	subs map[chan T]struct{}
 }
 
-// subscribe returns a channel of events and a function that ends the
+// subscribe returns a channel of values and a function that ends the
 // subscription and closes the channel.
-func (b *broadcaster) subscribe() (<-chan sb.Event, func()) {
-	ch := make(chan sb.Event, subscriberBuffer)
+func (b *broadcaster[T]) subscribe() (<-chan T, func()) {
+	ch := make(chan T, subscriberBuffer)
 	b.mu.Lock()
 	if b.subs == nil {
-		b.subs = make(map[chan sb.Event]struct{})
+		b.subs = make(map[chan T]struct{})
 	}
 	b.subs[ch] = struct{}{}
 	b.mu.Unlock()
@@ -40,7 +48,7 @@ func (b *broadcaster) subscribe() (<-chan sb.Event, func()) {
 	}
 }
 
-func (b *broadcaster) publish(e sb.Event) {
+func (b *broadcaster[T]) publish(e T) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for ch := range b.subs {

@@ -47,7 +47,8 @@ type Registry struct {
 	store sb.Store
 	opts  Options
 	log   *slog.Logger
-	subs  broadcaster
+	subs  broadcaster[sb.Event]
+	notes broadcaster[Notification]
 
 	// mu guards servers. Operations on one server are serialised by that
 	// server's own lock (entry.mu), so a slow change to one server never
@@ -131,6 +132,7 @@ func (r *Registry) newSession(cfg *sb.ServerConfig) *upstream.Session {
 	o := r.opts.Session
 	o.Logger = r.log
 	o.OnEvent = r.subs.publish
+	o.OnNotification = func(server string, p mcp.Params) { r.notes.publish(Notification{Server: server, Params: p}) }
 	return upstream.New(cfg, &o)
 }
 
@@ -143,6 +145,10 @@ func (r *Registry) startAsync(s *upstream.Session) {
 // ends the subscription. A subscriber that falls more than 256 events
 // behind misses events.
 func (r *Registry) Subscribe() (<-chan sb.Event, func()) { return r.subs.subscribe() }
+
+// SubscribeNotifications returns every server's log messages and resource
+// updates from now on, and a function that ends the subscription.
+func (r *Registry) SubscribeNotifications() (<-chan Notification, func()) { return r.notes.subscribe() }
 
 func (r *Registry) get(name string) (*entry, error) {
 	r.mu.RLock()

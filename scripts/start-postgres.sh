@@ -50,6 +50,16 @@ _sbpg_as_postgres() {
 	fi
 }
 
+# _sbpg_bindir prints the bin directory of the newest installed PostgreSQL
+# server, or nothing.
+_sbpg_bindir() {
+	local bin
+	bin="$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)"
+	if [[ -x "$bin/postgres" ]]; then
+		printf '%s\n' "$bin"
+	fi
+}
+
 _sbpg_start() {
 	if [[ -n "${_SBPG_DIR:-}" && -n "${SWITCHBOARD_TEST_POSTGRES:-}" ]]; then
 		echo "start-postgres.sh: already running at $SWITCHBOARD_TEST_POSTGRES"
@@ -61,8 +71,8 @@ _sbpg_start() {
 	fi
 
 	local bin
-	bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)" || true
-	if [[ -z "$bin" || ! -x "$bin/postgres" ]]; then
+	bin="$(_sbpg_bindir)"
+	if [[ -z "$bin" ]]; then
 		if [[ "$(id -u)" -ne 0 ]]; then
 			echo "start-postgres.sh: PostgreSQL is not installed and we are not root to install it (apt-get install postgresql)" >&2
 			return 1
@@ -77,8 +87,8 @@ _sbpg_start() {
 			return 1
 		fi
 		rm -f -- "$aptlog"
-		bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)" || true
-		if [[ -z "$bin" || ! -x "$bin/postgres" ]]; then
+		bin="$(_sbpg_bindir)"
+		if [[ -z "$bin" ]]; then
 			echo "start-postgres.sh: PostgreSQL installed but no /usr/lib/postgresql/*/bin/postgres" >&2
 			return 1
 		fi
@@ -113,8 +123,8 @@ _sbpg_start() {
 	# A port nothing listens on; pg_ctl start fails if another process
 	# takes it in between, and we then try the next one.
 	local port=55432 started=""
-	local try
-	for try in 1 2 3 4 5 6 7 8 9 10; do
+	local _
+	for _ in {1..10}; do
 		while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
 			port=$((port + 1))
 		done

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Runs every test of Switchboard: go vet, then the whole suite under the race
-# detector. Tests start real processes and real HTTP servers on 127.0.0.1;
-# they need nothing but Go (the fault-injecting test server is built from
-# this repository by the tests themselves).
+# detector. Tests start real processes, real HTTP servers on 127.0.0.1 and a
+# real PostgreSQL; this script installs and starts what they need (the
+# fault-injecting test server is built from this repository by the tests
+# themselves).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== PostgreSQL (for the store and API tests)"
+# Installs Debian's postgresql if missing, starts a throwaway server as the
+# postgres user on 127.0.0.1, exports SWITCHBOARD_TEST_POSTGRES, and stops
+# it when this script exits.
+source scripts/start-postgres.sh
 
 echo "== go vet"
 go vet ./...

@@ -91,8 +91,10 @@ func parse(dsn string) (backend, string, error) {
 var kvPassword = regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s]*)`)
 
 // userinfoPassword matches the password of scheme://user:password@ in a
-// string that does not parse as a URL.
-var userinfoPassword = regexp.MustCompile(`(://[^:/@\s]*:)[^@\s]*@`)
+// string that does not parse as a URL. It runs to the last '@', since a
+// broken password may hold '@', spaces or '/': masking too much is better
+// than showing part of it.
+var userinfoPassword = regexp.MustCompile(`(://[^:/@\s]*:).*@`)
 
 // Redact returns dsn with any password replaced by "xxxxx", for logs and
 // error messages: the password of a URL's user info, password= and

@@ -234,18 +234,18 @@ func (cs *calls) byToken(tok any) *call {
 	return cs.m[s]
 }
 
-// elicitor returns the one call in flight that accepts elicitation. The
-// protocol does not say which request an elicitation belongs to (over stdio
-// it cannot), so with several candidates none is chosen: answering one
-// caller's question with another caller's person would be worse than
-// refusing.
-func (cs *calls) elicitor() (*call, int) {
+// only returns the one call in flight that accepts a server request
+// (elicitation or sampling), as told by accepts. The protocol does not say
+// which request a server request belongs to (over stdio it cannot), so with
+// several candidates none is chosen: answering one caller's question with
+// another caller's person, or model, would be worse than refusing.
+func (cs *calls) only(accepts func(*call) bool) (*call, int) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	var found *call
 	n := 0
 	for _, c := range cs.m {
-		if c.opts.OnElicitation != nil {
+		if accepts(c) {
 			found = c
 			n++
 		}
@@ -256,29 +256,70 @@ func (cs *calls) elicitor() (*call, int) {
 	return found, 1
 }
 
-// onElicit is the go-sdk's elicitation handler for every link of the session.
-func (s *Session) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	c, n := s.calls.elicitor()
-	if c == nil {
-		if n == 0 {
-			return nil, fmt.Errorf("no caller of %s is able to answer elicitation requests", s.cfg.Name)
-		}
-		return nil, fmt.Errorf("%d calls to %s accept elicitation at once; cannot tell which one this request belongs to", n, s.cfg.Name)
+// serverRequestCall finds the call a server request belongs to.
+func (s *Session) serverRequestCall(kind string, accepts func(*call) bool) (*call, error) {
+	c, n := s.calls.only(accepts)
+	switch {
+	case c != nil:
+		return c, nil
+	case n == 0:
+		return nil, fmt.Errorf("no caller of %s is able to answer %s requests", s.cfg.Name, kind)
 	}
+	return nil, fmt.Errorf("%d calls to %s accept %s at once; cannot tell which one this request belongs to", n, s.cfg.Name, kind)
+}
+
+// during runs fn on behalf of call c: c's request timer is paused (a
+// person or a model is thinking), and fn's context ends with the call.
+func (c *call) during(ctx context.Context, fn func(ctx context.Context) error) error {
 	c.timer.pause()
 	defer c.timer.resume()
-	// The answer may take as long as the call's total cap allows, and ends
-	// with the call.
-	ectx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(c.ctx, cancel)
 	defer stop()
+	return fn(ctx)
+}
+
+// onSample is the go-sdk's sampling handler for every link of the session.
+func (s *Session) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	c, err := s.serverRequestCall("sampling", func(c *call) bool { return c.opts.OnSampling != nil })
+	if err != nil {
+		return nil, err
+	}
+	params, err := json.Marshal(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.CreateMessageResult
+	err = c.during(ctx, func(ctx context.Context) error {
+		out, err := c.opts.OnSampling(ctx, params)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(out, &res)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// onElicit is the go-sdk's elicitation handler for every link of the session.
+func (s *Session) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	c, err := s.serverRequestCall("elicitation", func(c *call) bool { return c.opts.OnElicitation != nil })
+	if err != nil {
+		return nil, err
+	}
 	p := req.Params
 	er := sb.ElicitationRequest{Message: p.Message, Mode: p.Mode, URL: p.URL}
 	if p.RequestedSchema != nil {
 		er.RequestedSchema, _ = json.Marshal(p.RequestedSchema)
 	}
-	resp, err := c.opts.OnElicitation(ectx, er)
+	var resp sb.ElicitationResponse
+	err = c.during(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.opts.OnElicitation(ctx, er)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +368,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 	defer c.timer.stop()
 
 	var tok string
-	if opts.OnProgress != nil || opts.ResetTimeoutOnProgress || opts.OnElicitation != nil {
+	if opts.OnProgress != nil || opts.ResetTimeoutOnProgress || opts.OnElicitation != nil || opts.OnSampling != nil {
 		tok = s.calls.add(c)
 		defer s.calls.remove(tok)
 	}

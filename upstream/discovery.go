@@ -40,6 +40,14 @@ func (s *Session) discover(ctx context.Context, l *link) *failure {
 		s.log.Warn("listing resources or prompts failed; serving tools only", "error", s.redact.String(c.err.Error()))
 	}
 	l.catalog = c.catalog
+	// Servers send log messages only once a level is set. "info" lets
+	// Switchboard log them and relay them to its own clients (who filter
+	// further by the level they set) without debug chatter.
+	if caps := l.cs.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
+		if err := l.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+			s.log.Debug("server refused logging/setLevel", "error", s.redact.String(err.Error()))
+		}
+	}
 	return nil
 }
 

@@ -147,14 +147,25 @@ func (s *Session) newClient(l *link) *mcp.Client {
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { l.notify(listResources) },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { l.notify(listPrompts) },
 		ElicitationHandler:         s.onElicit,
+		CreateMessageHandler:       s.onSample,
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			s.log.Debug("upstream log message", "level", r.Params.Level, "logger", r.Params.Logger)
+			s.notify(r.Params)
 		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { s.notify(r.Params) },
 	})
 	if s.cfg.ProtocolVersion == "" && !s.cfg.IsStdio() {
 		c.AddSendingMiddleware(boundDiscover)
 	}
 	return c
+}
+
+// notify passes a notification that is not about one call to
+// Options.OnNotification.
+func (s *Session) notify(p mcp.Params) {
+	if s.opts.OnNotification != nil {
+		s.opts.OnNotification(s.cfg.Name, p)
+	}
 }
 
 // dialStdio starts the server process and performs the MCP handshake.

@@ -43,6 +43,11 @@ type Options struct {
 	// called from the session's lifecycle goroutine, in order, and must not
 	// block.
 	OnEvent func(sb.Event)
+	// OnNotification, if set, receives the server's notifications that are
+	// not about one call: *mcp.LoggingMessageParams and
+	// *mcp.ResourceUpdatedNotificationParams. It runs on the session's
+	// notification goroutine and must not block.
+	OnNotification func(server string, params mcp.Params)
 	// ClientInfo is how the session introduces itself in initialize. The zero
 	// value means {Name: "switchboard"}.
 	ClientInfo mcp.Implementation

@@ -15,6 +15,10 @@ and errors that say where and why a server failed.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newCheckCommand(), newServeCommand())
+	pf := root.PersistentFlags()
+	pf.String("addr", addrFlagDefault(), `address of "switchboard serve" for the client verbs (env SWITCHBOARD_ADDR)`)
+	pf.Bool("json", false, "print JSON (the API's, for scripts) instead of tables")
+	root.AddCommand(newCheckCommand(), newServeCommand(), newStdioCommand(),
+		newServerCommand(), newToolsCommand(), newCallCommand(), newImportCommand())
 	return root
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-mcp/switchboard/executor"
+	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
@@ -24,6 +25,9 @@ const (
 	defaultListen = "127.0.0.1:7420"
 	defaultDB     = "sqlite:./switchboard.db"
 )
+
+// version is reported to MCP clients; set with -ldflags "-X main.version=...".
+var version = "dev"
 
 // shutdownGrace bounds a SIGTERM: HTTP requests and every session are given
 // this long in total.
@@ -64,13 +68,18 @@ commands' tools.`,
 			if err != nil {
 				return err
 			}
+			if token == "" {
+				// Read here, not as the flag's default: a default is printed
+				// by --help, and a token must never be.
+				token = os.Getenv("SWITCHBOARD_TOKEN")
+			}
 			return serve(cmd.Context(), log, listen, dsn, token)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", envOr("SWITCHBOARD_LISTEN", defaultListen), "address to listen on (env SWITCHBOARD_LISTEN)")
 	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
-	f.StringVar(&token, "token", os.Getenv("SWITCHBOARD_TOKEN"), "bearer token required on the API and /mcp (env SWITCHBOARD_TOKEN)")
+	f.StringVar(&token, "token", "", "bearer token required on the API and /mcp (env SWITCHBOARD_TOKEN)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
 }
@@ -94,7 +103,9 @@ func serve(ctx context.Context, log *slog.Logger, listen, dsn, token string) err
 	reg := registry.New(st, &registry.Options{Logger: log})
 	m := metrics.New(reg)
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
-	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: token, Logger: log})
+	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, Version: version})
+	defer gw.Close()
+	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: token, Logger: log, MCP: gw.Handler()})
 
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {

@@ -84,6 +84,9 @@ type Options struct {
 	StartupDelay time.Duration
 	// HangInitialize swallows initialize requests (-hang-initialize).
 	HangInitialize bool
+	// HangToolsList swallows tools/list requests (-hang-tools-list): the
+	// server connects but never lists its tools.
+	HangToolsList bool
 	// IgnoreUnknown swallows requests for methods outside MCP 2025-11-25
 	// instead of answering "method not found" (-ignore-unknown).
 	IgnoreUnknown bool
@@ -156,6 +159,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.Var(optionalInt{&o.ExitAtStartup}, "exit-at-startup", "exit with status `CODE` before reading anything")
 	fs.StringVar(&o.ExitAtStartupUnless, "exit-at-startup-unless", "", "exit with status 1 at startup unless `path` exists")
 	fs.DurationVar(&o.StartupDelay, "startup-delay", 0, "sleep this `duration` before serving")
+	fs.BoolVar(&o.HangToolsList, "hang-tools-list", false, "never answer tools/list")
 	fs.BoolVar(&o.HangInitialize, "hang-initialize", false, "never answer initialize")
 	fs.BoolVar(&o.IgnoreUnknown, "ignore-unknown", false, "never answer requests for methods outside MCP 2025-11-25")
 	fs.BoolVar(&o.SSEOnly, "sse-only", false, "http: serve legacy SSE on /mcp; POST /mcp without sessionid is 404")

@@ -23,7 +23,10 @@ const maxBigBytes = 256 << 20
 // prompt registered, and the observing middleware installed.
 func (s *server) newMCPServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &mcp.ServerOptions{
-		PageSize:                  s.opts.PageSize,
+		PageSize: s.opts.PageSize,
+		// Accept resource subscriptions, so that updates can be tested.
+		SubscribeHandler:          func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		SupportedProtocolVersions: s.opts.ProtocolVersions,
 		Logger:                    s.sdkLogger(),
 	})
@@ -87,6 +90,20 @@ func (s *server) newMCPServer() *mcp.Server {
 			"message": prop("string", "error message"),
 		}),
 	}, s.fail)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "sample",
+		Description: "Asks the client's model (sampling/createMessage) to answer the message, and returns its text.",
+		InputSchema: objectSchema(map[string]any{
+			"message": prop("string", "the prompt"),
+		}),
+	}, s.sample)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "log",
+		Description: "Sends the message to the client as a log notification (notifications/message, level info), and notifies subscribers that test://hello changed.",
+		InputSchema: objectSchema(map[string]any{
+			"message": prop("string", "the log message"),
+		}),
+	}, s.logTool)
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "mixed",
 		Description: "Returns one content of every kind (text, image, audio, resource link, embedded resource) with structured content and _meta.",
@@ -365,6 +382,31 @@ func (s *server) fail(_ context.Context, _ *mcp.CallToolRequest, in messageArgs)
 	res := textResult(msg)
 	res.IsError = true
 	return res, nil, nil
+}
+
+func (s *server) sample(ctx context.Context, req *mcp.CallToolRequest, in messageArgs) (*mcp.CallToolResult, any, error) {
+	res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
+		MaxTokens: 100,
+		Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Message}}},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("sampling failed: %w", err)
+	}
+	text := ""
+	if t, ok := res.Content.(*mcp.TextContent); ok {
+		text = t.Text
+	}
+	return textResult(fmt.Sprintf("model %s says: %s", res.Model, text)), nil, nil
+}
+
+func (s *server) logTool(ctx context.Context, req *mcp.CallToolRequest, in messageArgs) (*mcp.CallToolResult, any, error) {
+	if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "testserver", Data: in.Message}); err != nil {
+		return nil, nil, err
+	}
+	if err := s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "test://hello"}); err != nil {
+		return nil, nil, err
+	}
+	return textResult("logged"), nil, nil
 }
 
 // Payloads of the mixed tool, exported so tests can compare what arrived.

@@ -162,6 +162,8 @@ func (s *server) swallowReason(m *wireMessage) string {
 		return ""
 	case s.opts.HangInitialize && m.Method == "initialize":
 		return "hang-initialize"
+	case s.opts.HangToolsList && m.Method == "tools/list":
+		return "hang-tools-list"
 	case s.opts.IgnoreUnknown && !knownMethods[m.Method]:
 		return "ignore-unknown"
 	}

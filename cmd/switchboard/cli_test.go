@@ -1,0 +1,816 @@
+package main
+
+// The client verbs are tested as a person or a script uses them: the
+// switchboard binary is built once, "switchboard serve" runs as a real
+// process on a temporary SQLite database, and every verb runs as its own
+// process against it, with the fault-injecting testserver as the MCP
+// server. Helpers that need a terminal (the progress bar, elicitation
+// questions) are tested in process at the end of the file.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+)
+
+// secret is the env value given to servers; no output may contain it.
+const secret = "secret-value"
+
+// Time limits of the process tests.
+const (
+	verbTimeout    = 60 * time.Second // one CLI verb
+	connectTimeout = 30 * time.Second // a server reaching status connected
+	serveStartWait = 20 * time.Second // serve printing its address
+	serveStopWait  = 10 * time.Second // serve exiting after SIGTERM
+)
+
+// sbBin is the switchboard binary built by TestMain.
+var sbBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "switchboard-cli-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sbBin = filepath.Join(dir, "switchboard")
+	build := exec.Command("go", "build", "-o", sbBin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		testserver.RemoveBinary()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+// cleanEnv is the test process's environment without SWITCHBOARD_*
+// variables, so that a developer's settings cannot leak into the tests.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SWITCHBOARD_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer goroutine and readers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// daemon is a running "switchboard serve".
+type daemon struct {
+	addr    string // http://127.0.0.1:PORT
+	cmd     *exec.Cmd
+	log     *lockedBuffer
+	done    chan struct{}
+	waitErr error
+
+	mu      sync.Mutex
+	outputs []string // stdout and stderr of every verb run against it, for the secret check
+}
+
+var serveAddrRE = regexp.MustCompile(`msg="switchboard serving" addr=(http://\S+)`)
+
+// startServe starts "switchboard serve" on a free port and a fresh
+// database, waits for its address line, and stops it (SIGTERM, exit 0
+// within 10 s) when the test ends.
+func startServe(t *testing.T, args ...string) *daemon {
+	t.Helper()
+	argv := append([]string{"serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + filepath.Join(t.TempDir(), "sb.db")}, args...)
+	d := &daemon{cmd: exec.Command(sbBin, argv...), log: &lockedBuffer{}, done: make(chan struct{})}
+	d.cmd.Env = cleanEnv()
+	d.cmd.Stderr = d.log
+	d.cmd.Stdout = d.log
+	d.cmd.WaitDelay = 5 * time.Second
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("starting serve: %v", err)
+	}
+	go func() {
+		d.waitErr = d.cmd.Wait()
+		close(d.done)
+	}()
+	t.Cleanup(func() { d.stop(t) })
+
+	deadline := time.Now().Add(serveStartWait)
+	for {
+		if m := serveAddrRE.FindStringSubmatch(d.log.String()); m != nil {
+			d.addr = m[1]
+			return d
+		}
+		select {
+		case <-d.done:
+			t.Fatalf("serve exited before serving (%v); log:\n%s", d.waitErr, d.log)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve printed no address within %v; log:\n%s", serveStartWait, d.log)
+		}
+	}
+}
+
+// stop sends SIGTERM and requires a clean exit within 10 s.
+func (d *daemon) stop(t *testing.T) {
+	select {
+	case <-d.done:
+		return // stopped already
+	default:
+	}
+	start := time.Now()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Errorf("SIGTERM to serve: %v", err)
+	}
+	select {
+	case <-d.done:
+		if d.waitErr != nil {
+			t.Errorf("serve exited with %v after SIGTERM; log:\n%s", d.waitErr, d.log)
+		}
+		t.Logf("serve stopped in %v", time.Since(start).Round(time.Millisecond))
+	case <-time.After(serveStopWait):
+		d.cmd.Process.Kill()
+		<-d.done
+		t.Errorf("serve did not exit within %v of SIGTERM; log:\n%s", serveStopWait, d.log)
+	}
+}
+
+// result is what one verb did.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout:\n%s--- stderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// run runs the switchboard binary with args against d (SWITCHBOARD_ADDR)
+// plus env, with stdin as its input.
+func (d *daemon) run(t *testing.T, env []string, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), verbTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sbBin, args...)
+	cmd.Env = cleanEnv(append([]string{"SWITCHBOARD_ADDR=" + d.addr}, env...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdin = strings.NewReader(stdin)
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("switchboard %s: %v", strings.Join(args, " "), err)
+		}
+		r.code = ee.ExitCode()
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("switchboard %s did not finish within %v", strings.Join(args, " "), verbTimeout)
+	}
+	d.mu.Lock()
+	// The command line is left out: it holds the secret of "server add".
+	d.outputs = append(d.outputs, fmt.Sprintf("output of switchboard %s:\n%s", args[0], r))
+	d.mu.Unlock()
+	return r
+}
+
+// ok runs a verb that must succeed.
+func (d *daemon) ok(t *testing.T, args ...string) result {
+	t.Helper()
+	r := d.run(t, nil, "", args...)
+	if r.code != 0 {
+		t.Fatalf("switchboard %s: %s", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// fail runs a verb that must fail, with stderr containing every want.
+func (d *daemon) fail(t *testing.T, want []string, args ...string) result {
+	t.Helper()
+	r := d.run(t, nil, "", args...)
+	if r.code == 0 {
+		t.Fatalf("switchboard %s succeeded, want failure: %s", strings.Join(args, " "), r)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("switchboard %s: stderr lacks %q: %s", strings.Join(args, " "), w, r)
+		}
+	}
+	return r
+}
+
+// view reads one server with "server show --json".
+func (d *daemon) view(t *testing.T, name string) sb.ServerView {
+	t.Helper()
+	r := d.ok(t, "server", "show", name, "--json")
+	var v sb.ServerView
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatalf("server show --json: %v\n%s", err, r.stdout)
+	}
+	return v
+}
+
+// waitStatus polls until the server has status want (and, if cond is not
+// nil, cond holds) and returns its view.
+func (d *daemon) waitStatus(t *testing.T, name string, want sb.Status, cond func(sb.ServerView) bool) sb.ServerView {
+	t.Helper()
+	deadline := time.Now().Add(connectTimeout)
+	for {
+		v := d.view(t, name)
+		if v.Runtime.Status == want && (cond == nil || cond(v)) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: status %s after %v, want %s; runtime %+v; serve log:\n%s", name, v.Runtime.Status, connectTimeout, want, v.Runtime, d.log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func contains(t *testing.T, what, s string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, s)
+		}
+	}
+}
+
+// TestCLI runs every client verb against one daemon, in the order a
+// person would: add, inspect, call, manage, import, remove.
+func TestCLI(t *testing.T) {
+	ts := testserver.Binary(t)
+	d := startServe(t)
+
+	// server add: a stdio server with a secret env value.
+	r := d.ok(t, "server", "add", "echo-srv", "--command", ts, "--env", "API_KEY="+secret, "--call-timeout", "30s")
+	contains(t, "server add", r.stdout, "added echo-srv", "stdio")
+	d.waitStatus(t, "echo-srv", sb.StatusConnected, nil)
+	d.fail(t, []string{"exists:", "echo-srv"}, "server", "add", "echo-srv", "--command", ts)
+	d.fail(t, []string{"invalid_config:", "name"}, "server", "add", "Bad_Name", "--command", ts)
+	d.fail(t, []string{"give --command", "or --url"}, "server", "add", "neither")
+
+	t.Run("list", func(t *testing.T) {
+		r := d.ok(t, "server", "list")
+		contains(t, "server list", r.stdout, "NAME", "STATUS", "TRANSPORT", "TOOLS", "RECONNECTS", "ERROR")
+		if !regexp.MustCompile(`(?m)^echo-srv\s+connected\s+stdio\s+\d+\s+0\s+-$`).MatchString(r.stdout) {
+			t.Errorf("server list: no row for echo-srv:\n%s", r.stdout)
+		}
+		r = d.ok(t, "server", "list", "--json")
+		var body struct {
+			Servers []sb.ServerView `json:"servers"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &body); err != nil {
+			t.Fatalf("server list --json: %v\n%s", err, r.stdout)
+		}
+		if len(body.Servers) != 1 || body.Servers[0].Name != "echo-srv" || body.Servers[0].Env["API_KEY"] != sb.SecretMask {
+			t.Errorf("server list --json: %+v", body.Servers)
+		}
+	})
+
+	t.Run("show", func(t *testing.T) {
+		r := d.ok(t, "server", "show", "echo-srv")
+		contains(t, "server show", r.stdout, "echo-srv", "API_KEY=***", "call timeout", "30s",
+			"status", "connected", "testserver 1.0.0", "echo-srv/echo", "echo-srv/slow")
+		v := d.view(t, "echo-srv")
+		if v.Env["API_KEY"] != sb.SecretMask || v.Runtime.PID == 0 {
+			t.Errorf("server show --json: env %v, pid %d", v.Env, v.Runtime.PID)
+		}
+		d.fail(t, []string{"not_found:", "nope"}, "server", "show", "nope")
+	})
+
+	t.Run("tools", func(t *testing.T) {
+		r := d.ok(t, "tools")
+		contains(t, "tools", r.stdout, "TOOL", "ARGUMENTS", "echo-srv/echo", "text*", "echo-srv/slow", "duration_ms*")
+		r = d.ok(t, "tools", "echo-srv")
+		contains(t, "tools echo-srv", r.stdout, "echo-srv/echo", "echo-srv/fail")
+		r = d.ok(t, "tools", "--json")
+		var body struct {
+			Tools []struct{ Address string } `json:"tools"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &body); err != nil || len(body.Tools) == 0 {
+			t.Fatalf("tools --json: %v\n%s", err, r.stdout)
+		}
+		d.fail(t, []string{"not_found:"}, "tools", "nope")
+	})
+
+	t.Run("call", func(t *testing.T) {
+		r := d.ok(t, "call", "echo-srv/echo", `{"text": "hello from the cli"}`)
+		if first, _, _ := strings.Cut(r.stdout, "\n"); first != "hello from the cli" {
+			t.Errorf("call echo: stdout %q, want the text on its first line", r.stdout)
+		}
+		contains(t, "call echo (structured content)", r.stdout, `"text": "hello from the cli"`)
+
+		r = d.ok(t, "call", "echo-srv/echo", `{"text": "raw"}`, "--json")
+		var res struct {
+			Content []struct{ Type, Text string }
+			IsError bool `json:"isError"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Content) != 1 || res.Content[0].Text != "raw" {
+			t.Errorf("call --json: %v\n%s", err, r.stdout)
+		}
+
+		r = d.run(t, nil, `{"text": "from stdin"}`, "call", "echo-srv/echo", "-")
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "from stdin\n") {
+			t.Errorf("call with arguments on stdin: %s", r)
+		}
+
+		r = d.ok(t, "call", "echo-srv/mixed")
+		contains(t, "call mixed", r.stdout, "text part", "[image image/png, 8 bytes]", "[audio audio/wav, 16 bytes]",
+			"[resource link test://hello", "[resource test://items/7 text/plain, 6 bytes]", `"answer": 42`)
+
+		// No terminal: no progress bar, just the result.
+		r = d.ok(t, "call", "echo-srv/slow", `{"duration_ms": 500, "interval_ms": 100}`, "--timeout", "20s", "--reset-on-progress", "--max-total", "1m")
+		if r.stdout != "done after 500ms\n" {
+			t.Errorf("call slow: stdout %q", r.stdout)
+		}
+		if strings.Contains(r.stdout+r.stderr, "\r") || strings.Contains(r.stderr, "[=") {
+			t.Errorf("call slow without a terminal drew progress: %s", r)
+		}
+
+		r = d.fail(t, []string{"boom", "isError"}, "call", "echo-srv/fail", `{"message": "boom"}`)
+		if strings.Contains(r.stdout, "boom") {
+			t.Errorf("call fail: the tool error went to stdout: %s", r)
+		}
+		d.fail(t, []string{"error (unknown_tool", `did you mean "echo"`}, "call", "echo-srv/ech")
+		d.fail(t, []string{"error (unknown_server"}, "call", "nosuch/echo")
+		d.fail(t, []string{"error (timeout, phase tool_call)"}, "call", "echo-srv/sleep", `{"ms": 5000}`, "--timeout", "200ms")
+		d.fail(t, []string{"want SERVER/TOOL"}, "call", "echo")
+		d.fail(t, []string{"not valid JSON"}, "call", "echo-srv/echo", `{text}`)
+		d.fail(t, []string{"--timeout must not be negative"}, "call", "echo-srv/echo", "--timeout", "-1s")
+
+		// Elicitation without a terminal is declined.
+		r = d.ok(t, "call", "echo-srv/elicit")
+		if r.stdout != "declined\n" {
+			t.Errorf("call elicit: %s", r)
+		}
+		contains(t, "call elicit stderr", r.stderr, "declined")
+	})
+
+	t.Run("test and logs", func(t *testing.T) {
+		r := d.ok(t, "server", "test", "echo-srv")
+		contains(t, "server test", r.stdout, "status", "connected", "testserver 1.0.0", "echo")
+		r = d.ok(t, "server", "test", "echo-srv", "--json")
+		var tr testResult
+		if err := json.Unmarshal([]byte(r.stdout), &tr); err != nil || tr.Runtime.Status != sb.StatusConnected {
+			t.Errorf("server test --json: %v\n%s", err, r.stdout)
+		}
+		r = d.ok(t, "server", "logs", "echo-srv")
+		contains(t, "server logs", r.stdout, "testserver: started", "testserver: call echo")
+		r = d.ok(t, "server", "logs", "echo-srv", "-n", "1")
+		if n := strings.Count(r.stdout, "\n"); n != 1 {
+			t.Errorf("server logs -n 1: %d lines:\n%s", n, r.stdout)
+		}
+
+		// A server that cannot start: the test reports where and why.
+		d.ok(t, "server", "add", "broken", "--command", "/nonexistent/mcp-server", "--disabled")
+		r = d.fail(t, []string{"did not connect"}, "server", "test", "broken")
+		contains(t, "server test broken", r.stdout, "status", "error", "phase", "spawn")
+		d.ok(t, "server", "rm", "broken")
+	})
+
+	t.Run("restart disable enable", func(t *testing.T) {
+		before := d.view(t, "echo-srv").Runtime.PID
+		r := d.ok(t, "server", "restart", "echo-srv")
+		contains(t, "server restart", r.stdout, "restarting echo-srv")
+		d.waitStatus(t, "echo-srv", sb.StatusConnected, func(v sb.ServerView) bool { return v.Runtime.PID != before })
+
+		r = d.ok(t, "server", "disable", "echo-srv")
+		contains(t, "server disable", r.stdout, "disabled echo-srv", "status disabled")
+		r = d.ok(t, "server", "list")
+		if !regexp.MustCompile(`(?m)^echo-srv\s+disabled\s`).MatchString(r.stdout) {
+			t.Errorf("server list after disable:\n%s", r.stdout)
+		}
+		r = d.ok(t, "tools", "echo-srv")
+		contains(t, "tools of a disabled server", r.stdout, "echo-srv has no tools (status disabled)")
+		d.fail(t, []string{"error (", "disabled"}, "call", "echo-srv/echo", `{"text": "x"}`)
+		d.fail(t, []string{"disabled:"}, "server", "restart", "echo-srv")
+
+		r = d.ok(t, "server", "enable", "echo-srv")
+		contains(t, "server enable", r.stdout, "enabled echo-srv")
+		d.waitStatus(t, "echo-srv", sb.StatusConnected, nil)
+		d.ok(t, "call", "echo-srv/echo", `{"text": "back"}`)
+	})
+
+	t.Run("import", func(t *testing.T) {
+		file := writeClaudeFixture(t, ts)
+		r := d.ok(t, "import", file, "--dry-run")
+		contains(t, "import --dry-run", r.stdout, "would import", "imported-echo", `renamed from "Imported_Echo"`,
+			"echo-srv", "exists", "needs-input", "skipped", "api-token", "remote-docs")
+		if strings.Contains(d.ok(t, "server", "list").stdout, "imported-echo") {
+			t.Fatal("import --dry-run created a server")
+		}
+
+		r = d.ok(t, "import", file)
+		contains(t, "import", r.stdout, "claude-desktop", "imported-echo", "imported", `renamed from "Imported_Echo"`,
+			"remote-docs", "exists", "needs-input", "imported 2, skipped 2, failed 0")
+		if strings.Contains(r.stdout, "would import") {
+			t.Errorf("import printed the dry-run wording:\n%s", r.stdout)
+		}
+		v := d.waitStatus(t, "imported-echo", sb.StatusConnected, nil)
+		if v.Env["API_KEY"] != sb.SecretMask || v.Runtime.ServerInfo == nil || v.Runtime.ServerInfo.Name != "imported" {
+			t.Errorf("imported server: env %v, server info %+v", v.Env, v.Runtime.ServerInfo)
+		}
+		if v := d.view(t, "remote-docs"); v.IsEnabled() || v.Transport != sb.TransportRemote {
+			t.Errorf("remote-docs: enabled %v transport %s", v.IsEnabled(), v.Transport)
+		}
+		r = d.ok(t, "call", "imported-echo/echo", `{"text": "imported"}`)
+		contains(t, "call of an imported server", r.stdout, "imported")
+
+		// Importing again only finds existing names: not a failure.
+		r = d.ok(t, "import", file, "--json")
+		var rep importReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("import --json: %v\n%s", err, r.stdout)
+		}
+		if len(rep.Imported) != 0 || len(rep.Failed) != 0 || len(rep.Skipped) != 4 {
+			t.Errorf("second import: %+v", rep)
+		}
+		d.fail(t, []string{"no such file"}, "import", filepath.Join(t.TempDir(), "missing.json"))
+	})
+
+	t.Run("rm", func(t *testing.T) {
+		for _, name := range []string{"echo-srv", "imported-echo", "remote-docs"} {
+			r := d.ok(t, "server", "rm", name)
+			contains(t, "server rm", r.stdout, "removed "+name)
+		}
+		d.fail(t, []string{"not_found:"}, "server", "show", "echo-srv")
+		d.fail(t, []string{"not_found:"}, "server", "rm", "echo-srv")
+		r := d.ok(t, "server", "list")
+		contains(t, "server list when empty", r.stdout, "no servers configured")
+	})
+
+	d.stop(t)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, out := range append(d.outputs, "serve log:\n"+d.log.String()) {
+		if strings.Contains(out, secret) {
+			t.Errorf("the secret appears in an output:\n%s", out)
+		}
+	}
+}
+
+// writeClaudeFixture writes testdata/claude_desktop_config.json into a temp
+// dir (under the same name, which tells the importer its format) with the
+// testserver's path filled in.
+func writeClaudeFixture(t *testing.T, testserverPath string) string {
+	t.Helper()
+	tmpl, err := os.ReadFile(filepath.Join("testdata", "claude_desktop_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted, _ := json.Marshal(testserverPath)
+	data := strings.ReplaceAll(string(tmpl), `"@TESTSERVER@"`, string(quoted))
+	file := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestCLIToken runs the verbs against a daemon that requires a token.
+func TestCLIToken(t *testing.T) {
+	const token = "tok-0123456789"
+	ts := testserver.Binary(t)
+	d := startServe(t, "--token", token)
+	withToken := []string{"SWITCHBOARD_TOKEN=" + token}
+
+	for _, args := range [][]string{
+		{"server", "list"},
+		{"server", "add", "x", "--command", ts},
+		{"tools"},
+		{"call", "x/echo"},
+		{"import", writeClaudeFixture(t, ts)},
+	} {
+		r := d.run(t, nil, "", args...)
+		if r.code == 0 {
+			t.Errorf("switchboard %s without a token succeeded: %s", strings.Join(args, " "), r)
+		}
+		contains(t, "stderr without a token", r.stderr, "unauthorized", "HTTP 401", "SWITCHBOARD_TOKEN")
+	}
+	for _, args := range [][]string{{"call", "--help"}, {"server", "list", "--help"}} {
+		if r := d.run(t, withToken, "", args...); r.code != 0 || strings.Contains(r.stdout+r.stderr, token) {
+			t.Errorf("switchboard %s printed the token: %s", strings.Join(args, " "), r)
+		}
+	}
+	r := d.run(t, []string{"SWITCHBOARD_TOKEN=wrong"}, "", "server", "list")
+	if r.code == 0 || !strings.Contains(r.stderr, "HTTP 401") {
+		t.Errorf("a wrong token: %s", r)
+	}
+
+	r = d.run(t, withToken, "", "server", "add", "tok-srv", "--command", ts)
+	if r.code != 0 {
+		t.Fatalf("server add with the token: %s", r)
+	}
+	r = d.run(t, nil, "", "server", "list", "--token", token)
+	if r.code != 0 || !strings.Contains(r.stdout, "tok-srv") {
+		t.Errorf("server list --token: %s", r)
+	}
+	deadline := time.Now().Add(connectTimeout)
+	for {
+		r = d.run(t, withToken, "", "call", "tok-srv/echo", `{"text": "authorized"}`)
+		if r.code == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // still connecting
+	}
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "authorized\n") {
+		t.Errorf("call with the token: %s", r)
+	}
+	r = d.run(t, withToken, "", "server", "rm", "tok-srv")
+	if r.code != 0 {
+		t.Errorf("server rm with the token: %s", r)
+	}
+}
+
+// TestCLIUnreachable: no daemon at the address is a clear error, and a
+// bare host:port is accepted.
+func TestCLIUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	d := &daemon{addr: addr} // nothing listens there now
+	for _, args := range [][]string{{"server", "list"}, {"tools"}, {"call", "a/b"}} {
+		r := d.run(t, nil, "", args...)
+		want := `cannot reach switchboard at http://` + addr + `: is "switchboard serve" running?`
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("switchboard %s with nothing listening: %s\nwant stderr containing %q", strings.Join(args, " "), r, want)
+		}
+	}
+	r := d.run(t, nil, "", "server", "list", "--addr", "ftp://x")
+	if r.code == 0 || !strings.Contains(r.stderr, "--addr") {
+		t.Errorf("a bad --addr: %s", r)
+	}
+}
+
+// In-process tests of the helpers.
+
+func TestNormalizeAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:7420":            "http://127.0.0.1:7420",
+		"http://127.0.0.1:7420/":    "http://127.0.0.1:7420",
+		"https://sb.example.com/sb": "https://sb.example.com/sb",
+		"localhost:80":              "http://localhost:80",
+	} {
+		if got, err := normalizeAddr(in); err != nil || got != want {
+			t.Errorf("normalizeAddr(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "ftp://x", "http://", "http://u:p@h:1"} {
+		if got, err := normalizeAddr(in); err == nil {
+			t.Errorf("normalizeAddr(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progressBar{out: &buf, width: 10, cols: 80}
+	for _, tc := range []struct {
+		progress, total float64
+		msg, want       string
+	}{
+		{3, 5, "step 3/5", "[=====>    ] 3/5 step 3/5"},
+		{0, 5, "", "[          ] 0/5"},
+		{5, 5, "", "[==========] 5/5"},
+		{7, 5, "over", "[==========] 7/5 over"},
+		{0.5, 1, "", "[====>     ] 0.5/1"},
+		{42, 0, "no total", "[42] no total"},
+	} {
+		if got := p.render(tc.progress, tc.total, tc.msg); got != tc.want {
+			t.Errorf("render(%v, %v, %q) = %q, want %q", tc.progress, tc.total, tc.msg, got, tc.want)
+		}
+	}
+	p.Draw(1, 2, "a longer message")
+	p.Draw(2, 2, "")
+	p.Clear()
+	want := "\r[====>     ] 1/2 a longer message" +
+		"\r[==========] 2/2" + strings.Repeat(" ", 17) + "\r[==========] 2/2" +
+		"\r" + strings.Repeat(" ", 16) + "\r"
+	if got := buf.String(); got != want {
+		t.Errorf("drawn %q,\nwant  %q", got, want)
+	}
+	narrow := &progressBar{out: io.Discard, width: 10, cols: 21}
+	if got := narrow.render(1, 2, "a message far too long for the line"); len(got) != 20 {
+		t.Errorf("a line on a 21-column terminal is %d long: %q", len(got), got)
+	}
+}
+
+func TestSSEReader(t *testing.T) {
+	in := ": comment\n\nevent: progress\ndata: {\"progress\":1}\n\n" +
+		"data: line1\r\ndata: line2\r\n\r\n" +
+		"event: result\ndata:{\"x\":1}\n\nevent: tail\ndata: no newline"
+	r := newSSEReader(strings.NewReader(in))
+	for _, want := range []struct{ name, data string }{
+		{"progress", `{"progress":1}`},
+		{"message", "line1\nline2"},
+		{"result", `{"x":1}`},
+		{"tail", "no newline"},
+	} {
+		name, data, err := r.next()
+		if err != nil || name != want.name || string(data) != want.data {
+			t.Errorf("next() = %q, %q, %v; want %q, %q", name, data, err, want.name, want.data)
+		}
+	}
+	if _, _, err := r.next(); err != io.EOF {
+		t.Errorf("next() at the end: %v, want EOF", err)
+	}
+}
+
+func TestParseArguments(t *testing.T) {
+	for _, ok := range []string{`{}`, ` {"a": [1, 2]} `, ``} {
+		if _, err := parseArguments(ok); err != nil {
+			t.Errorf("parseArguments(%q): %v", ok, err)
+		}
+	}
+	for in, want := range map[string]string{
+		`[1]`:     "must be a JSON object",
+		`"x"`:     "must be a JSON object",
+		`null`:    "must be a JSON object",
+		`{a: 1}`:  "not valid JSON",
+		`{} {}`:   "one JSON object",
+		`{"a": 1`: "not valid JSON",
+	} {
+		if _, err := parseArguments(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parseArguments(%q) = %v, want an error containing %q", in, err, want)
+		}
+	}
+}
+
+func TestPrintToolResult(t *testing.T) {
+	raw := `{"content":[{"type":"text","text":"{\"n\":1}"},{"type":"text","text":"plain"},
+		{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},{"type":"future"}],
+		"structuredContent":{"n":1}}`
+	var res toolResult
+	if err := json.Unmarshal([]byte(raw), &res); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := printToolResult(&buf, &res); err != nil {
+		t.Fatal(err)
+	}
+	want := "plain\n[image image/png, 8 bytes]\n[future content]\n{\n  \"n\": 1\n}\n"
+	if buf.String() != want {
+		t.Errorf("printed %q, want %q", buf.String(), want)
+	}
+}
+
+// TestRunCallInteractive plays a daemon that reports progress, asks for
+// input and answers, and checks what a person at a terminal sees and what
+// is posted back.
+func TestRunCallInteractive(t *testing.T) {
+	answered := make(chan sb.ElicitationResponse, 1)
+	var gotCall callRequest
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/call":
+			if r.Header.Get("Accept") != "text/event-stream" || r.Header.Get("Authorization") != "Bearer tok" {
+				http.Error(w, "bad headers", http.StatusBadRequest)
+				return
+			}
+			json.NewDecoder(r.Body).Decode(&gotCall)
+			w.Header().Set("Content-Type", "text/event-stream")
+			fl := w.(http.Flusher)
+			fmt.Fprint(w, "event: progress\ndata: {\"progress\":1,\"total\":2,\"message\":\"half\"}\n\n")
+			fmt.Fprint(w, `event: elicitation`+"\n"+`data: {"id":"e1","message":"Who?","requested_schema":{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"ok":{"type":"boolean"}},"required":["name"]}}`+"\n\n")
+			fl.Flush()
+			select {
+			case a := <-answered:
+				b, _ := json.Marshal(a.Content)
+				fmt.Fprintf(w, "event: result\ndata: {\"content\":[{\"type\":\"text\",\"text\":%q}]}\n\n", a.Action+" "+string(b))
+			case <-r.Context().Done():
+			}
+		case "/api/v1/elicitations/e1":
+			var a sb.ElicitationResponse
+			json.NewDecoder(r.Body).Decode(&a)
+			answered <- a
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	c, err := newClient(srv.URL, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+
+	var out, errOut bytes.Buffer
+	cio := &callIO{out: &out, errOut: &errOut, progress: true,
+		in: bufio.NewReader(strings.NewReader("Ada\nnot a number\n36\n\n"))}
+	err = runCall(context.Background(), c, cio, callRequest{Tool: "s/t", Arguments: json.RawMessage(`{}`), Options: callOptions{TimeoutMS: 1500}})
+	if err != nil {
+		t.Fatalf("runCall: %v\nstderr: %s", err, errOut.String())
+	}
+	if gotCall.Tool != "s/t" || gotCall.Options.TimeoutMS != 1500 {
+		t.Errorf("posted call %+v", gotCall)
+	}
+	if want := "accept {\"age\":36,\"name\":\"Ada\"}\n"; out.String() != want {
+		t.Errorf("stdout %q, want %q", out.String(), want)
+	}
+	e := errOut.String()
+	line := "[" + strings.Repeat("=", 14) + ">" + strings.Repeat(" ", 15) + "] 1/2 half"
+	contains(t, "stderr", e, "\r"+line+"\r"+strings.Repeat(" ", len(line))+"\r", // drawn, then cleared
+		"The server asks: Who?", "name (string; required): ", "age (integer): ", "want a whole number", "ok (boolean): ")
+
+	// Without a terminal, elicitations are declined.
+	out.Reset()
+	errOut.Reset()
+	cio = &callIO{out: &out, errOut: &errOut}
+	if err := runCall(context.Background(), c, cio, callRequest{Tool: "s/t"}); err != nil {
+		t.Fatalf("runCall: %v", err)
+	}
+	if out.String() != "decline null\n" {
+		t.Errorf("without a terminal: stdout %q", out.String())
+	}
+	if strings.Contains(errOut.String(), "\r") {
+		t.Errorf("without a terminal a progress bar was drawn: %q", errOut.String())
+	}
+}
+
+// TestRunCallErrors covers the error event, a tool error and an API error
+// before the stream.
+func TestRunCallErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req callRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		switch req.Tool {
+		case "s/err":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: error\ndata: {\"code\":\"timeout\",\"message\":\"too slow\",\"phase\":\"tool_call\"}\n\n")
+		case "s/iserror":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: result\ndata: {\"content\":[{\"type\":\"text\",\"text\":\"it broke\"}],\"isError\":true}\n\n")
+		case "s/cut":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: progress\ndata: {\"progress\":1}\n\n")
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":{"code":"bad_address","message":"nope"}}`)
+		}
+	}))
+	defer srv.Close()
+	c, err := newClient(srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	for tool, want := range map[string]string{
+		"s/err":     "error (timeout, phase tool_call): too slow",
+		"s/iserror": "s/iserror: the tool reported an error (isError)",
+		"s/cut":     "the connection closed before the call finished",
+		"bad":       "bad_address: nope",
+	} {
+		var out, errOut bytes.Buffer
+		err := runCall(context.Background(), c, &callIO{out: &out, errOut: &errOut}, callRequest{Tool: tool})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", tool, err, want)
+		}
+		if tool == "s/iserror" && (errOut.String() != "it broke\n" || out.Len() != 0) {
+			t.Errorf("isError: stdout %q, stderr %q", out.String(), errOut.String())
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package main
+
+// This file holds "import": it reads another client's MCP server list
+// (Claude Desktop, Cursor, VS Code) with package importer and creates each
+// server through the API of a running switchboard.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/importer"
+)
+
+// importReport is what "import" did (or, with --dry-run, would do); --json
+// prints it.
+type importReport struct {
+	File     string            `json:"file"`
+	Format   string            `json:"format"`
+	DryRun   bool              `json:"dry_run,omitempty"`
+	Imported []string          `json:"imported"`
+	Skipped  []importSkip      `json:"skipped"`
+	Renamed  map[string]string `json:"renamed"` // new name -> name in the file
+	Failed   []importFailure   `json:"failed"`
+}
+
+// importSkip is an entry that was not imported, and why; "exists" when a
+// server of that name is configured already.
+type importSkip struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// importFailure is a server the API refused.
+type importFailure struct {
+	Name  string `json:"name"`
+	Error string `json:"error"`
+}
+
+// reasonExists is the reason of a server skipped because its name is taken.
+const reasonExists = "exists"
+
+func newImportCommand() *cobra.Command {
+	var dryRun, disabled bool
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Import the MCP servers of a Claude Desktop, Cursor or VS Code config file",
+		Long: `import reads the server list of another MCP client and creates each server
+in the running switchboard: Claude Desktop's claude_desktop_config.json,
+Cursor's mcp.json (~/.cursor or a project's .cursor), VS Code's mcp.json
+(a project's .vscode) or settings.json.
+
+Names are normalised to Switchboard's rule (lowercase letters, digits and
+'-'); renamed servers are listed. Entries that cannot be imported (an
+input VS Code would prompt for, an unset ${env:NAME}, no command or url)
+are skipped with the reason, as are servers whose name is already
+configured ("exists"): import never replaces a server. Other refusals are
+reported as failures and make the exit status non-zero, after the rest
+was imported. --dry-run reports what would happen and changes nothing.`,
+		Example: `  switchboard import ~/Library/Application\ Support/Claude/claude_desktop_config.json
+  switchboard import .vscode/mcp.json --dry-run
+  switchboard import ~/.cursor/mcp.json --disabled`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := importer.ParseFile(args[0])
+			if err != nil {
+				return err
+			}
+			if disabled {
+				off := false
+				for _, cfg := range res.Servers {
+					cfg.Enabled = &off
+				}
+			}
+			return withClient(cmd, func(c *client) error {
+				rep, err := runImport(cmd, c, args[0], res, dryRun)
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
+						return err
+					}
+				} else {
+					printImportReport(cmd.OutOrStdout(), rep, res)
+				}
+				if n := len(rep.Failed); n > 0 {
+					return fmt.Errorf("%d of %d servers could not be imported", n, len(res.Servers))
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be imported without changing anything")
+	cmd.Flags().BoolVar(&disabled, "disabled", false, "import every server disabled (start them later with \"server enable\")")
+	addTokenFlag(cmd, false)
+	return cmd
+}
+
+// runImport creates each parsed server (or, dry, checks which names are
+// taken) and reports the outcome of each. It fails only if the daemon
+// cannot be reached or refuses every request alike (a wrong token).
+func runImport(cmd *cobra.Command, c *client, file string, res *importer.Result, dry bool) (*importReport, error) {
+	rep := &importReport{File: file, Format: res.Format, DryRun: dry,
+		Imported: []string{}, Skipped: []importSkip{}, Renamed: map[string]string{}, Failed: []importFailure{}}
+	for _, s := range res.Skipped {
+		rep.Skipped = append(rep.Skipped, importSkip{Name: s.Name, Reason: s.Reason})
+	}
+	existing := map[string]bool{}
+	if dry {
+		var body struct {
+			Servers []sb.ServerView `json:"servers"`
+		}
+		if _, err := c.getJSON(cmd.Context(), "GET", "/api/v1/servers", nil, &body); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: not checking which names are taken: %v\n", err)
+		}
+		for _, v := range body.Servers {
+			existing[v.Name] = true
+		}
+	}
+	for _, cfg := range res.Servers {
+		name := cfg.Name
+		var err error
+		switch {
+		case dry && existing[name]:
+			err = &apiError{Code: reasonExists}
+		case !dry:
+			_, err = c.do(cmd.Context(), "POST", "/api/v1/servers", cfg)
+		}
+		switch {
+		case err == nil:
+			rep.Imported = append(rep.Imported, name)
+			if orig, ok := res.Renamed[name]; ok {
+				rep.Renamed[name] = orig
+			}
+		case isAPIError(err, reasonExists):
+			rep.Skipped = append(rep.Skipped, importSkip{Name: name, Reason: reasonExists})
+		case isAPIError(err, "unauthorized"), cmd.Context().Err() != nil:
+			return nil, err // every other request would fail the same way
+		default:
+			var ae *apiError
+			if !errors.As(err, &ae) {
+				return nil, err // the daemon is unreachable
+			}
+			rep.Failed = append(rep.Failed, importFailure{Name: name, Error: err.Error()})
+		}
+	}
+	return rep, nil
+}
+
+// printImportReport prints one line per entry of the file: imported,
+// skipped (with the reason) or failed, then a summary.
+func printImportReport(out io.Writer, rep *importReport, res *importer.Result) {
+	imported := "imported"
+	if rep.DryRun {
+		imported = "would import"
+	}
+	transports := map[string]sb.Transport{}
+	for _, cfg := range res.Servers {
+		transports[cfg.Name] = cfg.Transport
+	}
+	type row struct{ name, result, detail string }
+	var rows []row
+	for _, name := range rep.Imported {
+		detail := string(transports[name])
+		if orig, ok := rep.Renamed[name]; ok {
+			detail += fmt.Sprintf(", renamed from %q", orig)
+		}
+		rows = append(rows, row{name, imported, detail})
+	}
+	for _, s := range rep.Skipped {
+		reason := s.Reason
+		if reason == reasonExists {
+			reason = "exists: a server of that name is configured already"
+		}
+		rows = append(rows, row{s.Name, "skipped", reason})
+	}
+	for _, f := range rep.Failed {
+		rows = append(rows, row{f.Name, "failed", f.Error})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].name < rows[j].name })
+
+	fmt.Fprintf(out, "%s (%s)\n", rep.File, orDash(rep.Format))
+	if len(rows) > 0 {
+		tw := newTable(out)
+		fmt.Fprintln(tw, "SERVER\tRESULT\tDETAIL")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.result, strings.ReplaceAll(r.detail, "\n", " "))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(out, "%s %d, skipped %d, failed %d\n", imported, len(rep.Imported), len(rep.Skipped), len(rep.Failed))
+}

@@ -1,0 +1,521 @@
+package main
+
+// This file holds the "server" verbs: add, list, show, rm, enable,
+// disable, restart, test and logs, each one request to a running
+// "switchboard serve".
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// listErrorWidth bounds the ERROR column of "server list".
+const listErrorWidth = 60
+
+func newServerCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Add, list, inspect and manage the servers of a running switchboard",
+		Long: `The server verbs manage the MCP servers configured in a running
+"switchboard serve", through its HTTP API at --addr (env SWITCHBOARD_ADDR,
+default http://127.0.0.1:7420). Secrets (env and header values) are never
+shown: the API returns them as "***".`,
+		Example: `  switchboard server add everything --command npx --arg -y --arg @modelcontextprotocol/server-everything
+  switchboard server list
+  switchboard server show everything`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	addTokenFlag(cmd, true)
+	cmd.AddCommand(
+		newServerAddCommand(),
+		newServerListCommand(),
+		newServerShowCommand(),
+		newServerRmCommand(),
+		newServerEnableCommand(true),
+		newServerEnableCommand(false),
+		newServerRestartCommand(),
+		newServerTestCommand(),
+		newServerLogsCommand(),
+	)
+	return cmd
+}
+
+// withClient runs fn with the command's client, closing it afterwards.
+func withClient(cmd *cobra.Command, fn func(c *client) error) error {
+	c, err := clientFrom(cmd)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return fn(c)
+}
+
+func newServerAddCommand() *cobra.Command {
+	var (
+		cfg                     sb.ServerConfig
+		env, headers            []string
+		transport               string
+		disabled                bool
+		startup, call, maxTotal time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "add NAME (--command CMD [--arg A]... [--env K=V]... [--cwd DIR] | --url URL [--header K:V]... [--transport T])",
+		Short: "Configure a new server and start it",
+		Long: `add stores a new server in the running switchboard and, unless --disabled,
+starts it without waiting for it to connect; follow it with "server show"
+or "server list". NAME is lowercase letters, digits and '-' (at most 48).
+
+A stdio server is a command run without a shell (--command, --arg, --env,
+--cwd); a remote server is a URL (--url, --header) reached over Streamable
+HTTP, falling back to legacy SSE (--transport remote, the default), or over
+one of them only (--transport streamable-http or sse).`,
+		Example: `  switchboard server add everything --command npx --arg -y --arg @modelcontextprotocol/server-everything
+  switchboard server add github --command ./github-mcp --env GITHUB_TOKEN=$GITHUB_TOKEN --call-timeout 2m
+  switchboard server add docs --url https://example.com/mcp --header "Authorization: Bearer $TOKEN"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Name = args[0]
+			switch {
+			case cfg.Command != "" && cfg.URL != "":
+				return fmt.Errorf("give --command or --url, not both")
+			case cfg.Command != "":
+				if cmd.Flags().Changed("transport") && transport != string(sb.TransportStdio) {
+					return fmt.Errorf("--transport %s is for --url servers; a --command server is stdio", transport)
+				}
+				cfg.Transport = sb.TransportStdio
+			case cfg.URL != "":
+				cfg.Transport = sb.Transport(transport)
+			default:
+				return fmt.Errorf("give --command (a stdio server) or --url (a remote server)")
+			}
+			var err error
+			if cfg.Env, err = parsePairs(env, "=", "--env"); err != nil {
+				return err
+			}
+			if cfg.Headers, err = parsePairs(headers, ":", "--header"); err != nil {
+				return err
+			}
+			for _, d := range []struct {
+				flag string
+				d    time.Duration
+			}{{"--startup-timeout", startup}, {"--call-timeout", call}, {"--max-total", maxTotal}} {
+				if d.d < 0 {
+					return fmt.Errorf("%s must not be negative", d.flag)
+				}
+			}
+			cfg.StartupTimeoutMS = startup.Milliseconds()
+			cfg.CallTimeoutMS = call.Milliseconds()
+			cfg.MaxTotalTimeoutMS = maxTotal.Milliseconds()
+			if disabled {
+				off := false
+				cfg.Enabled = &off
+			}
+			return withClient(cmd, func(c *client) error {
+				var v sb.ServerView
+				raw, err := c.getJSON(cmd.Context(), "POST", "/api/v1/servers", &cfg, &v)
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printRawJSON(cmd.OutOrStdout(), raw)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "added %s (%s, status %s)\n", v.Name, v.Transport, v.Runtime.Status)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Command, "command", "", "stdio server: the command to run (no shell)")
+	f.StringArrayVar(&cfg.Args, "arg", nil, "stdio server: one argument (repeat)")
+	f.StringArrayVar(&env, "env", nil, "stdio server: one environment variable K=V (repeat; stored as a secret)")
+	f.StringVar(&cfg.Cwd, "cwd", "", "stdio server: working directory")
+	f.StringVar(&cfg.URL, "url", "", "remote server: the MCP endpoint URL")
+	f.StringArrayVar(&headers, "header", nil, `remote server: one header "K: V" (repeat; stored as a secret)`)
+	f.StringVar(&transport, "transport", string(sb.TransportRemote), "remote server: remote, streamable-http or sse")
+	f.BoolVar(&disabled, "disabled", false, "store the server without starting it")
+	f.DurationVar(&startup, "startup-timeout", 0, "how long one connection attempt may take (default 120s stdio, 30s remote)")
+	f.DurationVar(&call, "call-timeout", 0, "per-request timeout of a tool call (default 60s)")
+	f.DurationVar(&maxTotal, "max-total", 0, "hard cap on one tool call, progress included (default none)")
+	f.StringVar(&cfg.ProtocolVersion, "protocol", "", `protocol version to pin, e.g. "2025-11-25" (default: auto)`)
+	return cmd
+}
+
+func newServerListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List every server with its status",
+		Long: `list prints one line per configured server: its status (connecting,
+connected, error, disabled), transport, number of tools, transparent
+reconnects, and the last error with the phase where it happened.`,
+		Example: `  switchboard server list
+  switchboard server list --json | jq -r '.servers[] | select(.runtime.status == "error") | .name'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withClient(cmd, func(c *client) error {
+				var body struct {
+					Servers []sb.ServerView `json:"servers"`
+				}
+				raw, err := c.getJSON(cmd.Context(), "GET", "/api/v1/servers", nil, &body)
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printRawJSON(cmd.OutOrStdout(), raw)
+				}
+				printServerList(cmd.OutOrStdout(), body.Servers)
+				return nil
+			})
+		},
+	}
+}
+
+// printServerList prints the table of "server list".
+func printServerList(out io.Writer, servers []sb.ServerView) {
+	if len(servers) == 0 {
+		fmt.Fprintln(out, `no servers configured; add one with "switchboard server add"`)
+		return
+	}
+	tw := newTable(out)
+	fmt.Fprintln(tw, "NAME\tSTATUS\tTRANSPORT\tTOOLS\tRECONNECTS\tERROR")
+	for _, v := range servers {
+		transport := string(v.Runtime.Transport)
+		if transport == "" {
+			transport = string(v.Transport)
+		}
+		tools := "-"
+		if v.Runtime.Status == sb.StatusConnected {
+			tools = strconv.Itoa(v.Runtime.ToolCount)
+		}
+		errText := "-"
+		if e := v.Runtime.Error; e != nil {
+			errText = truncate(string(e.Phase)+": "+e.Message, listErrorWidth)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", v.Name, v.Runtime.Status, transport, tools, v.Runtime.Reconnects, errText)
+	}
+	tw.Flush()
+}
+
+func newServerShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show one server's config, runtime state and tools",
+		Long: `show prints a server's config (secrets masked as "***"), its runtime state
+(status, last error with phase and code, retries, pid, protocol, server
+info) and its tools.`,
+		Example: `  switchboard server show everything
+  switchboard server show everything --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd, func(c *client) error {
+				var v sb.ServerView
+				raw, err := c.getJSON(cmd.Context(), "GET", "/api/v1/servers/"+pathName(args[0]), nil, &v)
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printRawJSON(cmd.OutOrStdout(), raw)
+				}
+				printServerView(cmd.OutOrStdout(), &v, time.Now())
+				return nil
+			})
+		},
+	}
+}
+
+// printServerView prints "server show": config, runtime, tools.
+func printServerView(out io.Writer, v *sb.ServerView, now time.Time) {
+	tw := newTable(out)
+	row := func(k, val string) {
+		if val != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, val)
+		}
+	}
+	ms := func(v int64, def string) string {
+		if v == 0 {
+			return def
+		}
+		return (time.Duration(v) * time.Millisecond).String()
+	}
+	row("name", v.Name)
+	row("enabled", strconv.FormatBool(v.IsEnabled()))
+	row("transport", string(v.Transport))
+	row("command", v.Command)
+	if len(v.Args) > 0 {
+		row("args", quoteArgs(v.Args))
+	}
+	row("env", sortedPairs(v.Env, "="))
+	row("cwd", v.Cwd)
+	row("url", v.URL)
+	row("headers", sortedPairs(v.Headers, ": "))
+	row("startup timeout", ms(v.StartupTimeoutMS, "default ("+v.StartupTimeout().String()+")"))
+	row("call timeout", ms(v.CallTimeoutMS, "default ("+sb.DefaultCallTimeout.String()+")"))
+	row("max total", ms(v.MaxTotalTimeoutMS, "none"))
+	if v.ProtocolVersion != "" {
+		row("protocol (pinned)", v.ProtocolVersion)
+	}
+	if r := v.Retry; r != nil {
+		row("retry", fmt.Sprintf("max_attempts=%d delays_ms=%v slow_retry_ms=%d", r.MaxAttempts, r.DelaysMS, r.SlowRetryMS))
+	}
+	row("version", strconv.FormatInt(v.Version, 10))
+	row("created", formatTime(v.CreatedAt, now))
+	row("updated", formatTime(v.UpdatedAt, now))
+	tw.Flush()
+
+	rt := v.Runtime
+	fmt.Fprintln(out, "\nruntime")
+	tw = newTable(out)
+	row("  status", string(rt.Status))
+	if e := rt.Error; e != nil {
+		row("  error", e.Message)
+		row("  phase", string(e.Phase))
+		row("  code", e.Code)
+		if !e.At.IsZero() {
+			row("  at", formatTime(e.At, now))
+		}
+	}
+	if rt.Attempt > 0 {
+		row("  attempt", strconv.Itoa(rt.Attempt))
+	}
+	row("  reconnects", strconv.Itoa(rt.Reconnects))
+	if rt.NextRetryAt != nil {
+		row("  next retry", formatTime(*rt.NextRetryAt, now))
+	}
+	if rt.StartupTimedOut {
+		row("  startup", "timed out; still trying")
+	}
+	if rt.ConnectedSince != nil {
+		row("  connected since", formatTime(*rt.ConnectedSince, now))
+	}
+	row("  transport", string(rt.Transport))
+	row("  protocol", rt.ProtocolVersion)
+	if rt.ServerInfo != nil {
+		row("  server", strings.TrimSpace(rt.ServerInfo.Name+" "+rt.ServerInfo.Version))
+	}
+	if rt.PID != 0 {
+		row("  pid", strconv.Itoa(rt.PID))
+	}
+	if rt.Status == sb.StatusConnected {
+		row("  tools", strconv.Itoa(rt.ToolCount))
+		row("  resources", strconv.Itoa(rt.ResourceCount))
+		row("  prompts", strconv.Itoa(rt.PromptCount))
+	}
+	tw.Flush()
+
+	if len(rt.Tools) > 0 {
+		fmt.Fprintln(out)
+		printToolTable(out, v.Name, rt.Tools)
+	}
+}
+
+// printToolTable prints TOOL/DESCRIPTION rows of one server's tools, each
+// named by the address "call" takes.
+func printToolTable(out io.Writer, server string, tools []sb.ToolInfo) {
+	tw := newTable(out)
+	fmt.Fprintln(tw, "TOOL\tDESCRIPTION")
+	for _, t := range tools {
+		fmt.Fprintf(tw, "%s/%s\t%s\n", server, t.Name, truncate(t.Description, 80))
+	}
+	tw.Flush()
+}
+
+// sortedPairs prints a map as "K=V, K=V" in key order.
+func sortedPairs(m map[string]string, sep string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + sep + m[k]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// quoteArgs prints arguments separated by spaces, quoting the ones that
+// would otherwise be ambiguous.
+func quoteArgs(args []string) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\") {
+			a = strconv.Quote(a)
+		}
+		parts[i] = a
+	}
+	return strings.Join(parts, " ")
+}
+
+func newServerRmCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm NAME",
+		Aliases: []string{"remove", "delete"},
+		Short:   "Stop a server and remove its config",
+		Long:    `rm stops the server (and its process, for a stdio server) and deletes its config.`,
+		Example: `  switchboard server rm everything`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd, func(c *client) error {
+				if _, err := c.do(cmd.Context(), "DELETE", "/api/v1/servers/"+pathName(args[0]), nil); err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printJSON(cmd.OutOrStdout(), map[string]string{"removed": args[0]})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
+				return nil
+			})
+		},
+	}
+}
+
+func newServerEnableCommand(on bool) *cobra.Command {
+	verb, short, long := "enable", "Enable a server and start it",
+		`enable marks the server enabled and starts it without waiting for it to connect.`
+	if !on {
+		verb, short, long = "disable", "Disable a server and stop it",
+			`disable marks the server disabled and stops it (and its process, for a stdio
+server); its config is kept. Calls to its tools fail until it is enabled.`
+	}
+	return &cobra.Command{
+		Use:     verb + " NAME",
+		Short:   short,
+		Long:    long,
+		Example: "  switchboard server " + verb + " everything",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd, func(c *client) error {
+				var v sb.ServerView
+				raw, err := c.getJSON(cmd.Context(), "POST", "/api/v1/servers/"+pathName(args[0])+"/"+verb, nil, &v)
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printRawJSON(cmd.OutOrStdout(), raw)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%sd %s (status %s)\n", verb, v.Name, v.Runtime.Status)
+				return nil
+			})
+		},
+	}
+}
+
+func newServerRestartCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "restart NAME",
+		Short: "Reconnect a server (restart its process) now",
+		Long: `restart closes the server's session and connects again at once, restarting
+the process of a stdio server, and resets its retry budget. It returns
+without waiting for the new connection.`,
+		Example: `  switchboard server restart everything`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd, func(c *client) error {
+				raw, err := c.do(cmd.Context(), "POST", "/api/v1/servers/"+pathName(args[0])+"/restart", nil)
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printRawJSON(cmd.OutOrStdout(), raw)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "restarting %s\n", args[0])
+				return nil
+			})
+		},
+	}
+}
+
+// testResult is the answer of POST /api/v1/servers/{name}/test.
+type testResult struct {
+	Runtime sb.RuntimeInfo `json:"runtime"`
+	Logs    []string       `json:"logs"`
+}
+
+func newServerTestCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "test NAME",
+		Short: "Connect to a server in a fresh, isolated session and report what it offers",
+		Long: `test runs a throwaway session for a configured server, apart from its live
+session (which it never touches): one attempt, then shut down. It prints
+what "switchboard check" prints: the status, transport, protocol, server
+info and tools, or the error with its phase and code and the last lines
+the server wrote to stderr. The exit status is non-zero unless it
+connected.`,
+		Example: `  switchboard server test everything
+  switchboard server test everything --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd, func(c *client) error {
+				var res testResult
+				raw, err := c.getJSON(cmd.Context(), "POST", "/api/v1/servers/"+pathName(args[0])+"/test", nil, &res)
+				if err != nil {
+					return err
+				}
+				failed := res.Runtime.Status != sb.StatusConnected
+				if jsonOutput(cmd) {
+					if err := printRawJSON(cmd.OutOrStdout(), raw); err != nil {
+						return err
+					}
+				} else {
+					printInfo(cmd.OutOrStdout(), res.Runtime, res.Logs, failed)
+				}
+				if failed {
+					return fmt.Errorf("%s: the test session did not connect", args[0])
+				}
+				return nil
+			})
+		},
+	}
+}
+
+func newServerLogsCommand() *cobra.Command {
+	var tail int
+	cmd := &cobra.Command{
+		Use:   "logs NAME",
+		Short: "Print the last lines a stdio server wrote to stderr",
+		Long: `logs prints the stderr lines kept for a stdio server (the last 500, oldest
+first). Remote servers have none.`,
+		Example: `  switchboard server logs everything
+  switchboard server logs everything -n 20`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if tail < 0 {
+				return fmt.Errorf("--tail must not be negative")
+			}
+			return withClient(cmd, func(c *client) error {
+				var body struct {
+					Lines []string `json:"lines"`
+				}
+				raw, err := c.getJSON(cmd.Context(), "GET", "/api/v1/servers/"+pathName(args[0])+"/logs", nil, &body)
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printRawJSON(cmd.OutOrStdout(), raw)
+				}
+				lines := body.Lines
+				if tail > 0 && len(lines) > tail {
+					lines = lines[len(lines)-tail:]
+				}
+				var b strings.Builder
+				for _, l := range lines {
+					b.WriteString(l)
+					b.WriteByte('\n')
+				}
+				_, err = io.WriteString(cmd.OutOrStdout(), b.String())
+				return err
+			})
+		},
+	}
+	cmd.Flags().IntVarP(&tail, "tail", "n", 0, "print only the last N lines (default all)")
+	return cmd
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/switchboard-mcp/switchboard/executor"
+	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/store"
+)
+
+func newStdioCommand() *cobra.Command {
+	var dsn, logLevel string
+	cmd := &cobra.Command{
+		Use:   "stdio [--db DSN]",
+		Short: "Serve every configured server as one MCP server on stdin/stdout",
+		Long: `stdio is for MCP clients that start their servers as a command (Claude
+Desktop, IDEs): it runs the servers configured in the database itself (no
+"switchboard serve" needed) and speaks MCP on stdin and stdout, with every
+server's tools and prompts named "<server>__<name>" and resources under
+their own URIs. Logs go to stderr. It exits when stdin closes, stopping
+every server it started.`,
+		Example: `  # in claude_desktop_config.json:
+  # "mcpServers": {"switchboard": {"command": "switchboard", "args": ["stdio", "--db", "sqlite:/home/me/switchboard.db"]}}
+  switchboard stdio --db sqlite:./switchboard.db`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(cmd, logLevel)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			st, err := store.Open(ctx, dsn)
+			if err != nil {
+				return fmt.Errorf("opening the database %s: %w", store.Redact(dsn), err)
+			}
+			defer st.Close()
+			reg := registry.New(st, &registry.Options{Logger: log})
+			ex := executor.New(executor.NewMCP(reg))
+			gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, Version: version})
+			defer gw.Close()
+			if err := reg.Load(ctx); err != nil {
+				return err
+			}
+			runErr := gw.Aggregate().Run(ctx, &mcp.StdioTransport{})
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			defer cancel()
+			if err := reg.Shutdown(sctx); err != nil {
+				log.Warn("server shutdown", "error", err)
+			}
+			if runErr != nil && ctx.Err() == nil && !isEOF(runErr) {
+				return runErr
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
+	f.StringVar(&logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	return cmd
+}
+
+// isEOF reports whether err is the end of stdin: the client hung up, which
+// is how a stdio server is told to stop.
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)
+}

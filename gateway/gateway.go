@@ -1,0 +1,380 @@
+// Package gateway serves the upstream servers to MCP clients: an aggregated
+// server (every server's tools and prompts under "<server>__<name>",
+// resources under their own URIs) and one server per upstream with names
+// unchanged. The mirrored lists follow the upstream sessions (a server that
+// drops leaves the list, and comes back, with list_changed sent
+// downstream), and calls pass through whole: progress, cancellation,
+// elicitation, sampling, logging, resources, prompts and completion.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/executor"
+	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// Source is where the gateway finds servers and learns of their changes;
+// the registry implements it.
+type Source interface {
+	Names() []string
+	Session(name string) (*upstream.Session, bool)
+	Subscribe() (<-chan sb.Event, func())
+	SubscribeNotifications() (<-chan registry.Notification, func())
+}
+
+// Options configure a Gateway. Executor is required.
+type Options struct {
+	// Executor runs the calls (so that they are measured like every other).
+	Executor *executor.Executor
+	Logger   *slog.Logger
+	// Version is reported in serverInfo.
+	Version string
+	// ResyncInterval is how often every mirror is checked against the
+	// sessions, beside the events that keep them in step. If zero,
+	// DefaultResyncInterval is used.
+	ResyncInterval time.Duration
+	// SessionTimeout closes downstream Streamable HTTP sessions idle this
+	// long. If zero, DefaultSessionTimeout is used.
+	SessionTimeout time.Duration
+}
+
+// Defaults for Options.
+const (
+	DefaultResyncInterval = 30 * time.Second
+	DefaultSessionTimeout = 30 * time.Minute
+)
+
+// Gateway mirrors upstream servers as MCP servers. Create it with New and
+// Close it when done.
+type Gateway struct {
+	src  Source
+	ex   *executor.Executor
+	log  *slog.Logger
+	opts Options
+
+	agg *mirror
+
+	mu  sync.Mutex
+	per map[string]*mirror
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a gateway over src, already in step with it.
+func New(src Source, opts Options) *Gateway {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ResyncInterval <= 0 {
+		opts.ResyncInterval = DefaultResyncInterval
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror), done: make(chan struct{})}
+	g.agg = g.newMirror("")
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	events, stopEvents := src.Subscribe()
+	notes, stopNotes := src.SubscribeNotifications()
+	for _, name := range src.Names() {
+		g.agg.sync(name)
+	}
+	go func() {
+		defer close(g.done)
+		defer stopEvents()
+		defer stopNotes()
+		g.follow(ctx, events, notes)
+	}()
+	return g
+}
+
+// Close stops following the sources. Downstream sessions end with the
+// HTTP server or the stdio transport that carries them.
+func (g *Gateway) Close() {
+	g.cancel()
+	<-g.done
+}
+
+// Aggregate returns the aggregated server, for serving over stdio.
+func (g *Gateway) Aggregate() *mcp.Server { return g.agg.server }
+
+// follow keeps the mirrors in step with the servers' events, relays their
+// notifications, and resyncs everything periodically in case an event was
+// missed.
+func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-chan registry.Notification) {
+	tick := time.NewTicker(g.opts.ResyncInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			switch ev.Reason {
+			case sb.ReasonStarting:
+				// Nothing changed that a client can see.
+			default:
+				g.syncServer(ev.Server)
+			}
+		case n, ok := <-notes:
+			if !ok {
+				return
+			}
+			g.relay(ctx, n)
+		case <-tick.C:
+			for _, name := range g.src.Names() {
+				g.syncServer(name)
+			}
+			g.agg.dropGone(g.src.Names())
+		}
+	}
+}
+
+// syncServer brings every mirror that shows server in step with it.
+func (g *Gateway) syncServer(server string) {
+	g.agg.sync(server)
+	g.mu.Lock()
+	m := g.per[server]
+	g.mu.Unlock()
+	if m != nil {
+		m.sync(server)
+	}
+}
+
+// relay passes a server's log message or resource update to the
+// downstream sessions that see that server.
+func (g *Gateway) relay(ctx context.Context, n registry.Notification) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	g.mu.Lock()
+	per := g.per[n.Server]
+	g.mu.Unlock()
+	switch p := n.Params.(type) {
+	case *mcp.LoggingMessageParams:
+		agg := *p
+		agg.Logger = n.Server
+		if p.Logger != "" {
+			agg.Logger += "/" + p.Logger
+		}
+		for ss := range g.agg.server.Sessions() {
+			ss.Log(ctx, &agg)
+		}
+		if per != nil {
+			for ss := range per.server.Sessions() {
+				ss.Log(ctx, p)
+			}
+		}
+	case *mcp.ResourceUpdatedNotificationParams:
+		if g.agg.owns(n.Server, p.URI) {
+			g.agg.server.ResourceUpdated(ctx, p)
+		}
+		if per != nil {
+			per.server.ResourceUpdated(ctx, p)
+		}
+	}
+}
+
+// perServer returns the mirror of one server, creating it on first use;
+// nil if there is no such server.
+func (g *Gateway) perServer(name string) *mirror {
+	if _, ok := g.src.Session(name); !ok {
+		return nil
+	}
+	g.mu.Lock()
+	m := g.per[name]
+	if m == nil {
+		m = g.newMirror(name)
+		g.per[name] = m
+	}
+	g.mu.Unlock()
+	m.sync(name)
+	return m
+}
+
+// Handler serves /mcp (the aggregate) and /mcp/{name} (one server) over
+// Streamable HTTP: stateful sessions for protocol versions up to
+// 2025-11-25, and the stateless mode that the 2026-07-28 protocol uses.
+// DNS-rebinding protection (Host checks for loopback) comes with the
+// go-sdk's handler; cross-origin browser requests are refused.
+func (g *Gateway) Handler() http.Handler {
+	serverFor := func(r *http.Request) *mcp.Server {
+		name := serverName(r)
+		if name == "" {
+			return g.agg.server
+		}
+		if m := g.perServer(name); m != nil {
+			return m.server
+		}
+		return nil
+	}
+	stateful := mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{SessionTimeout: g.opts.SessionTimeout})
+	stateless := mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{Stateless: true})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name := serverName(r); name != "" {
+			if _, ok := g.src.Session(name); !ok {
+				http.Error(w, fmt.Sprintf("no server named %q", name), http.StatusNotFound)
+				return
+			}
+		}
+		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
+	return http.NewCrossOriginProtection().Handler(h)
+}
+
+// serverName is the {name} of /mcp/{name}, or "" for /mcp.
+func serverName(r *http.Request) string {
+	rest, _ := strings.CutPrefix(r.URL.Path, "/mcp")
+	return strings.Trim(rest, "/")
+}
+
+// call runs a downstream tools/call on an upstream server, relaying
+// progress, elicitation and sampling to the downstream session that made
+// it, and cancellation back up.
+func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, server, tool string) (*mcp.CallToolResult, error) {
+	opts := sb.InvokeOptions{
+		// A client of the MCP endpoint cannot pass timeouts; the server's
+		// call_timeout_ms applies, kept alive by progress, capped by
+		// max_total_timeout_ms.
+		ResetTimeoutOnProgress: true,
+		OnElicitation: func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
+			p := &mcp.ElicitParams{Message: er.Message, Mode: er.Mode, URL: er.URL}
+			if len(er.RequestedSchema) > 0 {
+				var schema any
+				if err := json.Unmarshal(er.RequestedSchema, &schema); err != nil {
+					return sb.ElicitationResponse{}, err
+				}
+				p.RequestedSchema = schema
+			}
+			res, err := req.Session.Elicit(ctx, p)
+			if err != nil {
+				return sb.ElicitationResponse{}, err
+			}
+			return sb.ElicitationResponse{Action: res.Action, Content: res.Content}, nil
+		},
+		OnSampling: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+			var p mcp.CreateMessageParams
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			res, err := req.Session.CreateMessage(ctx, &p)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(res)
+		},
+	}
+	var fwd *progressForwarder
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		fwd = newProgressForwarder(ctx, req.Session, tok)
+		opts.OnProgress = fwd.enqueue
+	}
+	var args any
+	if len(req.Params.Arguments) > 0 {
+		args = req.Params.Arguments
+	}
+	res, err := g.ex.Execute(ctx, server+"/"+tool, args, opts)
+	if fwd != nil {
+		fwd.flush() // every progress notification goes out before the result
+	}
+	if err == nil || errors.Is(err, upstream.ErrToolError) {
+		return res, nil
+	}
+	var rpc *jsonrpc.Error
+	if errors.Is(err, upstream.ErrServerError) && errors.As(err, &rpc) {
+		return nil, rpc // the upstream's own JSON-RPC error, passed through
+	}
+	// Switchboard's own failures (timeout, connection lost, unavailable)
+	// are results the model can read, marked as errors, with the code and
+	// phase in _meta for programs.
+	code, phase := errorCode(err)
+	return &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: "switchboard: " + err.Error()}},
+		Meta:    mcp.Meta{"switchboard/error": map[string]any{"code": code, "phase": phase}},
+	}, nil
+}
+
+func errorCode(err error) (code string, phase sb.Phase) {
+	var ce *upstream.CallError
+	if errors.As(err, &ce) {
+		phase = ce.Phase
+	}
+	switch {
+	case errors.Is(err, upstream.ErrTimeout):
+		return "timeout", sb.PhaseToolCall
+	case errors.Is(err, upstream.ErrCancelled):
+		return "cancelled", phase
+	case errors.Is(err, upstream.ErrUnavailable):
+		return "unavailable", phase
+	case errors.Is(err, upstream.ErrConnectionLost):
+		return "connection_lost", phase
+	case errors.Is(err, upstream.ErrInvalidArguments):
+		return "invalid_arguments", sb.PhaseToolCall
+	case errors.Is(err, upstream.ErrUnknownTool), errors.Is(err, executor.ErrUnknownServer):
+		return "unknown_tool", sb.PhaseToolCall
+	case errors.Is(err, upstream.ErrResultTooLarge):
+		return "result_too_large", sb.PhaseToolCall
+	}
+	return "error", phase
+}
+
+// progressBacklog bounds the progress notifications queued for a slow
+// downstream client; the upstream session's reader never waits on one.
+const progressBacklog = 1024
+
+// progressForwarder sends one call's progress downstream, in order, from a
+// goroutine of its own, so that a slow client never stalls the upstream
+// session that delivers the notifications.
+type progressForwarder struct {
+	queue chan sb.Progress
+	done  chan struct{}
+}
+
+func newProgressForwarder(ctx context.Context, ss *mcp.ServerSession, tok any) *progressForwarder {
+	f := &progressForwarder{queue: make(chan sb.Progress, progressBacklog), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		for p := range f.queue {
+			ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}()
+	return f
+}
+
+func (f *progressForwarder) enqueue(p sb.Progress) {
+	select {
+	case f.queue <- p:
+	default: // a client this far behind loses progress, never the result
+	}
+}
+
+// flush waits until every queued notification has been sent.
+func (f *progressForwarder) flush() {
+	close(f.queue)
+	<-f.done
+}

@@ -1,0 +1,383 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// mirror is one MCP server that shows upstream servers' tools, prompts and
+// resources: the aggregate (every server, names prefixed) or one server
+// (names unchanged).
+type mirror struct {
+	g      *Gateway
+	server *mcp.Server
+	only   string // the one server of a per-server mirror; "" for the aggregate
+
+	mu      sync.Mutex
+	shown   map[string]*exposure // by upstream server
+	tools   map[string]origin    // exposed tool name -> origin
+	prompts map[string]origin    // exposed prompt name -> origin
+	uris    map[string]string    // resource URI or URI template -> server
+}
+
+// origin is what an exposed name stands for.
+type origin struct{ server, name string }
+
+// exposure is what one upstream server currently shows in a mirror, by
+// exposed name (or URI), with the upstream objects they were made from, so
+// that only what changed is replaced.
+type exposure struct {
+	tools     map[string]*mcp.Tool
+	prompts   map[string]*mcp.Prompt
+	resources map[string]*mcp.Resource
+	templates map[string]*mcp.ResourceTemplate
+}
+
+func (g *Gateway) newMirror(only string) *mirror {
+	m := &mirror{g: g, only: only, shown: make(map[string]*exposure),
+		tools: make(map[string]origin), prompts: make(map[string]origin), uris: make(map[string]string)}
+	name := "switchboard"
+	if only != "" {
+		name = "switchboard/" + only
+	}
+	m.server = mcp.NewServer(&mcp.Implementation{Name: name, Version: g.opts.Version}, &mcp.ServerOptions{
+		// Advertise everything from the start: a client that connects
+		// before the upstream servers do must still learn, through
+		// list_changed, of what they bring.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Logging:     &mcp.LoggingCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+		},
+		CompletionHandler:  m.complete,
+		SubscribeHandler:   m.subscribe,
+		UnsubscribeHandler: m.unsubscribe,
+	})
+	return m
+}
+
+// exposedName is the name a tool or prompt of server gets in this mirror.
+func (m *mirror) exposedName(server, name string) string {
+	if m.only != "" {
+		return name
+	}
+	return aggregateName(server, name)
+}
+
+// sync brings what this mirror shows of server in step with the server's
+// session: everything it offers while connected, nothing otherwise.
+func (m *mirror) sync(server string) {
+	if m.only != "" && server != m.only {
+		return
+	}
+	var tools []*mcp.Tool
+	var resources []*mcp.Resource
+	var templates []*mcp.ResourceTemplate
+	var prompts []*mcp.Prompt
+	if s, ok := m.g.src.Session(server); ok && s != nil && s.Status() == sb.StatusConnected {
+		tools, resources, templates, prompts = s.Catalog()
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.shown[server]
+	if old == nil {
+		old = &exposure{}
+	}
+	next := &exposure{
+		tools:     make(map[string]*mcp.Tool),
+		prompts:   make(map[string]*mcp.Prompt),
+		resources: make(map[string]*mcp.Resource),
+		templates: make(map[string]*mcp.ResourceTemplate),
+	}
+
+	// Tools.
+	for _, t := range tools {
+		name := m.claim(m.tools, origin{server, t.Name}, m.exposedName(server, t.Name))
+		next.tools[name] = t
+	}
+	for name := range old.tools {
+		if _, ok := next.tools[name]; !ok {
+			m.server.RemoveTools(name)
+			delete(m.tools, name)
+		}
+	}
+	for name, t := range next.tools {
+		if old.tools[name] == t {
+			continue // unchanged: no list_changed for nothing
+		}
+		if err := m.addTool(name, server, t); err != nil {
+			m.g.log.Warn("cannot mirror tool", "server", server, "tool", t.Name, "error", err)
+			delete(next.tools, name)
+			delete(m.tools, name)
+		}
+	}
+
+	// Prompts.
+	for _, p := range prompts {
+		name := m.claim(m.prompts, origin{server, p.Name}, m.exposedName(server, p.Name))
+		next.prompts[name] = p
+	}
+	for name := range old.prompts {
+		if _, ok := next.prompts[name]; !ok {
+			m.server.RemovePrompts(name)
+			delete(m.prompts, name)
+		}
+	}
+	for name, p := range next.prompts {
+		if old.prompts[name] != p {
+			cp := *p
+			cp.Name = name
+			m.server.AddPrompt(&cp, m.getPrompt(server, p.Name))
+		}
+	}
+
+	// Resources and templates keep their URIs; the first server to show a
+	// URI keeps it (servers are visited in name order by the resync).
+	for _, r := range resources {
+		if owner, ok := m.uris[r.URI]; ok && owner != server {
+			continue
+		}
+		m.uris[r.URI] = server
+		next.resources[r.URI] = r
+	}
+	for _, t := range templates {
+		if owner, ok := m.uris[t.URITemplate]; ok && owner != server {
+			continue
+		}
+		m.uris[t.URITemplate] = server
+		next.templates[t.URITemplate] = t
+	}
+	var goneR, goneT []string
+	for uri := range old.resources {
+		if _, ok := next.resources[uri]; !ok {
+			goneR = append(goneR, uri)
+			delete(m.uris, uri)
+		}
+	}
+	for uri := range old.templates {
+		if _, ok := next.templates[uri]; !ok {
+			goneT = append(goneT, uri)
+			delete(m.uris, uri)
+		}
+	}
+	if len(goneR) > 0 {
+		m.server.RemoveResources(goneR...)
+	}
+	if len(goneT) > 0 {
+		m.server.RemoveResourceTemplates(goneT...)
+	}
+	for uri, r := range next.resources {
+		if old.resources[uri] != r {
+			m.server.AddResource(r, m.readResource(server))
+		}
+	}
+	for uri, t := range next.templates {
+		if old.templates[uri] != t {
+			m.server.AddResourceTemplate(t, m.readResource(server))
+		}
+	}
+	m.shown[server] = next
+}
+
+// claim returns the name under which o is shown, taking want unless
+// another origin holds it; then a numbered variant, so that a collision is
+// resolved and never fatal.
+func (m *mirror) claim(names map[string]origin, o origin, want string) string {
+	name := want
+	for i := 2; ; i++ {
+		if held, ok := names[name]; !ok || held == o {
+			names[name] = o
+			return name
+		}
+		suffix := fmt.Sprintf("_%d", i)
+		name = want[:min(len(want), maxNameLen-len(suffix))] + suffix
+	}
+}
+
+// addTool mirrors one tool. The go-sdk panics on an input schema that is
+// not an object; an upstream's bad schema must cost that tool, not the
+// gateway.
+func (m *mirror) addTool(name, server string, t *mcp.Tool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	cp := *t
+	cp.Name = name
+	if cp.InputSchema == nil {
+		cp.InputSchema = map[string]any{"type": "object"}
+	}
+	m.server.AddTool(&cp, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return m.g.call(ctx, req, server, t.Name)
+	})
+	return nil
+}
+
+// dropGone removes what servers that no longer exist showed.
+func (m *mirror) dropGone(names []string) {
+	m.mu.Lock()
+	var gone []string
+	for server := range m.shown {
+		if !slices.Contains(names, server) {
+			gone = append(gone, server)
+		}
+	}
+	m.mu.Unlock()
+	for _, server := range gone {
+		m.sync(server)
+		m.mu.Lock()
+		delete(m.shown, server)
+		m.mu.Unlock()
+	}
+}
+
+// owns reports whether this mirror shows uri as server's.
+func (m *mirror) owns(server, uri string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.uris[uri] == server
+}
+
+// serverOf finds the server that shows a resource URI. A URI that is not
+// listed but fits a template is routed to the template's server; in a
+// per-server mirror everything goes to its server.
+func (m *mirror) serverOf(uri string) (string, bool) {
+	if m.only != "" {
+		return m.only, true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.uris[uri]; ok {
+		return s, true
+	}
+	for _, server := range slices.Sorted(maps.Keys(m.shown)) {
+		for _, t := range m.shown[server].templates {
+			if templateMatches(t.URITemplate, uri) {
+				return server, true
+			}
+		}
+	}
+	return "", false
+}
+
+// templateMatches is a cheap check that uri fits an RFC 6570 template: the
+// literal text before the first expression must prefix it.
+func templateMatches(tmpl, uri string) bool {
+	for i := range len(tmpl) {
+		if tmpl[i] == '{' {
+			return len(uri) >= i && uri[:i] == tmpl[:i]
+		}
+	}
+	return tmpl == uri
+}
+
+// client returns the live session of server for a request on its behalf,
+// bounded by the server's call timeout.
+func (m *mirror) client(ctx context.Context, server string) (*mcp.ClientSession, context.Context, context.CancelFunc, error) {
+	s, ok := m.g.src.Session(server)
+	if !ok || s == nil {
+		return nil, nil, nil, fmt.Errorf("server %q is not available", server)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.Config().CallTimeout())
+	cs, err := s.Client(ctx)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return cs, ctx, cancel, nil
+}
+
+func (m *mirror) readResource(server string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		cs, ctx, cancel, err := m.client(ctx, server)
+		if err != nil {
+			return nil, err
+		}
+		defer cancel()
+		return cs.ReadResource(ctx, req.Params)
+	}
+}
+
+func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		cs, ctx, cancel, err := m.client(ctx, server)
+		if err != nil {
+			return nil, err
+		}
+		defer cancel()
+		p := *req.Params
+		p.Name = name
+		return cs.GetPrompt(ctx, &p)
+	}
+}
+
+func (m *mirror) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := *req.Params
+	if p.Ref == nil {
+		return nil, fmt.Errorf("completion request without a ref")
+	}
+	ref := *p.Ref
+	var server string
+	switch ref.Type {
+	case "ref/prompt":
+		m.mu.Lock()
+		o, ok := m.prompts[ref.Name]
+		m.mu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("unknown prompt %q", ref.Name)
+		}
+		server, ref.Name = o.server, o.name
+	case "ref/resource":
+		s, ok := m.serverOf(ref.URI)
+		if !ok {
+			return nil, fmt.Errorf("unknown resource %q", ref.URI)
+		}
+		server = s
+	default:
+		return nil, fmt.Errorf("unknown completion ref type %q", ref.Type)
+	}
+	p.Ref = &ref
+	cs, ctx, cancel, err := m.client(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return cs.Complete(ctx, &p)
+}
+
+func (m *mirror) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	server, ok := m.serverOf(req.Params.URI)
+	if !ok {
+		return fmt.Errorf("unknown resource %q", req.Params.URI)
+	}
+	cs, ctx, cancel, err := m.client(ctx, server)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return cs.Subscribe(ctx, req.Params)
+}
+
+func (m *mirror) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	server, ok := m.serverOf(req.Params.URI)
+	if !ok {
+		return fmt.Errorf("unknown resource %q", req.Params.URI)
+	}
+	cs, ctx, cancel, err := m.client(ctx, server)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return cs.Unsubscribe(ctx, req.Params)
+}
