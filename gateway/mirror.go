@@ -94,52 +94,23 @@ func (m *mirror) sync(server string) {
 		old = &exposure{}
 	}
 	next := &exposure{
-		tools:     make(map[string]*mcp.Tool),
-		prompts:   make(map[string]*mcp.Prompt),
 		resources: make(map[string]*mcp.Resource),
 		templates: make(map[string]*mcp.ResourceTemplate),
 	}
 
-	// Tools.
-	for _, t := range tools {
-		name := m.claim(m.tools, origin{server, t.Name}, m.exposedName(server, t.Name))
-		next.tools[name] = t
-	}
-	for name := range old.tools {
-		if _, ok := next.tools[name]; !ok {
-			m.server.RemoveTools(name)
-			delete(m.tools, name)
-		}
-	}
-	for name, t := range next.tools {
-		if old.tools[name] == t {
-			continue // unchanged: no list_changed for nothing
-		}
-		if err := m.addTool(name, server, t); err != nil {
-			m.g.log.Warn("cannot mirror tool", "server", server, "tool", t.Name, "error", err)
-			delete(next.tools, name)
-			delete(m.tools, name)
-		}
-	}
-
-	// Prompts.
-	for _, p := range prompts {
-		name := m.claim(m.prompts, origin{server, p.Name}, m.exposedName(server, p.Name))
-		next.prompts[name] = p
-	}
-	for name := range old.prompts {
-		if _, ok := next.prompts[name]; !ok {
-			m.server.RemovePrompts(name)
-			delete(m.prompts, name)
-		}
-	}
-	for name, p := range next.prompts {
-		if old.prompts[name] != p {
+	next.tools = syncNamed(m, server, tools, old.tools, m.tools,
+		func(t *mcp.Tool) string { return t.Name },
+		func(name string) { m.server.RemoveTools(name) },
+		func(name string, t *mcp.Tool) error { return m.addTool(name, server, t) })
+	next.prompts = syncNamed(m, server, prompts, old.prompts, m.prompts,
+		func(p *mcp.Prompt) string { return p.Name },
+		func(name string) { m.server.RemovePrompts(name) },
+		func(name string, p *mcp.Prompt) error {
 			cp := *p
 			cp.Name = name
 			m.server.AddPrompt(&cp, m.getPrompt(server, p.Name))
-		}
-	}
+			return nil
+		})
 
 	// Resources and templates keep their URIs; the first server to show a
 	// URI keeps it (servers are visited in name order by the resync).
@@ -187,6 +158,37 @@ func (m *mirror) sync(server string) {
 		}
 	}
 	m.shown[server] = next
+}
+
+// syncNamed shows server's named items (tools or prompts) in the mirror:
+// it claims an exposed name for each, removes the ones that are gone, and
+// (re)adds the ones that are new or changed, so that an unchanged list
+// causes no list_changed notification. It returns what is now shown, by
+// exposed name. m.mu is held.
+func syncNamed[T comparable](m *mirror, server string, items []T, old map[string]T, names map[string]origin,
+	nameOf func(T) string, remove func(exposed string), add func(exposed string, item T) error) map[string]T {
+	next := make(map[string]T, len(items))
+	for _, it := range items {
+		name := nameOf(it)
+		next[m.claim(names, origin{server, name}, m.exposedName(server, name))] = it
+	}
+	for name := range old {
+		if _, ok := next[name]; !ok {
+			remove(name)
+			delete(names, name)
+		}
+	}
+	for name, it := range next {
+		if old[name] == it {
+			continue
+		}
+		if err := add(name, it); err != nil {
+			m.g.log.Warn("cannot mirror", "server", server, "name", nameOf(it), "error", err)
+			delete(next, name)
+			delete(names, name)
+		}
+	}
+	return next
 }
 
 // claim returns the name under which o is shown, taking want unless

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/proc"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
@@ -279,7 +279,7 @@ func TestServerLifecycleThroughTheAPI(t *testing.T) {
 		if v.Runtime.PID == pid || v.Runtime.ServerInfo == nil || v.Runtime.ServerInfo.Name != "alpha2" {
 			t.Fatalf("args change did not reconnect: %+v", v.Runtime)
 		}
-		if alive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("the old process %d still runs after the reconnect", pid)
 		}
 		pid = v.Runtime.PID
@@ -287,7 +287,7 @@ func TestServerLifecycleThroughTheAPI(t *testing.T) {
 		if st, _ := e.do("POST", "/api/v1/servers/alpha/disable", nil, &v); st != 200 || v.Runtime.Status != sb.StatusDisabled {
 			t.Fatalf("disable: %d %+v", st, v.Runtime)
 		}
-		if alive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("process %d runs after disable", pid)
 		}
 		if st, _ := e.do("POST", "/api/v1/servers/alpha/enable", nil, &v); st != 200 {
@@ -391,10 +391,10 @@ func TestDraftTestIsIsolatedAndLeavesNothing(t *testing.T) {
 	if res.Runtime.Status != sb.StatusConnected || res.Runtime.PID == live.Runtime.PID || res.Runtime.ToolCount != live.Runtime.ToolCount+2 {
 		t.Fatalf("test result %+v (live pid %d, %d tools)", res.Runtime, live.Runtime.PID, live.Runtime.ToolCount)
 	}
-	if alive(res.Runtime.PID) {
+	if proc.Alive(res.Runtime.PID) {
 		t.Errorf("the test session's process %d is still running", res.Runtime.PID)
 	}
-	if groupHasMembers(res.Runtime.PID) {
+	if proc.GroupHasLiveMember(res.Runtime.PID) {
 		t.Errorf("the test session's process group %d still has members (the grandchild)", res.Runtime.PID)
 	}
 	after := e.waitStatus("live", sb.StatusConnected)
@@ -688,36 +688,4 @@ func TestBadInputIsRefusedClearly(t *testing.T) {
 	if st, _ := e.do("GET", "/api/v1/nothing", nil, nil); st != 404 {
 		t.Errorf("unknown route: %d", st)
 	}
-}
-
-// alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-// groupHasMembers reports whether a live (not zombie) process is in the
-// process group pgid.
-func groupHasMembers(pgid int) bool {
-	if syscall.Kill(-pgid, 0) != nil {
-		return false
-	}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if f := strings.Fields(s[i+1:]); i > 0 && len(f) >= 3 && f[2] == fmt.Sprint(pgid) && f[0] != "Z" {
-			return true
-		}
-	}
-	return false
 }

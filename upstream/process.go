@@ -7,12 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/proc"
 )
 
 // baseEnv is what a stdio server inherits from Switchboard's own
@@ -194,42 +194,9 @@ func (p *process) stop() {
 // it reaps them; a zombie runs nothing, so only live members count.
 func (p *process) awaitGroupGone(d time.Duration) {
 	deadline := time.Now().Add(d)
-	for groupHasLiveMember(p.pid) && time.Now().Before(deadline) {
+	for proc.GroupHasLiveMember(p.pid) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// groupHasLiveMember reports whether a process other than a zombie is in
-// process group pgid.
-func groupHasLiveMember(pgid int) bool {
-	if syscall.Kill(-pgid, 0) != nil {
-		return false // no member at all: the common case, one syscall
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true // cannot tell: assume the worst
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the parenthesised command: state, ppid, pgrp.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && pid > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // mergeEnv builds a child environment: baseEnv from getenv, with extra over it.

@@ -25,6 +25,7 @@ import (
 	"go.uber.org/goleak"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/proc"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -483,12 +484,12 @@ func TestShutdownLeavesNothing(t *testing.T) {
 		t.Errorf("Shutdown took %v, want at most 5s", d)
 	}
 	for _, p := range []int{pid, child} {
-		if alive(p) {
+		if proc.Alive(p) {
 			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
 			t.Errorf("process %d (leader %d) is still running after Shutdown: %s", p, pid, st)
 		}
 	}
-	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) && groupHasLiveMember(pid) {
+	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) && proc.GroupHasLiveMember(pid) {
 		t.Errorf("process group %d still has members: %v", pid, err)
 	}
 	if after := countFDs(t); after > fdsBefore-3 {
@@ -578,33 +579,6 @@ func TestEnvAndCwdReachTheProcess(t *testing.T) {
 	if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid != s.Info().PID {
 		t.Fatalf("pid file says %s, runtime info %d", b, s.Info().PID)
 	}
-}
-
-// alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-// groupHasLiveMember reports whether any running process is in group pgid.
-func groupHasLiveMember(pgid int) bool {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if g, err := syscall.Getpgid(pid); err == nil && g == pgid && alive(pid) {
-			return true
-		}
-	}
-	return false
 }
 
 func countFDs(t *testing.T) int {
