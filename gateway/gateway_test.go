@@ -471,3 +471,21 @@ func TestStdioCommandServesTheAggregate(t *testing.T) {
 		}
 	}
 }
+
+func TestNewestProtocolIsServedStateless(t *testing.T) {
+	e := newEnv(t, "", stdio(t, "modern"))
+	c := mcp.NewClient(&mcp.Implementation{Name: "downstream"}, nil)
+	// No pinned version: the go-sdk client probes 2026-07-28 first.
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", v)
+	}
+	waitTools(t, cs, "modern__echo")
+	if got := text(t)(cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "modern__echo", Arguments: map[string]any{"text": "new"}})); got != "new" {
+		t.Fatalf("echo = %q", got)
+	}
+}
