@@ -60,8 +60,8 @@ type RuntimeInfo struct {
 	Error           *ErrorInfo  `json:"error"`
 	Attempt         int         `json:"attempt"`
 	Reconnects      int         `json:"reconnects"`
-	NextRetryAt     *time.Time  `json:"next_retry_at,omitempty"`
-	ConnectedSince  *time.Time  `json:"connected_since,omitempty"`
+	NextRetryAt     *time.Time  `json:"next_retry_at"`
+	ConnectedSince  *time.Time  `json:"connected_since"`
 	Transport       Transport   `json:"transport,omitempty"`
 	ProtocolVersion string      `json:"protocol_version,omitempty"`
 	ServerInfo      *ServerInfo `json:"server_info,omitempty"`
