@@ -256,12 +256,24 @@ func serverName(r *http.Request) string {
 // progress, elicitation and sampling to the downstream session that made
 // it, and cancellation back up.
 func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, server, tool string) (*mcp.CallToolResult, error) {
+	// Requests to the downstream client are sent with the context of the
+	// downstream call, which tells the go-sdk to send them on that call's
+	// stream (not the standalone one, which a client may not have opened),
+	// and end when the upstream gives up on them.
+	callCtx := ctx
+	onCall := func(upstreamCtx context.Context) (context.Context, context.CancelFunc) {
+		c, cancel := context.WithCancel(callCtx)
+		stop := context.AfterFunc(upstreamCtx, cancel)
+		return c, func() { stop(); cancel() }
+	}
 	opts := sb.InvokeOptions{
 		// A client of the MCP endpoint cannot pass timeouts; the server's
 		// call_timeout_ms applies, kept alive by progress, capped by
 		// max_total_timeout_ms.
 		ResetTimeoutOnProgress: true,
 		OnElicitation: func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
+			ctx, done := onCall(ctx)
+			defer done()
 			p := &mcp.ElicitParams{Message: er.Message, Mode: er.Mode, URL: er.URL}
 			if len(er.RequestedSchema) > 0 {
 				var schema any
@@ -277,6 +289,8 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, server, to
 			return sb.ElicitationResponse{Action: res.Action, Content: res.Content}, nil
 		},
 		OnSampling: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+			ctx, done := onCall(ctx)
+			defer done()
 			var p mcp.CreateMessageParams
 			if err := json.Unmarshal(raw, &p); err != nil {
 				return nil, err

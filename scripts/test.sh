@@ -13,6 +13,13 @@ echo "== PostgreSQL (for the store and API tests)"
 # it when this script exits.
 source scripts/start-postgres.sh
 
+echo "== MCP conformance suite (npm) and the go-sdk's everything-server"
+# Installs @modelcontextprotocol/conformance@0.1.12 into a cache outside the
+# repository, builds the everything-server, and exports their paths for
+# conformance/ (which compares the suite's results directly and through
+# Switchboard's /mcp/{name}).
+source scripts/conformance-setup.sh
+
 echo "== go vet"
 go vet ./...
 

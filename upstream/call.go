@@ -306,6 +306,9 @@ func (s *Session) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (
 
 // onElicit is the go-sdk's elicitation handler for every link of the session.
 func (s *Session) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	if invoked, ok := ctx.Value(elicitInvokedKey{}).(*bool); ok {
+		*invoked = true
+	}
 	c, err := s.serverRequestCall("elicitation", func(c *call) bool { return c.opts.OnElicitation != nil })
 	if err != nil {
 		return nil, err
@@ -403,6 +406,14 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 		params := &mcp.CallToolParams{Name: name, Arguments: raw}
 		if tok != "" {
 			params.SetProgressToken(tok)
+		}
+		if r := l.cs.InitializeResult(); r != nil && r.ProtocolVersion >= protocol20260728 {
+			// The 2026-07-28 protocol has no logging/setLevel: the level
+			// travels with each request.
+			if params.Meta == nil {
+				params.Meta = mcp.Meta{}
+			}
+			params.Meta[mcp.MetaKeyLogLevel] = relayLogLevel
 		}
 		sent := &sendRecord{ctx: rctx}
 		res, err := l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)

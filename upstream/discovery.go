@@ -19,6 +19,13 @@ type catalog struct {
 	schemas   *schemaCache // resolved input schemas of tools, filled on first use
 }
 
+// relayLogLevel is the level of log messages asked of every server.
+const relayLogLevel = "info"
+
+// protocol20260728 is the first protocol version without sessions, ping
+// or logging/setLevel.
+const protocol20260728 = "2026-07-28"
+
 // maxListItems bounds one list (every page of it): a server that pages
 // forever must not exhaust memory or hold up the connection.
 const maxListItems = 10000
@@ -43,8 +50,8 @@ func (s *Session) discover(ctx context.Context, l *link) *failure {
 	// Servers send log messages only once a level is set. "info" lets
 	// Switchboard log them and relay them to its own clients (who filter
 	// further by the level they set) without debug chatter.
-	if caps := l.cs.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
-		if err := l.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+	if r := l.cs.InitializeResult(); r.Capabilities != nil && r.Capabilities.Logging != nil && r.ProtocolVersion < protocol20260728 {
+		if err := l.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: relayLogLevel}); err != nil {
 			s.log.Debug("server refused logging/setLevel", "error", s.redact.String(err.Error()))
 		}
 	}

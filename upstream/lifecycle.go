@@ -184,7 +184,7 @@ func (s *Session) probe(ctx context.Context, l *link) *failure {
 	defer cancel()
 	pctx, rec := withStatusRecorder(pctx)
 	var err error
-	if l.cs.InitializeResult().ProtocolVersion >= "2026-07-28" {
+	if l.cs.InitializeResult().ProtocolVersion >= protocol20260728 {
 		// The 2026-07-28 protocol has no ping; a one-page list is the
 		// cheapest request every server answers.
 		_, err = l.cs.ListTools(pctx, nil)

@@ -157,7 +157,36 @@ func (s *Session) newClient(l *link) *mcp.Client {
 	if s.cfg.ProtocolVersion == "" && !s.cfg.IsStdio() {
 		c.AddSendingMiddleware(boundDiscover)
 	}
+	c.AddReceivingMiddleware(s.relayUnvalidatedElicitation)
 	return c
+}
+
+type elicitInvokedKey struct{}
+
+// relayUnvalidatedElicitation lets an elicitation through that the go-sdk
+// would refuse before any handler saw it. The go-sdk checks form schemas
+// against its own reading of the spec (it rejects, for instance, untitled
+// enums written with anyOf, which the conformance suite sends); Switchboard
+// relays elicitations to a client that does its own checking, and a relay
+// must not be stricter than the two ends. Schemas the go-sdk accepts still
+// go through it, so that it applies their defaults to the answer.
+func (s *Session) relayUnvalidatedElicitation(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "elicitation/create" {
+			return next(ctx, method, req)
+		}
+		invoked := new(bool)
+		res, err := next(context.WithValue(ctx, elicitInvokedKey{}, invoked), method, req)
+		if err == nil || *invoked {
+			return res, err
+		}
+		er, ok := req.(*mcp.ElicitRequest)
+		if !ok || (er.Params.Mode != "" && er.Params.Mode != "form") {
+			return res, err
+		}
+		s.log.Debug("relaying an elicitation whose schema the go-sdk refused", "error", err)
+		return s.onElicit(ctx, er)
+	}
 }
 
 // notify passes a notification that is not about one call to

@@ -1,0 +1,371 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The environment scripts/conformance-setup.sh exports.
+const (
+	envSuite      = "SWITCHBOARD_CONFORMANCE_BIN"
+	envEverything = "SWITCHBOARD_EVERYTHING_SERVER"
+)
+
+// connectTimeout bounds the wait for an upstream to be connected.
+const connectTimeout = 60 * time.Second
+
+// TestConformanceThroughSwitchboard runs the MCP conformance suite's server
+// scenarios against the Go SDK's everything-server directly, then through
+// Switchboard's /mcp/{name}, and requires the same scenarios to pass both
+// ways. Three upstreams are compared:
+//
+//   - everything: the everything-server over Streamable HTTP, stateful
+//     (it negotiates at most 2025-11-25, and can send requests to the
+//     client: sampling, elicitation); compared with the same server
+//     directly.
+//   - everything-stateless: the same over stateless Streamable HTTP (it
+//     serves 2026-07-28 and cannot send requests); compared with the same
+//     server directly.
+//   - everything-stdio: Switchboard runs the everything-server over stdio.
+//     The suite cannot talk stdio, so this is compared with the stateful
+//     HTTP server directly: the same code, with a session that can send
+//     requests.
+func TestConformanceThroughSwitchboard(t *testing.T) {
+	suiteBin, everythingBin := os.Getenv(envSuite), os.Getenv(envEverything)
+	if suiteBin == "" || everythingBin == "" {
+		msg := fmt.Sprintf("%s and %s are not set; run: source scripts/conformance-setup.sh && go test ./conformance/ -run Conformance -v",
+			envSuite, envEverything)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	if testing.Short() {
+		t.Skip("the conformance suite takes about half a minute; skipped in -short mode")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node is not on PATH; the conformance suite (%s) needs it: %v", suiteBin, err)
+	}
+
+	s := newSuite(t, suiteBin)
+	t.Logf("%d server scenarios: %s", len(s.scenarios), strings.Join(s.scenarios, " "))
+
+	statefulURL := startEverything(t, everythingBin, false)
+	statelessURL := startEverything(t, everythingBin, true)
+	// The direct runs come first, before Switchboard holds sessions to the
+	// same servers.
+	direct := map[string]results{
+		"stateful":  s.run(t, "direct-stateful", statefulURL),
+		"stateless": s.run(t, "direct-stateless", statelessURL),
+	}
+	for _, mode := range []string{"stateful", "stateless"} {
+		logSet(t, "passing directly ("+mode+")", direct[mode])
+	}
+
+	sw := startSwitchboard(t, buildSwitchboard(t))
+	variants := []struct {
+		name, baseline string
+		config         map[string]any
+		// mayGain names scenarios allowed to pass through Switchboard
+		// but not directly, with the reason: they test Switchboard's own
+		// HTTP endpoint rather than what it passes through.
+		mayGain map[string]string
+	}{
+		{name: "everything", baseline: "stateful",
+			config: map[string]any{"transport": "streamable-http", "url": statefulURL}},
+		{name: "everything-stateless", baseline: "stateless",
+			config: map[string]any{"transport": "streamable-http", "url": statelessURL},
+			mayGain: map[string]string{
+				"server-sse-multiple-streams": "Switchboard's /mcp/{name} gives a session ID whatever the upstream; the stateless server gives none, which the suite warns about",
+			}},
+		{name: "everything-stdio", baseline: "stateful",
+			config: map[string]any{"transport": "stdio", "command": everythingBin}},
+	}
+	for _, v := range variants {
+		v.config["name"] = v.name
+		sw.add(t, v.config)
+	}
+	for _, v := range variants {
+		rt := sw.waitConnected(t, v.name)
+		t.Logf("upstream %s: connected over %s, protocol %s, %d tools", v.name, rt.Transport, rt.ProtocolVersion, rt.ToolCount)
+	}
+	sw.requireMCP(t, variants[0].name)
+
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			through := s.run(t, "switchboard-"+v.name, sw.url+"/mcp/"+v.name)
+			compare(t, s.scenarios, v.baseline, direct[v.baseline], through, v.mayGain)
+		})
+	}
+}
+
+// compare fails unless the same scenarios pass directly and through
+// Switchboard, naming each difference with the reason the suite gave. A
+// scenario in mayGain may pass through Switchboard only.
+func compare(t *testing.T, scenarios []string, baseline string, direct, through results, mayGain map[string]string) {
+	t.Helper()
+	logSet(t, "passing directly ("+baseline+")", direct)
+	logSet(t, "passing through Switchboard", through)
+	names := slices.Clone(scenarios)
+	for name := range through {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	missing := &result{Outcome: outcomeError, Note: "no result"}
+	var lost, gained, notes []string
+	for _, name := range names {
+		d, g := direct[name], through[name]
+		if d == nil {
+			d = missing
+		}
+		if g == nil {
+			g = missing
+		}
+		switch {
+		case d.Outcome == outcomePass && g.Outcome != outcomePass:
+			lost = append(lost, fmt.Sprintf("  %s: %s through Switchboard: %s", name, g.Outcome, g.Note))
+		case d.Outcome != outcomePass && g.Outcome == outcomePass && mayGain[name] != "":
+			notes = append(notes, fmt.Sprintf("  %s: passes through Switchboard, %s directly, as expected: %s", name, d.Outcome, mayGain[name]))
+		case d.Outcome != outcomePass && g.Outcome == outcomePass:
+			gained = append(gained, fmt.Sprintf("  %s: %s directly: %s", name, d.Outcome, d.Note))
+		case d.Outcome != outcomePass:
+			notes = append(notes, fmt.Sprintf("  %s: %s directly (%s), %s through Switchboard (%s)", name, d.Outcome, d.Note, g.Outcome, g.Note))
+		default:
+			if dc, gc := succeeded(d), succeeded(g); !slices.Equal(dc, gc) {
+				notes = append(notes, fmt.Sprintf("  %s: passes both ways, successful checks differ: directly %v, through Switchboard %v", name, dc, gc))
+			}
+		}
+	}
+	if len(notes) > 0 {
+		t.Logf("other differences, and scenarios passing neither way:\n%s", strings.Join(notes, "\n"))
+	}
+	if len(lost) > 0 || len(gained) > 0 {
+		t.Errorf("the passing scenarios differ (directly %d, through Switchboard %d)\npassing directly (%s) but not through Switchboard:\n%s\npassing through Switchboard but not directly (%s):\n%s",
+			len(direct.passing()), len(through.passing()), baseline, orNone(lost), baseline, orNone(gained))
+	}
+}
+
+// succeeded lists the IDs of a scenario's successful checks, sorted.
+func succeeded(r *result) []string {
+	var ids []string
+	for _, c := range r.Checks {
+		if c.Status == "SUCCESS" {
+			ids = append(ids, c.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func logSet(t *testing.T, what string, rs results) {
+	t.Helper()
+	pass := rs.passing()
+	t.Logf("%s: %d (%s): %s", what, len(pass), rs.summary(), strings.Join(pass, " "))
+}
+
+func orNone(lines []string) string {
+	if len(lines) == 0 {
+		return "  (none)"
+	}
+	return strings.Join(lines, "\n")
+}
+
+// startEverything runs the everything-server over Streamable HTTP on a
+// free loopback port and returns its URL (it serves MCP on every path).
+func startEverything(t *testing.T, bin string, stateless bool) string {
+	t.Helper()
+	addr := freeAddr(t)
+	out := &lineWriter{}
+	cmd := exec.Command(bin, "-http", addr, "-stateless="+strconv.FormatBool(stateless))
+	cmd.Stdout, cmd.Stderr = out, out
+	p := startProcess(t, fmt.Sprintf("everything-server -stateless=%v", stateless), cmd)
+	waitListening(t, p, addr, out, 15*time.Second)
+	return "http://" + addr + "/mcp"
+}
+
+// buildSwitchboard builds the switchboard binary from this repository.
+func buildSwitchboard(t *testing.T) string {
+	t.Helper()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	if _, err := os.Stat(filepath.Join(root, "cmd", "switchboard")); err != nil {
+		t.Fatalf("cannot find the repository root from %s: %v", strings.TrimSpace(string(gomod)), err)
+	}
+	bin := filepath.Join(t.TempDir(), "switchboard")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/switchboard")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/switchboard: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// switchboard is a running `switchboard serve`.
+type switchboard struct {
+	url    string
+	out    *lineWriter
+	client *http.Client
+	stdio  map[int]string // pid -> command of each stdio upstream
+}
+
+var servingAddr = regexp.MustCompile(`msg="switchboard serving" addr=(http://\S+)`)
+
+// startSwitchboard runs `switchboard serve` on a free loopback port with a
+// fresh SQLite database. Its cleanup stops it, then any stdio upstream it
+// left behind.
+func startSwitchboard(t *testing.T, bin string) *switchboard {
+	t.Helper()
+	db := "sqlite:" + filepath.Join(t.TempDir(), "sb.db")
+	addrc := make(chan string, 1)
+	sw := &switchboard{client: &http.Client{Timeout: 10 * time.Second}, stdio: map[int]string{}}
+	sw.out = &lineWriter{onLine: func(line string) {
+		if m := servingAddr.FindStringSubmatch(line); m != nil {
+			select {
+			case addrc <- m[1]:
+			default:
+			}
+		}
+	}}
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--db", db)
+	// No token, database or address from the environment of the test.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SWITCHBOARD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = sw.out, sw.out
+	p, err := spawn("switchboard serve", cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.stop()
+		for pid, command := range sw.stdio {
+			killOrphan(pid, command)
+		}
+		if t.Failed() {
+			t.Logf("switchboard serve output (last 40 lines):\n%s", sw.out.tail(40))
+		}
+	})
+	select {
+	case sw.url = <-addrc:
+	case <-p.done:
+		t.Fatalf("switchboard serve exited (%v):\n%s", p.err, sw.out.tail(20))
+	case <-time.After(30 * time.Second):
+		t.Fatalf("switchboard serve logged no address within 30s:\n%s", sw.out.tail(20))
+	}
+	return sw
+}
+
+// add creates a server through the API.
+func (sw *switchboard) add(t *testing.T, config map[string]any) {
+	t.Helper()
+	body, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := sw.client.Post(sw.url+"/api/v1/servers", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST /api/v1/servers: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST /api/v1/servers %s: HTTP %d: %s", body, resp.StatusCode, b)
+	}
+}
+
+// runtimeInfo is the part of a server view's runtime the test reads.
+type runtimeInfo struct {
+	Status string `json:"status"`
+	Error  *struct {
+		Message string `json:"message"`
+		Phase   string `json:"phase"`
+	} `json:"error"`
+	Transport       string `json:"transport"`
+	ProtocolVersion string `json:"protocol_version"`
+	PID             int    `json:"pid"`
+	ToolCount       int    `json:"tool_count"`
+}
+
+// waitConnected waits until the server's runtime.status is connected.
+func (sw *switchboard) waitConnected(t *testing.T, name string) runtimeInfo {
+	t.Helper()
+	deadline := time.Now().Add(connectTimeout)
+	var view struct {
+		Command string      `json:"command"`
+		Runtime runtimeInfo `json:"runtime"`
+	}
+	for {
+		resp, err := sw.client.Get(sw.url + "/api/v1/servers/" + name)
+		if err != nil {
+			t.Fatalf("GET /api/v1/servers/%s: %v", name, err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&view)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /api/v1/servers/%s: HTTP %d, %v", name, resp.StatusCode, err)
+		}
+		if view.Runtime.PID > 0 {
+			sw.stdio[view.Runtime.PID] = view.Command
+		}
+		if view.Runtime.Status == "connected" {
+			return view.Runtime
+		}
+		if time.Now().After(deadline) {
+			why := ""
+			if e := view.Runtime.Error; e != nil {
+				why = fmt.Sprintf(": %s (phase %s)", e.Message, e.Phase)
+			}
+			t.Fatalf("server %s is %s, not connected, after %v%s", name, view.Runtime.Status, connectTimeout, why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// requireMCP fails the test at once, with one clear message, if Switchboard
+// does not serve /mcp/{name}: otherwise every scenario would fail, each
+// with the same HTTP 404.
+func (sw *switchboard) requireMCP(t *testing.T, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// A GET without a session has no side effect; anything but 404
+		// says the endpoint is there.
+		req, err := http.NewRequest(http.MethodGet, sw.url+"/mcp/"+name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := sw.client.Do(req)
+		if err != nil {
+			t.Fatalf("GET /mcp/%s: %v", name, err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Switchboard does not serve /mcp/%s (GET answers HTTP 404: %s); the comparison needs the per-server MCP endpoint",
+				name, strings.TrimSpace(string(b)))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
