@@ -526,17 +526,21 @@ func (r *Registry) Tools(name string) ([]*mcp.Tool, error) {
 // Shutdown stops every session, concurrently, within DefaultShutdownTimeout
 // or ctx, whichever ends first. The registry cannot be used afterwards.
 func (r *Registry) Shutdown(ctx context.Context) error {
+	// Lock order is entry, then registry (Create and Delete take r.mu while
+	// holding e.mu), so the entries are snapshotted under r.mu and locked
+	// after it is released.
 	r.mu.Lock()
 	r.closed = true
+	entries := slices.Collect(maps.Values(r.servers))
+	r.mu.Unlock()
 	var sessions []*upstream.Session
-	for _, e := range r.servers {
+	for _, e := range entries {
 		e.mu.Lock()
 		if e.session != nil {
 			sessions = append(sessions, e.session)
 		}
 		e.mu.Unlock()
 	}
-	r.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(ctx, DefaultShutdownTimeout)
 	defer cancel()
