@@ -241,6 +241,27 @@ func (c *ServerConfig) Validate() error {
 	default:
 		bad("transport", `must be "stdio", "remote", "streamable-http" or "sse", not %q`, c.Transport)
 	}
+	// NUL cannot travel in an argv, an environment or an HTTP header, and
+	// PostgreSQL's JSONB refuses it: refuse it here, naming the field.
+	noNUL := func(field string, vals ...string) {
+		for _, v := range vals {
+			if strings.ContainsRune(v, 0) {
+				bad(field, "must not contain a NUL character")
+				return
+			}
+		}
+	}
+	noNUL("name", c.Name)
+	noNUL("args", c.Args...)
+	noNUL("cwd", c.Cwd)
+	noNUL("url", c.URL)
+	noNUL("protocol_version", c.ProtocolVersion)
+	for k, v := range c.Env {
+		noNUL("env", k, v)
+	}
+	for k, v := range c.Headers {
+		noNUL("headers", k, v)
+	}
 	checkMS := func(field string, v, max int64) {
 		if v < 0 {
 			bad(field, "must not be negative")

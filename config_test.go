@@ -91,3 +91,31 @@ func TestCloneIsDeep(t *testing.T) {
 		t.Fatalf("Clone shares memory with the original: %+v", c)
 	}
 }
+
+func TestMaskURLAndUnmask(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://h.example/mcp":                   "https://h.example/mcp",
+		"https://bob:hunter2@h.example/mcp":       "https://bob:%2A%2A%2A@h.example/mcp",
+		"https://h.example/mcp?api_key=k&page=2":  "https://h.example/mcp?api_key=%2A%2A%2A&page=2",
+		"https://h.example/mcp?AccessToken=k&x=y": "https://h.example/mcp?AccessToken=%2A%2A%2A&x=y",
+		"https://bob@h.example/mcp":               "https://bob@h.example/mcp",
+	} {
+		if got := MaskURL(in); got != want {
+			t.Errorf("MaskURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	prev := &ServerConfig{Name: "r", Transport: TransportRemote, URL: "https://bob:hunter2@h.example/mcp?token=abc"}
+	shown := prev.Masked()
+	if shown.URL == prev.URL {
+		t.Fatalf("the URL was not masked: %s", shown.URL)
+	}
+	back, err := shown.Unmask(prev)
+	if err != nil || back.URL != prev.URL {
+		t.Fatalf("Unmask(Masked) = %q, %v; want the stored URL", back.URL, err)
+	}
+	edited := shown.Clone()
+	edited.URL = "https://h.example/other"
+	if back, _ := edited.Unmask(prev); back.URL != "https://h.example/other" {
+		t.Fatalf("an edited URL was replaced: %q", back.URL)
+	}
+}

@@ -3,6 +3,8 @@ package switchboard
 import (
 	"context"
 	"errors"
+	"net/url"
+	"regexp"
 	"time"
 )
 
@@ -61,9 +63,11 @@ type ServerView struct {
 const SecretMask = "***"
 
 // Masked returns a copy of c with every env and header value replaced by
-// SecretMask.
+// SecretMask, and the credentials in its URL (a userinfo password,
+// credential-like query parameters) too.
 func (c *ServerConfig) Masked() *ServerConfig {
 	m := c.Clone()
+	m.URL = MaskURL(c.URL)
 	for k := range m.Env {
 		m.Env[k] = SecretMask
 	}
@@ -96,6 +100,10 @@ func (c *ServerConfig) Unmask(prev *ServerConfig) (*ServerConfig, error) {
 	var penv, phdr map[string]string
 	if prev != nil {
 		penv, phdr = prev.Env, prev.Headers
+		// A URL sent back as it was shown keeps its stored credentials.
+		if out.URL != prev.URL && out.URL == MaskURL(prev.URL) {
+			out.URL = prev.URL
+		}
 	}
 	if err := restore("env", out.Env, penv); err != nil {
 		return nil, err
@@ -104,4 +112,38 @@ func (c *ServerConfig) Unmask(prev *ServerConfig) (*ServerConfig, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// credentialParam matches query parameter names that carry credentials.
+var credentialParam = regexp.MustCompile(`(?i)(token|key|secret|password|passwd|auth|signature|sig|credential)`)
+
+// MaskURL returns raw with the password of its userinfo and the values of
+// credential-like query parameters replaced by SecretMask. A string that
+// does not parse as a URL is returned as is.
+func MaskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.User == nil && u.RawQuery == "") {
+		return raw
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), SecretMask)
+		}
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		changed := false
+		for k := range q {
+			if credentialParam.MatchString(k) {
+				for i := range q[k] {
+					q[k][i] = SecretMask
+				}
+				changed = true
+			}
+		}
+		if changed {
+			u.RawQuery = q.Encode()
+		}
+	}
+	return u.String()
 }

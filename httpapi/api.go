@@ -6,6 +6,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -96,7 +98,44 @@ func New(o Options) http.Handler {
 			Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}})
 	})
 	mux.Handle("/", a.auth(protected))
-	return mux
+	// Browsers must not be able to drive the API from another site: a page
+	// could otherwise POST a server config (as text/plain, which needs no
+	// preflight) and make Switchboard run its command. Cross-origin requests
+	// that change state are refused, and so are requests that reach a
+	// loopback listener under a foreign Host name (DNS rebinding).
+	return rejectRebinding(http.NewCrossOriginProtection().Handler(mux))
+}
+
+// rejectRebinding refuses a request that arrived on a loopback address
+// under a Host name that is not a loopback name: a page on evil.example
+// whose name was rebound to 127.0.0.1.
+func rejectRebinding(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(local) && !isLoopbackHost(r.Host) {
+			writeJSON(w, http.StatusForbidden, ErrorBody{Error: ErrorInfo{Code: "forbidden_host",
+				Message: "requests to a loopback listener must name a loopback host (localhost, 127.0.0.1 or [::1])"}})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isLoopbackAddr(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+func isLoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // auth requires the bearer token, if one is configured. The comparison
@@ -122,21 +161,26 @@ func (a *api) auth(next http.Handler) http.Handler {
 
 // decode reads a JSON body of at most limit bytes into v, rejecting
 // unknown fields so that a typo ("comand") is an error, not a silent no-op.
+// The whole body is read first, so that the limit also counts what follows
+// the JSON value.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return fmt.Errorf("request body over %d bytes: %w", limit, err)
 		}
-		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%w: the request body is empty; send a JSON object", errBadRequest)
-		}
+		return fmt.Errorf("%w: reading the body: %v", errBadRequest, err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return fmt.Errorf("%w: the request body is empty; send a JSON object", errBadRequest)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: invalid JSON body: %v", errBadRequest, err)
 	}
-	if dec.More() {
+	if dec.More() || len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return fmt.Errorf("%w: trailing data after the JSON body", errBadRequest)
 	}
 	return nil

@@ -25,3 +25,6 @@ go vet ./...
 
 echo "== go test -race"
 go test -race -count=1 -timeout 15m ./...
+
+echo "== fuzz targets, 5 s each"
+./scripts/fuzz.sh 5

@@ -63,10 +63,10 @@ type schemaCache struct {
 	m  map[string]*jsonschema.Resolved // nil value: the schema could not be resolved
 }
 
-// validate checks that the catalog has the tool and that raw matches its
+// validate checks that the catalog has the tool and that args match its
 // input schema. A schema the validator cannot handle does not block calls:
 // the server validates too, and refusing a valid call would be worse.
-func (c catalog) validate(server, tool string, raw json.RawMessage) error {
+func (c catalog) validate(server, tool string, args map[string]any) error {
 	var t *mcp.Tool
 	for _, ct := range c.tools {
 		if ct.Name == tool {
@@ -81,11 +81,7 @@ func (c catalog) validate(server, tool string, raw json.RawMessage) error {
 	if rs == nil {
 		return nil
 	}
-	var v map[string]any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return &ArgumentError{Server: server, Tool: tool, Message: err.Error()}
-	}
-	if err := rs.Validate(v); err != nil {
+	if err := rs.Validate(args); err != nil {
 		field, msg := describeSchemaError(err)
 		return &ArgumentError{Server: server, Tool: tool, Field: field, Message: msg}
 	}

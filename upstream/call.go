@@ -355,7 +355,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 	if opts.MaxTotalTimeout == 0 {
 		opts.MaxTotalTimeout = time.Duration(s.maxTotalTimeout.Load())
 	}
-	raw, err := normalizeArgs(args)
+	raw, obj, err := normalizeArgs(args)
 	if err != nil {
 		return nil, &ArgumentError{Server: s.cfg.Name, Tool: name, Message: err.Error()}
 	}
@@ -399,7 +399,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			s.mu.Lock()
 			cat := s.catalog
 			s.mu.Unlock()
-			if err := cat.validate(s.cfg.Name, name, raw); err != nil {
+			if err := cat.validate(s.cfg.Name, name, obj); err != nil {
 				return nil, err
 			}
 		}
@@ -473,6 +473,11 @@ func (s *Session) callFailed(tool string, l *link, err error) error {
 		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
 			Message: "the server rejected the call: " + err.Error(), Err: err}
 	}
+	if l.oversized.Load() {
+		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,
+			Message: fmt.Sprintf("the server sent a message over the %d-byte limit (the result is too large); the connection was reset",
+				s.opts.MaxResultBytes+frameOverhead), Err: ErrResultTooLarge}
+	}
 	// The connection failed under the call. Name the real cause (the
 	// process's exit status, the closed stream) once the link knows it.
 	msg := describe(err)
@@ -496,9 +501,25 @@ func isSessionMissing(err error) bool {
 	return err != nil && (errors.Is(err, mcp.ErrSessionMissing) || strings.Contains(err.Error(), mcp.ErrSessionMissing.Error()))
 }
 
+// The go-sdk's JSON-RPC layer reports a connection that is shutting down
+// as wire errors with these codes ("client is closing", "server is
+// closing"), which are not answers from the server.
+const (
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+)
+
 func isConnectionError(err error) bool {
-	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, mcp.ErrSessionMissing)
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, mcp.ErrSessionMissing) {
+		return true
+	}
+	var coded interface{ ErrorCode() int64 }
+	if errors.As(err, &coded) {
+		c := coded.ErrorCode()
+		return c == codeClientClosing || c == codeServerClosing
+	}
+	return false
 }
 
 // checkResult enforces the result size cap and turns isError into a
@@ -544,13 +565,15 @@ func resultSize(res *mcp.CallToolResult) int {
 	return n
 }
 
-// normalizeArgs turns the caller's arguments into JSON: nil becomes {}, a
-// json.RawMessage or []byte is checked, anything else is marshalled.
-func normalizeArgs(args any) (json.RawMessage, error) {
+// normalizeArgs turns the caller's arguments into JSON and its decoded
+// object: nil becomes {}, a json.RawMessage or []byte is checked, anything
+// else is marshalled. The object is decoded once, here, for the schema
+// check.
+func normalizeArgs(args any) (json.RawMessage, map[string]any, error) {
 	var raw json.RawMessage
 	switch a := args.(type) {
 	case nil:
-		return json.RawMessage("{}"), nil
+		return json.RawMessage("{}"), map[string]any{}, nil
 	case json.RawMessage:
 		raw = a
 	case []byte:
@@ -558,21 +581,22 @@ func normalizeArgs(args any) (json.RawMessage, error) {
 	default:
 		b, err := json.Marshal(a)
 		if err != nil {
-			return nil, fmt.Errorf("arguments cannot be encoded as JSON: %w", err)
+			return nil, nil, fmt.Errorf("arguments cannot be encoded as JSON: %w", err)
 		}
 		raw = b
 	}
 	if len(raw) == 0 {
-		return json.RawMessage("{}"), nil
+		return json.RawMessage("{}"), map[string]any{}, nil
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, fmt.Errorf("arguments are not valid JSON: %w", err)
+		return nil, nil, fmt.Errorf("arguments are not valid JSON: %w", err)
 	}
-	if _, ok := v.(map[string]any); !ok {
-		return nil, fmt.Errorf("arguments must be a JSON object, not %s", jsonKind(v))
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("arguments must be a JSON object, not %s", jsonKind(v))
 	}
-	return raw, nil
+	return raw, obj, nil
 }
 
 func jsonKind(v any) string {

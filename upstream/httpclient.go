@@ -46,6 +46,9 @@ type roundTripper struct {
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && t.linkCtx.Err() != nil {
+		return streamRefused(req), nil
+	}
 	parent := req.Context()
 	sent, _ := parent.Value(sendRecordKey{}).(*sendRecord)
 	if sent != nil && req.Method == http.MethodPost {
@@ -89,6 +92,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err != nil {
 		release()
+		if req.Method == http.MethodGet && t.linkCtx.Err() != nil {
+			return streamRefused(req), nil
+		}
 		return nil, err
 	}
 	if resp.StatusCode >= 400 {
@@ -101,6 +107,22 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &lineTap{r: resp.Body, fn: t.onSSE, sse: true}
 	}
 	return resp, nil
+}
+
+// streamRefused answers an event-stream GET of a link that is closing. The
+// go-sdk retries a failed GET five times with growing delays, on a context
+// that nothing cancels while Connect is running, which would hold a
+// Shutdown for ten seconds; any HTTP answer ends its retries at once, and
+// 405 is the one it reads as "no stream here".
+func streamRefused(req *http.Request) *http.Response {
+	return &http.Response{
+		Status:     "405 Method Not Allowed",
+		StatusCode: http.StatusMethodNotAllowed,
+		Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{},
+		Body:    http.NoBody,
+		Request: req,
+	}
 }
 
 // releaseOnClose frees a request's context when its body is closed.

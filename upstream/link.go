@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +26,7 @@ type link struct {
 	catalog   catalog            // owned by the lifecycle goroutine
 
 	listChanged chan listKind // list_changed notifications, coalesced
+	oversized   atomic.Bool   // the server sent a stdio frame over the size cap
 	expired     chan struct{} // closed by expire: the server forgot the session
 	expireOnce  sync.Once
 
@@ -45,6 +47,19 @@ const (
 func newLink(t sb.Transport) *link {
 	return &link{transport: t, listChanged: make(chan listKind, 1), expired: make(chan struct{}),
 		done: make(chan struct{}), cancel: func() {}}
+}
+
+// alive reports whether the link can still carry a call: it has not ended
+// and the server has not forgotten its session.
+func (l *link) alive() bool {
+	select {
+	case <-l.done:
+		return false
+	case <-l.expired:
+		return false
+	default:
+		return true
+	}
 }
 
 // sessionGone reports whether the server is known to have forgotten the
@@ -215,21 +230,31 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 	go func() {
 		select {
 		case <-proc.exited:
-			cancel(errProcessExited)
+			// Let Connect fail with its own error first (the closed pipe,
+			// or the malformed JSON that made the go-sdk close it); cancel
+			// only if a grandchild holding stdout open keeps it waiting.
+			t := time.NewTimer(exitReapGrace)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				cancel(errProcessExited)
+			case <-hctx.Done():
+			}
 		case <-hctx.Done():
 		}
 	}()
-	cs, err := s.newClient(l).Connect(hctx, s.ioTransport(proc.stdout, proc.stdin), s.sessionOptions())
+	cs, err := s.newClient(l).Connect(hctx, s.ioTransport(l, proc.stdout, proc.stdin), s.sessionOptions())
 	cancel(nil)
 	if err != nil {
-		// Did it exit on its own, before we stop it below? A closed pipe is
-		// usually seen a moment before the exit is reaped, so give the
-		// reaper a moment unless the attempt simply ran out of time.
-		grace := exitReapGrace
-		if ctx.Err() != nil {
-			grace = 0
+		// Did it exit on its own, before we stop it below? Only a closed
+		// pipe says so; other errors (malformed JSON) make the go-sdk close
+		// the server's stdin, and the exit that follows is ours. A closed
+		// pipe is usually seen a moment before the exit is reaped, so give
+		// the reaper a moment.
+		exited := false
+		if isConnectionError(err) && ctx.Err() == nil {
+			exited = proc.waitExit(exitReapGrace)
 		}
-		exited := proc.waitExit(grace)
 		proc.stop()
 		switch {
 		case exited:
@@ -357,12 +382,15 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 }
 
 // ioTransport speaks newline-delimited JSON-RPC over r and w, with the
-// progress tap on r and frames bounded by the result size cap.
-func (s *Session) ioTransport(r io.ReadCloser, w io.WriteCloser) mcp.Transport {
+// progress tap on r and frames bounded by the result size cap. The go-sdk
+// ends the connection on an oversized frame without saying so in a way a
+// caller can test; the tap notes it on the link.
+func (s *Session) ioTransport(l *link, r io.ReadCloser, w io.WriteCloser) mcp.Transport {
+	limit := s.opts.MaxResultBytes + frameOverhead
 	return &mcp.IOTransport{
-		Reader:        &lineTap{r: r, fn: s.onWire},
+		Reader:        &lineTap{r: r, fn: s.onWire, maxLine: limit, onOversize: func() { l.oversized.Store(true) }},
 		Writer:        w,
-		MaxLineLength: s.opts.MaxResultBytes + frameOverhead,
+		MaxLineLength: limit,
 	}
 }
 
@@ -373,7 +401,7 @@ func (s *Session) dialCustom(ctx context.Context) (*link, *failure) {
 		return nil, fail(sb.PhaseConnect, "dial_failed", retryFast, err, "dialing: %v", err)
 	}
 	l := newLink(sb.TransportInProcess)
-	cs, err := s.newClient(l).Connect(ctx, s.ioTransport(rwc, rwc), s.sessionOptions())
+	cs, err := s.newClient(l).Connect(ctx, s.ioTransport(l, rwc, rwc), s.sessionOptions())
 	if err != nil {
 		rwc.Close()
 		return nil, fail(sb.PhaseInitialize, "initialize_failed", retryFast, err, "the MCP handshake failed: %s", describe(err))

@@ -18,7 +18,8 @@ const (
 // newline arrives. It is safe for concurrent use.
 type LogBuffer struct {
 	mu      sync.Mutex
-	lines   []string // ring of at most cap(lines) entries
+	max     int      // lines kept
+	lines   []string // ring of at most max entries, grown as lines arrive
 	next    int      // index of the oldest line once the ring is full
 	partial []byte
 	cut     bool // the partial line exceeded maxLogLineBytes
@@ -30,7 +31,7 @@ func NewLogBuffer(n int) *LogBuffer {
 	if n <= 0 {
 		n = DefaultLogLines
 	}
-	return &LogBuffer{lines: make([]string, 0, n)}
+	return &LogBuffer{max: n}
 }
 
 // Write adds p, splitting it into lines. It never fails.
@@ -73,7 +74,7 @@ func (b *LogBuffer) endLine() {
 		line += truncatedLineMark
 	}
 	b.partial, b.cut = b.partial[:0], false
-	if len(b.lines) < cap(b.lines) {
+	if len(b.lines) < b.max {
 		b.lines = append(b.lines, line)
 		return
 	}

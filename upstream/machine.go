@@ -112,13 +112,15 @@ func (m *machine) nextSlowDelay() time.Duration {
 	return m.p.jitter(d)
 }
 
-// connected records a successful connection.
+// connected records a successful connection. The retry budget and the
+// slow-retry delay are kept: a server that connects and then crashes at
+// once has not recovered, and only a connection that stays up (dropped,
+// StableAfter) resets them.
 func (m *machine) connected(now time.Time) {
 	m.status = sb.StatusConnected
 	m.err = nil
 	m.connectedSince = now
 	m.nextRetryAt = time.Time{}
-	m.slowDelay = 0
 	m.startupTimedOut = false
 }
 
@@ -130,6 +132,7 @@ func (m *machine) dropped(now time.Time, f *failure) (wait time.Duration, retry 
 	m.connectedSince = time.Time{}
 	if up >= m.p.stableAfter {
 		m.attempt = 0
+		m.slowDelay = 0
 	}
 	if m.viaReconnect && up < m.p.flapWindow {
 		return m.attemptFailed(now, f)

@@ -121,7 +121,7 @@ func TestMachineStableConnectionResetsBudget(t *testing.T) {
 	}
 }
 
-func TestMachineConnectedClearsErrorAndSlowDelay(t *testing.T) {
+func TestMachineConnectedClearsErrorButNotTheBackoff(t *testing.T) {
 	m := testMachine()
 	for range 5 {
 		m.attemptStarted()
@@ -129,8 +129,25 @@ func TestMachineConnectedClearsErrorAndSlowDelay(t *testing.T) {
 	}
 	m.attemptStarted()
 	m.connected(t0)
-	if m.err != nil || m.slowDelay != 0 || !m.nextRetryAt.IsZero() || m.status != sb.StatusConnected {
+	if m.err != nil || !m.nextRetryAt.IsZero() || m.status != sb.StatusConnected {
 		t.Fatalf("connected left state behind: %+v", m)
+	}
+	// A server that connects and crashes at once keeps backing off: the
+	// slow retry goes on doubling (LangBot-style flat retries would spawn it
+	// twice a minute forever).
+	m.dropped(t0.Add(time.Second), dropCause) // transparent
+	m.attemptStarted()
+	m.connected(t0.Add(2 * time.Second))
+	w, _ := m.dropped(t0.Add(3*time.Second), dropCause) // flapping: counted
+	if w != 4*time.Minute {
+		t.Fatalf("slow retry after a crash-on-connect = %v, want 4m (doubling kept)", w)
+	}
+	// A connection that stays up resets it.
+	m.attemptStarted()
+	m.connected(t0.Add(time.Hour))
+	m.dropped(t0.Add(2*time.Hour), dropCause)
+	if m.slowDelay != 0 || m.attempt != 0 {
+		t.Fatalf("a stable connection did not reset the backoff: %+v", m)
 	}
 }
 

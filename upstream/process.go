@@ -31,6 +31,9 @@ const (
 	sigkillWait     = time.Second
 )
 
+// stderrBufferSize is the read buffer of a server's stderr.
+const stderrBufferSize = 2048
+
 // process is a running stdio server: the child in its own process group,
 // with pipes Switchboard owns.
 //
@@ -116,7 +119,9 @@ func startProcess(cfg *sb.ServerConfig, logs io.Writer) (*process, *failure) {
 	go func() {
 		defer close(p.stderrDone)
 		defer errR.Close()
-		io.Copy(logs, errR)
+		// A small buffer: an idle server's stderr reader should not hold
+		// io.Copy's 32 KiB for the session's whole life.
+		io.CopyBuffer(logs, struct{ io.Reader }{errR}, make([]byte, stderrBufferSize))
 		if f, ok := logs.(interface{ Flush() }); ok {
 			f.Flush()
 		}

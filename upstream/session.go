@@ -398,10 +398,14 @@ func (s *Session) current(ctx context.Context, not *link) (*link, error) {
 		status, l, e, ch := s.m.status, s.link, s.m.err, s.changed
 		s.mu.Unlock()
 		switch {
-		case status == sb.StatusConnected && l != nil && l != not:
+		case status == sb.StatusConnected && l != nil && l != not && l.alive():
 			return l, nil
 		case status == sb.StatusError:
 			return nil, s.asError(e)
+		case status == sb.StatusConnected:
+			// The link has died (or the server forgot it) and the lifecycle
+			// goroutine has not yet said so: wait for the replacement rather
+			// than send a call that cannot arrive.
 		case status == sb.StatusDisabled:
 			select {
 			case <-s.done:

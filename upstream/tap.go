@@ -29,12 +29,17 @@ var progressMethod = []byte(`"notifications/progress"`)
 // completed the line returns. With sse set, the stream is server-sent
 // events: fn receives the data of each event.
 type lineTap struct {
-	r    io.ReadCloser
-	fn   func(msg []byte)
-	sse  bool
-	line []byte // the current line, when it spans reads
-	skip bool   // the current line exceeded maxTapLine
-	data []byte // sse: data lines of the current event
+	r   io.ReadCloser
+	fn  func(msg []byte)
+	sse bool
+	// maxLine, if set, is the go-sdk's limit on one line; onOversize is
+	// called once when a line reaches it.
+	maxLine    int
+	onOversize func()
+	lineLen    int    // bytes of the current line so far
+	line       []byte // the current line, when it spans reads
+	skip       bool   // the current line exceeded maxTapLine
+	data       []byte // sse: data lines of the current event
 }
 
 func (t *lineTap) Read(p []byte) (int, error) {
@@ -49,9 +54,12 @@ func (t *lineTap) scan(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
+			t.count(len(b))
 			t.hold(b)
 			return
 		}
+		t.count(i)
+		t.lineLen = 0
 		if len(t.line) == 0 && !t.skip {
 			t.onLine(b[:i]) // the common case: a whole line in one read, no copy
 		} else {
@@ -62,6 +70,21 @@ func (t *lineTap) scan(b []byte) {
 		}
 		t.line, t.skip = t.line[:0], false
 		b = b[i+1:]
+	}
+}
+
+// count adds n bytes to the current line's length and reports a line that
+// has outgrown maxLine, once.
+func (t *lineTap) count(n int) {
+	if t.maxLine <= 0 {
+		return
+	}
+	before := t.lineLen
+	t.lineLen += n
+	// The go-sdk's own limit stops reading at exactly maxLine bytes, so a
+	// line that reaches it without ending is the oversized one.
+	if before < t.maxLine && t.lineLen >= t.maxLine && t.onOversize != nil {
+		t.onOversize()
 	}
 }
 

@@ -120,7 +120,9 @@ func moduleRoot() (string, error) {
 func Command(tb testing.TB, args ...string) *exec.Cmd {
 	tb.Helper()
 	cmd := exec.Command(Binary(tb), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a test binary that crashes (no Cleanup runs) must not
+	// leave servers behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = pipeDrainDelay
 	tb.Cleanup(func() {
 		if cmd.Process != nil {
@@ -151,7 +153,9 @@ func StartHTTP(tb testing.TB, args ...string) *Process {
 	argv := append([]string{"-transport", "http", "-listen", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(Binary(tb), argv...)
 	// A process group of its own lets Kill reach the grandchildren too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a test binary that crashes (no Cleanup runs) must not
+	// leave servers behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = pipeDrainDelay
 
 	listening := make(chan string, 1)

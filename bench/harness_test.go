@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+)
+
+func TestMain(m *testing.M) {
+	MaybeRunChild() // the stdio floor server is this test binary, re-executed
+	code := m.Run()
+	testserver.RemoveBinary()
+	os.Exit(code)
+}
+
+// testLog is an io.Writer that passes each progress line to t.Log.
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestHarnessQuick runs every scenario of the harness in a tiny
+// configuration and checks that each one produced figures, that every call
+// succeeded and that nothing was left running. It asserts nothing about
+// how fast anything was.
+func TestHarnessQuick(t *testing.T) {
+	cfg := QuickConfig(testserver.Binary(t))
+	cfg.Calls, cfg.ConcurrentCalls, cfg.Warmup, cfg.ProfileCalls = 32, 32, 8, 16
+	cfg.Log = testLog{t}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if got := len(rep.Overhead); got != 4 {
+		t.Errorf("overhead: %d results, want 4 (2 transports × 2 modes)", got)
+	}
+	for _, o := range rep.Overhead {
+		for _, side := range allSides {
+			ss := o.Samples[side]
+			if len(ss) != cfg.Reps {
+				t.Errorf("overhead %s %s %s: %d samples, want %d", o.Transport, o.Mode, side, len(ss), cfg.Reps)
+			}
+			for _, s := range ss {
+				if s.Calls == 0 || s.Errors != 0 || !finitePositive(s.CallsPerSec()) || s.P99 <= 0 || s.BytesPerCall <= 0 {
+					t.Errorf("overhead %s %s %s: sample without figures or with errors: %+v", o.Transport, o.Mode, side, s)
+				}
+			}
+		}
+		if row, ok := o.Row(SideSession); !ok || math.IsNaN(row.VsDirect.Median) || math.IsNaN(row.VsFloor.Median) {
+			t.Errorf("overhead %s %s: no ratios for %s: %+v", o.Transport, o.Mode, SideSession, row)
+		}
+	}
+	if got := len(rep.Profiles); got != 8 {
+		t.Errorf("alloc profiles: %d, want 8 (2 transports × 4 sides)", got)
+	}
+	for _, p := range rep.Profiles {
+		if p.BytesPerCall <= 0 || len(p.Owners) == 0 || len(p.Sites) == 0 {
+			t.Errorf("alloc profile %s %s is empty: %+v", p.Transport, p.Side, p)
+		}
+		if p.Side == SideDirect && p.Owner(OwnerSDKUnmarshal).Bytes <= 0 {
+			t.Errorf("alloc profile %s %s charges nothing to the SDK's internal/json.Unmarshal: %+v", p.Transport, p.Side, p.Owners)
+		}
+	}
+
+	rc := rep.Recovery
+	switch {
+	case rc == nil:
+		t.Error("recovery: no result")
+	case rc.Iterations != cfg.RecoveryIters || len(rc.Detect) != rc.Iterations || len(rc.Reconnect) != rc.Iterations ||
+		len(rc.CallFail) != rc.Iterations || len(rc.Baseline) != cfg.RecoveryIters:
+		t.Errorf("recovery: incomplete: %+v", rc)
+	case rc.CallErrors["ErrConnectionLost"] != rc.Iterations:
+		t.Errorf("recovery: the in-flight call failed with %v, want ErrConnectionLost every time", rc.CallErrors)
+	}
+
+	if got := len(rep.Slow); got != 4 {
+		t.Errorf("slow tools: %d results, want 4 (2 transports × 2 sides)", got)
+	}
+	for _, s := range rep.Slow {
+		if len(s.Runs) != cfg.SlowReps {
+			t.Errorf("slow tools %s %s: %d runs, want %d", s.Transport, s.Side, len(s.Runs), cfg.SlowReps)
+		}
+		for _, run := range s.Runs {
+			if run.Calls == 0 || run.Errors != 0 || run.PeakGoroutines == 0 || run.PeakHeap == 0 {
+				t.Errorf("slow tools %s %s: run without figures or with errors: %+v", s.Transport, s.Side, run)
+			}
+		}
+	}
+
+	if got := len(rep.Scale); got != 2 {
+		t.Errorf("scale: %d results, want 2 (stdio, streamable-http)", got)
+	}
+	for _, sc := range rep.Scale {
+		if sc.Connected != sc.Sessions || sc.After.RSS == 0 || sc.ConnectTime <= 0 {
+			t.Errorf("scale %s: %d of %d connected (%s), RSS %d", sc.Kind, sc.Connected, sc.Sessions, sc.FirstError, sc.After.RSS)
+		}
+		if sc.ChildrenLeft != 0 || sc.GroupsLeft != 0 {
+			t.Errorf("scale %s: %d child processes and %d process groups left after shutdown", sc.Kind, sc.ChildrenLeft, sc.GroupsLeft)
+		}
+	}
+	if left := childPIDs(); len(left) > 0 {
+		t.Errorf("child processes left after the run: %v", left)
+	}
+
+	if len(rep.Targets()) == 0 {
+		t.Error("no targets judged")
+	}
+	md := rep.Markdown()
+	for _, want := range []string{"### Targets", "### 1. Library overhead", "### 2. Where the allocations go",
+		"### 3. Recovery", "### 4. Slow tools", "### 5. Many idle sessions"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+}
+
+func finitePositive(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
