@@ -4,10 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/pgtest"
 	"github.com/switchboard-mcp/switchboard/internal/proc"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/metrics"
@@ -76,50 +73,14 @@ type env struct {
 }
 
 // backends returns the databases to run a test against: SQLite always,
-// PostgreSQL when the test command started one.
+// and PostgreSQL (a fresh database per test, on the server the test
+// command starts; without one, skipped on a developer's machine and failed
+// in CI).
 func backends(t *testing.T) map[string]func(t *testing.T) string {
-	b := map[string]func(t *testing.T) string{
-		"sqlite": func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "sb.db") },
+	return map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "sb.db") },
+		"postgres": func(t *testing.T) string { return pgtest.NewDatabase(t) },
 	}
-	admin := os.Getenv("SWITCHBOARD_TEST_POSTGRES")
-	if admin == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SWITCHBOARD_TEST_POSTGRES is not set; scripts/start-postgres.sh should have set it")
-		}
-		t.Log("PostgreSQL not available (SWITCHBOARD_TEST_POSTGRES unset): testing SQLite only")
-		return b
-	}
-	b["postgres"] = func(t *testing.T) string { return freshPostgres(t, admin) }
-	return b
-}
-
-// freshPostgres creates a database for one test and drops it afterwards.
-func freshPostgres(t *testing.T, admin string) string {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		t.Fatalf("connecting to PostgreSQL: %v", err)
-	}
-	defer conn.Close(ctx)
-	rb := make([]byte, 6)
-	rand.Read(rb)
-	name := "sbtest_" + hex.EncodeToString(rb)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			return
-		}
-		defer c.Close(ctx)
-		c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	})
-	cfg, err := pgx.ParseConfig(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
 }
 
 func newEnv(t *testing.T, dsn, token string) *env {

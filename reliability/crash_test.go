@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,9 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/pgtest"
 	"github.com/switchboard-mcp/switchboard/store"
 )
 
@@ -72,7 +70,7 @@ func TestCrashSafetySQLite(t *testing.T) {
 // TestCrashSafetyPostgres is the same on a fresh PostgreSQL database.
 func TestCrashSafetyPostgres(t *testing.T) {
 	t.Parallel()
-	dsn := newPostgresDatabase(t)
+	dsn := pgtest.NewDatabase(t)
 	crashSafety(t, "crash_postgres", dsn, func(ctx context.Context) (sb.Store, error) { return store.Open(ctx, dsn) })
 }
 
@@ -307,54 +305,4 @@ func listServers(t *testing.T, client *http.Client, d *daemon) map[string]*sb.Se
 		t.Errorf("GET /api/v1/servers is not ordered by name")
 	}
 	return out
-}
-
-// pgEnv names the URL of a PostgreSQL server on which tests may create and
-// drop databases; scripts/start-postgres.sh starts one and sets it. (The
-// same contract as store/internal/pgtest, which this package cannot import.)
-const pgEnv = "SWITCHBOARD_TEST_POSTGRES"
-
-// newPostgresDatabase creates an empty database with a random name on the
-// test server, drops it when t ends, and returns its URL. Without a server
-// the test is skipped on a developer's machine but fails in CI (env CI
-// set), where a skip would hide that PostgreSQL was never tested.
-func newPostgresDatabase(t *testing.T) string {
-	t.Helper()
-	admin := os.Getenv(pgEnv)
-	if admin == "" {
-		const msg = pgEnv + " is not set"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg + "; scripts/test.sh sets it (source scripts/start-postgres.sh)")
-		}
-		t.Skip(msg + " (source scripts/start-postgres.sh to run the PostgreSQL tests)")
-	}
-	ctx := context.Background()
-	name := fmt.Sprintf("switchboard_reliability_%016x", rand.Uint64())
-	ident := pgx.Identifier{name}.Sanitize()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", pgEnv, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		// FORCE: the killed serve's connections may linger a moment.
-		if _, err := conn.Exec(ctx, "DROP DATABASE "+ident+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(admin)
-	if err != nil || !strings.Contains(admin, "://") {
-		t.Fatalf("%s must be a postgres:// URL (store.Open accepts no other form): %q", pgEnv, admin)
-	}
-	u.Path = "/" + name
-	return u.String()
 }

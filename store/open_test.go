@@ -10,7 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchboard-mcp/switchboard"
-	"github.com/switchboard-mcp/switchboard/store/internal/pgtest"
+	"github.com/switchboard-mcp/switchboard/internal/pgtest"
 	"github.com/switchboard-mcp/switchboard/store/postgres"
 	"github.com/switchboard-mcp/switchboard/store/sqlite"
 )

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchboard-mcp/switchboard"
-	"github.com/switchboard-mcp/switchboard/store/internal/pgtest"
+	"github.com/switchboard-mcp/switchboard/internal/pgtest"
 	"github.com/switchboard-mcp/switchboard/store/storetest"
 )
 
