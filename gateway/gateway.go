@@ -134,6 +134,11 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 			switch ev.Reason {
 			case sb.ReasonStarting:
 				// Nothing changed that a client can see.
+			case registry.ReasonDeleted:
+				g.syncServer(ev.Server)
+				g.mu.Lock()
+				delete(g.per, ev.Server) // its clients get 404 from now on
+				g.mu.Unlock()
 			default:
 				g.syncServer(ev.Server)
 			}
