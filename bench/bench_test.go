@@ -2,10 +2,24 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/executor"
+	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/httpapi"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/metrics"
+	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/store/sqlite"
 )
 
 // benchSides names the sides in benchmark names.
@@ -77,4 +91,99 @@ func BenchmarkEchoParallel(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkEndpointInProcess is the endpoint scenario in one process, for
+// CPU profiles: a go-sdk client calling echo over Streamable HTTP on
+// loopback, directly at the in-process testserver's handler ("direct"), or
+// through Switchboard wired as `switchboard serve` wires it (registry,
+// metrics, executor, gateway, HTTP API) at /mcp as up__echo ("gateway").
+// The difference between the two profiles is Switchboard's work:
+//
+//	go test -run='^$' -bench='EndpointInProcess/direct/1KiB' -benchtime=3000x -cpuprofile=direct.out ./bench/
+//	go test -run='^$' -bench='EndpointInProcess/gateway/1KiB' -benchtime=3000x -cpuprofile=gateway.out ./bench/
+//	go tool pprof -top -diff_base=direct.out gateway.out
+func BenchmarkEndpointInProcess(b *testing.B) {
+	for _, path := range []string{"direct", "gateway"} {
+		for _, size := range []int{1 << 10, 32 << 10} {
+			b.Run(fmt.Sprintf("%s/%dKiB", path, size>>10), func(b *testing.B) {
+				url, tool := endpointInProcess(b, path == "gateway")
+				hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+				b.Cleanup(hc.CloseIdleConnections)
+				ctx := context.Background()
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench-endpoint"}, nil).
+					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc},
+						&mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { cs.Close() })
+				text := payloadText(size)
+				args := map[string]any{"text": text}
+				b.ReportAllocs()
+				for b.Loop() {
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+					if err == nil {
+						err = checkText(res, text)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// endpointInProcess serves the in-process testserver over Streamable HTTP
+// and, if through, Switchboard in front of it, both on loopback; it
+// returns the endpoint and the echo tool's name there.
+func endpointInProcess(b *testing.B, through bool) (url, tool string) {
+	b.Helper()
+	srv, err := testserver.NewInProcess(testserver.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	upstream := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	b.Cleanup(upstream.Close)
+	if !through {
+		return upstream.URL, "echo"
+	}
+
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "switchboard.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := registry.New(st, &registry.Options{Logger: discardLogger})
+	m := metrics.New(reg)
+	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
+	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: discardLogger})
+	api := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Logger: discardLogger, MCP: gw.Handler()}))
+	b.Cleanup(func() { // in reverse order of the above
+		api.Close()
+		gw.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = reg.Shutdown(sctx)
+		st.Close()
+	})
+	if err := reg.Load(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := reg.Create(ctx, &sb.ServerConfig{Name: endpointServer, Transport: sb.TransportStreamableHTTP,
+		URL: upstream.URL, ProtocolVersion: pinnedProtocol}); err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		v, err := reg.Get(endpointServer)
+		if err == nil && v.Runtime.Status == sb.StatusConnected {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s not connected within 30s: %+v (%v)", endpointServer, v.Runtime, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return api.URL + "/mcp", endpointServer + "__echo"
 }

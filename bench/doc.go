@@ -1,8 +1,12 @@
-// Package bench measures Switchboard's library: the overhead of a tool call
-// through upstream.Session.CallTool and executor.Execute against a direct
-// go-sdk client and against a hand-written JSON-RPC floor, the allocations
-// behind it, recovery from a killed stdio server, throughput under slow
-// tools, and the memory of many idle sessions.
+// Package bench measures Switchboard: the overhead of a tool call through
+// upstream.Session.CallTool and executor.Execute against a direct go-sdk
+// client and against a hand-written JSON-RPC floor, the allocations behind
+// it, recovery from a killed stdio server, throughput under slow tools,
+// the memory of many idle sessions; and the daemon, `switchboard serve`
+// run as the built binary: what its /mcp endpoint adds to a call against
+// the same client calling the upstream directly (scenario "endpoint"), and
+// its start-up, memory and shutdown with 1,000 stdio or 2,000 remote
+// servers (scenario "daemon-scale").
 //
 // Run everything and print the results as markdown with
 //

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -155,36 +156,117 @@ func openFDs() int {
 
 // childPIDs lists the live processes whose parent is this process
 // (zombies included: a zombie is a child not reaped).
-func childPIDs() []int {
-	self := os.Getpid()
+func childPIDs() []int { return childrenOf(os.Getpid()) }
+
+// childrenOf lists the processes whose parent is parent, zombies included.
+func childrenOf(parent int) []int {
+	var out []int
+	for _, pid := range allPIDs() {
+		if _, ppid, ok := procStat(pid); ok && ppid == parent {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// procsRunning lists the processes, zombies excluded, whose executable is
+// path, leaving out the pids in except.
+func procsRunning(path string, except ...int) []int {
+	var out []int
+	for _, pid := range allPIDs() {
+		if slices.Contains(except, pid) {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || strings.TrimSuffix(exe, " (deleted)") != path {
+			continue
+		}
+		if state, _, ok := procStat(pid); ok && state != 'Z' && state != 'X' {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// allPIDs lists the process ids in /proc.
+func allPIDs() []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
 	var out []int
 	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The command name (field 2) is in parentheses and may contain
-		// spaces; the fields after the last ')' are state, ppid, ...
-		i := bytes.LastIndexByte(data, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(data[i+1:]))
-		if len(fields) > 1 {
-			if ppid, err := strconv.Atoi(fields[1]); err == nil && ppid == self {
-				out = append(out, pid)
-			}
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// procStat returns the state and the parent of process pid, from
+// /proc/PID/stat.
+func procStat(pid int) (state byte, ppid int, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name (field 2) is in parentheses and may contain
+	// spaces; the fields after the last ')' are state, ppid, ...
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 2 || len(fields[0]) != 1 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	return fields[0][0], ppid, err == nil
+}
+
+// procCPU returns the CPU time process pid has run for, summed over its
+// threads (the first field of each /proc/PID/task/TID/schedstat, in
+// nanoseconds); 0 if it cannot be read. Threads that have exited are not
+// counted; Go programs rarely end threads.
+func procCPU(pid int) time.Duration {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(data))
+		if len(fields) == 0 {
+			continue
+		}
+		if ns, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
+			total += time.Duration(ns)
+		}
+	}
+	return total
+}
+
+// selfCPU returns the user and system CPU time this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// countFDs counts the open file descriptors of process pid.
+func countFDs(pid int) int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return -1
+	}
+	return len(ents)
 }
 
 // groupAlive reports whether any process is left in process group pgid.
@@ -204,6 +286,18 @@ func killGroup(pgid int) {
 // testserver) into a new temporary directory with "go build", run in the
 // module that holds the working directory. The caller removes dir.
 func BuildTestserver() (path, dir string, err error) {
+	return buildCommand("./internal/testserver/cmd/testserver", "testserver")
+}
+
+// BuildSwitchboard builds the switchboard binary (./cmd/switchboard), for
+// the endpoint and daemon-scale scenarios, as BuildTestserver does.
+func BuildSwitchboard() (path, dir string, err error) {
+	return buildCommand("./cmd/switchboard", "switchboard")
+}
+
+// buildCommand builds the main package pkg of this module as dir/name in a
+// new temporary directory dir.
+func buildCommand(pkg, name string) (path, dir string, err error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", "", fmt.Errorf("go env GOMOD: %w", err)
@@ -216,12 +310,12 @@ func BuildTestserver() (path, dir string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	path = filepath.Join(dir, "testserver")
-	cmd := exec.Command("go", "build", "-o", path, "./internal/testserver/cmd/testserver")
+	path = filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", path, pkg)
 	cmd.Dir = filepath.Dir(gomod)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.RemoveAll(dir)
-		return "", "", fmt.Errorf("go build testserver: %v\n%s", err, out)
+		return "", "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return path, dir, nil
 }

@@ -33,6 +33,12 @@ func (w testLog) Write(p []byte) (int, error) {
 func TestHarnessQuick(t *testing.T) {
 	cfg := QuickConfig(testserver.Binary(t))
 	cfg.Calls, cfg.ConcurrentCalls, cfg.Warmup, cfg.ProfileCalls = 32, 32, 8, 16
+	sbBin, sbDir, err := BuildSwitchboard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sbDir)
+	cfg.Switchboard = sbBin
 	cfg.Log = testLog{t}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -109,8 +115,13 @@ func TestHarnessQuick(t *testing.T) {
 			t.Errorf("scale %s: %d child processes and %d process groups left after shutdown", sc.Kind, sc.ChildrenLeft, sc.GroupsLeft)
 		}
 	}
+	checkEndpoint(t, &cfg, rep)
+	checkDaemon(t, &cfg, rep)
 	if left := childPIDs(); len(left) > 0 {
 		t.Errorf("child processes left after the run: %v", left)
+	}
+	if left := procsRunning(cfg.Testserver); len(left) > 0 {
+		t.Errorf("testserver processes left after the run: %v", left)
 	}
 
 	if len(rep.Targets()) == 0 {
@@ -118,9 +129,67 @@ func TestHarnessQuick(t *testing.T) {
 	}
 	md := rep.Markdown()
 	for _, want := range []string{"### Targets", "### 1. Library overhead", "### 2. Where the allocations go",
-		"### 3. Recovery", "### 4. Slow tools", "### 5. Many idle sessions"} {
+		"### 3. Recovery", "### 4. Slow tools", "### 5. Many idle sessions", "### 6. Endpoint overhead", "### 7. The daemon"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
+		}
+	}
+}
+
+// checkEndpoint checks that the endpoint scenario measured every side,
+// payload and mode, without errors, the daemon working on the Switchboard
+// sides only.
+func checkEndpoint(t *testing.T, cfg *Config, rep *Report) {
+	t.Helper()
+	if got, want := len(rep.Endpoint), 2*len(cfg.EndpointPayloads); got != want {
+		t.Errorf("endpoint: %d results, want %d (2 modes × %d payloads)", got, want, len(cfg.EndpointPayloads))
+	}
+	if rep.EndpointInfo == nil || rep.EndpointInfo.UpstreamProtocol != pinnedProtocol {
+		t.Errorf("endpoint: upstream session info %+v, want protocol %s", rep.EndpointInfo, pinnedProtocol)
+	}
+	for _, o := range rep.Endpoint {
+		for _, side := range endpointSides {
+			ss := o.Samples[side]
+			if len(ss) != cfg.EndpointReps {
+				t.Errorf("endpoint %d B %s %s: %d samples, want %d", o.Payload, o.Mode, side, len(ss), cfg.EndpointReps)
+			}
+			for _, s := range ss {
+				if s.Calls == 0 || s.Errors != 0 || !finitePositive(s.CallsPerSec()) || s.P99 <= 0 || s.UpstreamCPU <= 0 {
+					t.Errorf("endpoint %d B %s %s: sample without figures or with errors: %+v", o.Payload, o.Mode, side, s)
+				}
+				// Direct, the daemon only idles; through it, it works.
+				if through := side != SideDirect; through != (s.DaemonCPU > s.UpstreamCPU/10) {
+					t.Errorf("endpoint %d B %s %s: the daemon's CPU per call is %s (the testserver's %s)",
+						o.Payload, o.Mode, side, s.DaemonCPU, s.UpstreamCPU)
+				}
+			}
+		}
+		if row, ok := o.Row(SideGateway); !ok || math.IsNaN(row.AddedP50.Median) || math.IsNaN(row.VsDirect.Median) {
+			t.Errorf("endpoint %d B %s: no paired figures for %s: %+v", o.Payload, o.Mode, SideGateway, row)
+		}
+	}
+}
+
+// checkDaemon checks that every daemon of the daemon-scale scenario
+// connected all its servers, was measured, exited 0 on SIGTERM and left no
+// server process behind.
+func checkDaemon(t *testing.T, cfg *Config, rep *Report) {
+	t.Helper()
+	if got, want := len(rep.Daemon), 3*cfg.DaemonReps; got != want {
+		t.Errorf("daemon-scale: %d results, want %d (3 kinds × %d repetitions)", got, want, cfg.DaemonReps)
+	}
+	for _, d := range rep.Daemon {
+		if d.Connected != d.Servers || len(d.RSS) != cfg.DaemonSamples || d.RSSMedian() <= 0 || d.AllStarted <= 0 ||
+			(d.Servers > 0 && d.PollConnected <= 0) {
+			t.Errorf("daemon-scale %s: %d of %d connected (%s), RSS %v, every server started at %s, poll %s",
+				d.Kind, d.Connected, d.Servers, d.FirstError, d.RSS, d.AllStarted, d.PollConnected)
+		}
+		if d.Kind == ScaleStdio && d.Children != d.Servers {
+			t.Errorf("daemon-scale %s: %d children, want %d", d.Kind, d.Children, d.Servers)
+		}
+		if !d.ExitedBySelf || d.ExitCode != 0 || d.Left != 0 {
+			t.Errorf("daemon-scale %s: SIGTERM: exited by itself %v, status %d, %d testserver processes left; log: %q",
+				d.Kind, d.ExitedBySelf, d.ExitCode, d.Left, d.Problems)
 		}
 	}
 }

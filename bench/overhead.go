@@ -29,6 +29,12 @@ type Sample struct {
 	// server's; over stdio only this process's (the client's).
 	AllocsPerCall float64 `json:"allocs_per_call"`
 	BytesPerCall  float64 `json:"bytes_per_call"`
+	// CPU time per call over the block, endpoint scenario only: this
+	// process's (the MCP clients'), the Switchboard daemon's and the
+	// upstream testserver's.
+	ClientCPU   time.Duration `json:"client_cpu,omitempty"`
+	DaemonCPU   time.Duration `json:"daemon_cpu,omitempty"`
+	UpstreamCPU time.Duration `json:"upstream_cpu,omitempty"`
 }
 
 // CallsPerSec is the block's throughput.
@@ -44,6 +50,14 @@ func (s Sample) CallsPerSec() float64 {
 // scratch space of at least calls entries, allocated by the caller so that
 // it is not counted.
 func measure(ctx context.Context, echo func(context.Context) error, calls, callers int, lat []time.Duration) Sample {
+	return measureProbe(ctx, echo, calls, callers, lat, nil)
+}
+
+// measureProbe is measure with a probe: if not nil, it is called just
+// before the first call, and the function it returns just after the last
+// call returned, with the block's sample to fill in.
+func measureProbe(ctx context.Context, echo func(context.Context) error, calls, callers int, lat []time.Duration,
+	probe func() func(*Sample)) Sample {
 	per := calls / callers
 	calls = per * callers
 	lat = lat[:calls]
@@ -51,6 +65,10 @@ func measure(ctx context.Context, echo func(context.Context) error, calls, calle
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	var probed func(*Sample)
+	if probe != nil {
+		probed = probe()
+	}
 	start := time.Now()
 	if callers == 1 {
 		for i := range lat {
@@ -77,17 +95,17 @@ func measure(ctx context.Context, echo func(context.Context) error, calls, calle
 		wg.Wait()
 	}
 	elapsed := time.Since(start)
+	var smp Sample
+	if probed != nil {
+		probed(&smp)
+	}
 	runtime.ReadMemStats(&m1)
 	slices.Sort(lat)
-	return Sample{
-		Calls:         calls,
-		Errors:        int(errs.Load()),
-		Elapsed:       elapsed,
-		P50:           durationQuantile(lat, 0.50),
-		P99:           durationQuantile(lat, 0.99),
-		AllocsPerCall: float64(m1.Mallocs-m0.Mallocs) / float64(calls),
-		BytesPerCall:  float64(m1.TotalAlloc-m0.TotalAlloc) / float64(calls),
-	}
+	smp.Calls, smp.Errors, smp.Elapsed = calls, int(errs.Load()), elapsed
+	smp.P50, smp.P99 = durationQuantile(lat, 0.50), durationQuantile(lat, 0.99)
+	smp.AllocsPerCall = float64(m1.Mallocs-m0.Mallocs) / float64(calls)
+	smp.BytesPerCall = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(calls)
+	return smp
 }
 
 // OverheadResult is every repetition of every side of one transport and
@@ -96,6 +114,7 @@ type OverheadResult struct {
 	Transport string              `json:"transport"`
 	Mode      string              `json:"mode"`
 	Callers   int                 `json:"callers"`
+	Payload   int                 `json:"payload,omitempty"` // bytes of echo text (endpoint scenario)
 	Sides     []string            `json:"sides"`
 	Samples   map[string][]Sample `json:"samples"` // by side, one per repetition
 }

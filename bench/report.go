@@ -91,7 +91,8 @@ func (r *Report) Targets() []Target {
 			Met:      per <= 100_000 && sc.Connected == sc.Sessions,
 		})
 	}
-	return out
+	out = append(out, r.endpointTargets()...)
+	return append(out, r.daemonTargets()...)
 }
 
 func durStat(ds []time.Duration) Stat {
@@ -406,6 +407,8 @@ func (r *Report) Markdown() string {
 			p("\n")
 		}
 	}
+	r.endpointMarkdown(&b)
+	r.daemonMarkdown(&b)
 	return b.String()
 }
 

@@ -17,16 +17,22 @@ const (
 	ScenarioRecovery = "recovery" // kill -9 of a stdio server
 	ScenarioSlow     = "slow"     // 200 callers of a 500 ms tool
 	ScenarioScale    = "scale"    // 1,000 stdio and 2,000 HTTP sessions
+	ScenarioEndpoint = "endpoint" // a client through the daemon's /mcp against the same client direct
+	ScenarioDaemon   = "daemon-scale"
 )
 
 // AllScenarios lists every scenario.
-var AllScenarios = []string{ScenarioOverhead, ScenarioRecovery, ScenarioSlow, ScenarioScale}
+var AllScenarios = []string{ScenarioOverhead, ScenarioRecovery, ScenarioSlow, ScenarioScale, ScenarioEndpoint, ScenarioDaemon}
 
 // Config sizes a run. FullConfig and QuickConfig are the two sizes the
 // driver offers.
 type Config struct {
 	// Testserver is the path of the testserver binary (see BuildTestserver).
 	Testserver string
+	// Switchboard is the path of the switchboard binary (see
+	// BuildSwitchboard); only the endpoint and daemon-scale scenarios need
+	// it.
+	Switchboard string
 	// Scenarios to run; empty means all.
 	Scenarios []string
 
@@ -56,16 +62,35 @@ type Config struct {
 
 	// StdioSessions and HTTPSessions are the sizes of the scale runs,
 	// started StartConcurrency at a time. ScaleProfileSessions more are
-	// started afterwards to attribute their memory; zero skips that.
+	// started afterwards to attribute their memory; zero skips that. The
+	// daemon-scale scenario puts as many servers in the daemon's database.
 	StdioSessions, HTTPSessions, StartConcurrency int
 	ScaleProfileSessions                          int
+
+	// EndpointPayloads are the sizes in bytes of the echo text of the
+	// endpoint scenario; it makes Calls and ConcurrentCalls calls per side
+	// and repetition, like the overhead scenario, EndpointReps times.
+	EndpointPayloads []int
+	EndpointReps     int
+
+	// DaemonReps repetitions of the daemon-scale scenario, each a daemon
+	// with no server, one with StdioSessions and one with HTTPSessions. A
+	// daemon's servers must connect within DaemonTimeout; the list is
+	// polled every DaemonPollEvery. Once they have, the daemon is left idle
+	// DaemonSettle, then its memory sampled DaemonSamples times,
+	// DaemonSampleEvery apart.
+	DaemonReps                      int
+	DaemonTimeout, DaemonPollEvery  time.Duration
+	DaemonSettle, DaemonSampleEvery time.Duration
+	DaemonSamples                   int
 
 	// Log, if set, receives a line per measurement as the run goes.
 	Log io.Writer `json:"-"`
 }
 
 // FullConfig is the configuration of a full run, as written up in
-// BENCHMARKS.md; reps overrides the overhead repetitions if positive.
+// BENCHMARKS.md; reps overrides the overhead and endpoint repetitions if
+// positive.
 func FullConfig(testserver string, reps int) Config {
 	c := Config{
 		Testserver:      testserver,
@@ -82,9 +107,13 @@ func FullConfig(testserver string, reps int) Config {
 		SlowReps:        3,
 		StdioSessions:   1000, HTTPSessions: 2000, StartConcurrency: 16,
 		ScaleProfileSessions: 100,
+		EndpointPayloads:     []int{1 << 10, 32 << 10}, EndpointReps: 5,
+		DaemonReps:    3,
+		DaemonTimeout: 5 * time.Minute, DaemonPollEvery: time.Second,
+		DaemonSettle: 2 * time.Second, DaemonSampleEvery: 300 * time.Millisecond, DaemonSamples: 10,
 	}
 	if reps > 0 {
-		c.Reps = reps
+		c.Reps, c.EndpointReps = reps, reps
 	}
 	return c
 }
@@ -107,6 +136,10 @@ func QuickConfig(testserver string) Config {
 		SlowReps:        1,
 		StdioSessions:   10, HTTPSessions: 10, StartConcurrency: 16,
 		ScaleProfileSessions: 5,
+		EndpointPayloads:     []int{1 << 10, 32 << 10}, EndpointReps: 1,
+		DaemonReps:    1,
+		DaemonTimeout: time.Minute, DaemonPollEvery: 100 * time.Millisecond,
+		DaemonSettle: 100 * time.Millisecond, DaemonSampleEvery: 50 * time.Millisecond, DaemonSamples: 3,
 	}
 }
 
@@ -118,6 +151,12 @@ func (c *Config) logf(format string, args ...any) {
 
 func (c *Config) wants(scenario string) bool {
 	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, scenario)
+}
+
+// NeedsSwitchboard reports whether the scenarios c runs need the
+// switchboard binary.
+func (c *Config) NeedsSwitchboard() bool {
+	return c.wants(ScenarioEndpoint) || c.wants(ScenarioDaemon)
 }
 
 func (c *Config) validate() error {
@@ -135,6 +174,18 @@ func (c *Config) validate() error {
 		return errors.New("recovery and slow-tool sizes must be positive")
 	case c.StdioSessions < 1, c.HTTPSessions < 1, c.StartConcurrency < 1, c.ScaleProfileSessions < 0:
 		return errors.New("scale sizes must be positive")
+	case c.NeedsSwitchboard() && c.Switchboard == "":
+		return errors.New("no switchboard binary (the endpoint and daemon-scale scenarios run it)")
+	case c.wants(ScenarioEndpoint) && (len(c.EndpointPayloads) == 0 || c.EndpointReps < 1):
+		return errors.New("no endpoint payload sizes or repetitions")
+	case c.wants(ScenarioDaemon) && (c.DaemonReps < 1 || c.DaemonSamples < 1 || c.DaemonTimeout <= 0 || c.DaemonPollEvery <= 0 ||
+		c.DaemonSettle < 0 || c.DaemonSampleEvery <= 0):
+		return errors.New("daemon-scale sizes must be positive")
+	}
+	for _, n := range c.EndpointPayloads {
+		if n < 1 {
+			return errors.New("endpoint payload sizes must be positive")
+		}
 	}
 	return nil
 }
@@ -149,6 +200,11 @@ type Report struct {
 	Recovery *RecoveryResult   `json:"recovery,omitempty"`
 	Slow     []*SlowResult     `json:"slow,omitempty"`
 	Scale    []*ScaleResult    `json:"scale,omitempty"`
+	// Endpoint is the endpoint scenario: one result per payload size and
+	// mode, with Payload set.
+	Endpoint     []*OverheadResult `json:"endpoint,omitempty"`
+	EndpointInfo *EndpointInfo     `json:"endpoint_info,omitempty"`
+	Daemon       []*DaemonResult   `json:"daemon,omitempty"`
 	// Load is the machine's 1-minute load average before and after each
 	// scenario: what else was running shows here.
 	Load []LoadSample `json:"load"`
@@ -189,7 +245,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	want := uint64(4*cfg.StdioSessions + 2*cfg.HTTPSessions + 1024)
 	nofile, err := RaiseNoFile(want)
 	rep.Env.NoFile = nofile
-	if err != nil && cfg.wants(ScenarioScale) {
+	if err != nil && (cfg.wants(ScenarioScale) || cfg.wants(ScenarioDaemon)) {
 		return nil, err
 	}
 	cfg.logf("RLIMIT_NOFILE: %s", nofile)
@@ -238,6 +294,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				return nil, err
 			}
 			rep.Scale = append(rep.Scale, r)
+		}
+		done()
+	}
+	if cfg.wants(ScenarioEndpoint) {
+		done := track(ScenarioEndpoint)
+		if rep.Endpoint, rep.EndpointInfo, err = runEndpoint(ctx, &cfg); err != nil {
+			return nil, err
+		}
+		done()
+	}
+	if cfg.wants(ScenarioDaemon) {
+		done := track(ScenarioDaemon)
+		if rep.Daemon, err = runDaemonScale(ctx, &cfg); err != nil {
+			return nil, err
 		}
 		done()
 	}

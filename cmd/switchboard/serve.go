@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -123,6 +124,9 @@ func serve(ctx context.Context, log *slog.Logger, listen, dsn, token string) err
 	go func() {
 		<-reg.Loaded()
 		log.Info("every server started", "servers", len(reg.Names()), "elapsed", time.Since(started).Round(time.Millisecond))
+		// Starting many servers leaves garbage the runtime would keep
+		// mapped for a long while; an idle daemon should not look that big.
+		debug.FreeOSMemory()
 	}()
 
 	// Streams (events, SSE calls) end with baseCtx, so that Shutdown does

@@ -1,17 +1,22 @@
 // Command sbbench runs Switchboard's benchmark harness (package bench) and
 // prints the results as markdown: library overhead against a direct go-sdk
 // client and a hand-written floor, allocation attribution, recovery from
-// kill -9, slow tools, and many idle sessions.
+// kill -9, slow tools, many idle sessions, and the daemon: the overhead of
+// its /mcp endpoint, and its start-up, memory and shutdown with thousands
+// of servers.
 //
 // Usage, from the repository root:
 //
 //	go run ./bench/cmd/sbbench                      # everything, several minutes
 //	go run ./bench/cmd/sbbench -quick               # a tiny run, seconds
 //	go run ./bench/cmd/sbbench -reps 7 -out results.md -run overhead,recovery
+//	go run ./bench/cmd/sbbench -run endpoint,daemon-scale -json r.json
 //	go run ./bench/cmd/sbbench -merge a.json,b.json  # pool earlier -json runs, run nothing
 //
 // Progress goes to stderr, the markdown to stdout (and -out). It builds the
-// testserver with "go build" unless -testserver names a binary.
+// testserver with "go build" unless -testserver names a binary, and the
+// switchboard binary (for endpoint and daemon-scale) unless -switchboard
+// does.
 package main
 
 import (
@@ -36,11 +41,14 @@ func main() {
 func run() int {
 	var (
 		quick      = flag.Bool("quick", false, "a tiny run of every scenario (seconds; the figures mean little)")
-		reps       = flag.Int("reps", 0, "repetitions of each overhead comparison (default 11; -quick: 1)")
+		reps       = flag.Int("reps", 0, "repetitions of each overhead and endpoint comparison (default 11 and 5; -quick: 1)")
+		daemonReps = flag.Int("daemon-reps", 0, "repetitions of the daemon-scale scenario (default 3; -quick: 1)")
+		daemonIdle = flag.Duration("daemon-idle", 0, "how long a daemon idles, once every server connected, before its memory is sampled (default 2s)")
 		out        = flag.String("out", "", "also write the markdown to `file`")
 		jsonOut    = flag.String("json", "", "write the raw results as JSON to `file`")
 		scenarios  = flag.String("run", "", "comma-separated `scenarios` to run: "+strings.Join(bench.AllScenarios, ",")+" (default all)")
 		testserver = flag.String("testserver", "", "testserver `binary` (default: go build ./internal/testserver/cmd/testserver)")
+		sbBinary   = flag.String("switchboard", "", "switchboard `binary` for endpoint and daemon-scale (default: go build ./cmd/switchboard)")
 		profileDir = flag.String("profile", "", "write pprof allocs profiles around each profiled block to `dir`")
 		quiet      = flag.Bool("quiet", false, "no progress lines on stderr")
 		merge      = flag.String("merge", "", "pool the comma-separated -json `files` of earlier runs into one report instead of running")
@@ -88,11 +96,27 @@ func run() int {
 	if *quick {
 		cfg = bench.QuickConfig(bin)
 		if *reps > 0 {
-			cfg.Reps = *reps
+			cfg.Reps, cfg.EndpointReps = *reps, *reps
 		}
+	}
+	if *daemonReps > 0 {
+		cfg.DaemonReps = *daemonReps
+	}
+	if *daemonIdle > 0 {
+		cfg.DaemonSettle = *daemonIdle
 	}
 	if *scenarios != "" {
 		cfg.Scenarios = strings.Split(*scenarios, ",")
+	}
+	cfg.Switchboard = *sbBinary
+	if cfg.Switchboard == "" && cfg.NeedsSwitchboard() {
+		path, dir, err := bench.BuildSwitchboard()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sbbench:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		cfg.Switchboard = path
 	}
 	if *profileDir != "" {
 		if err := os.MkdirAll(*profileDir, 0o755); err != nil {

@@ -1,0 +1,189 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// The sides of the endpoint scenario, besides SideDirect (a go-sdk client
+// calling the testserver's own Streamable HTTP endpoint).
+const (
+	SideGateway    = "Switchboard /mcp"        // the aggregated endpoint: tool <server>__echo
+	SideGatewayOne = "Switchboard /mcp/{name}" // one server passed through: tool echo
+)
+
+// endpointSides is the order the endpoint sides are set up and listed in.
+var endpointSides = []string{SideDirect, SideGateway, SideGatewayOne}
+
+// endpointServer is the name of the upstream server in the daemon.
+const endpointServer = "up"
+
+// EndpointInfo describes the set-up of the endpoint scenario.
+type EndpointInfo struct {
+	// UpstreamProtocol is what the daemon's session to the testserver
+	// negotiated; every client of the scenario pins pinnedProtocol.
+	UpstreamProtocol string `json:"upstream_protocol"`
+	// DaemonRSS is the daemon's VmRSS at the end of the scenario.
+	DaemonRSS uint64 `json:"daemon_rss"`
+}
+
+// runEndpoint measures a go-sdk client calling echo through the daemon's
+// MCP endpoint against the same client calling the testserver directly:
+// one testserver process serving Streamable HTTP, fronted by a `switchboard
+// serve` process (the built binary) as a streamable-http server. Every
+// payload size is measured sequentially and with cfg.Callers callers,
+// cfg.EndpointReps times, the sides interleaved in every repetition.
+func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *EndpointInfo, error) {
+	server, err := startHTTPServer(cfg.Testserver)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer server.stop()
+
+	dir, err := os.MkdirTemp("", "sbbench-endpoint-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	d, err := startDaemon(cfg.Switchboard, filepath.Join(dir, "switchboard.db"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer d.kill()
+	if _, err := d.waitAPI(ctx, 30*time.Second); err != nil {
+		return nil, nil, err
+	}
+	// The same process, through Switchboard, at the same protocol as the
+	// direct clients.
+	if err := d.addServer(ctx, &sb.ServerConfig{Name: endpointServer, Transport: sb.TransportStreamableHTTP,
+		URL: server.url, ProtocolVersion: pinnedProtocol}); err != nil {
+		return nil, nil, err
+	}
+	st, err := d.waitServerConnected(ctx, endpointServer, 30*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	info := &EndpointInfo{UpstreamProtocol: st.Runtime.ProtocolVersion}
+
+	type endpointSide struct {
+		name, url, tool string
+		cs              *mcp.ClientSession
+		hc              *http.Client
+	}
+	sides := []*endpointSide{
+		{name: SideDirect, url: server.url, tool: "echo"},
+		{name: SideGateway, url: d.url + "/mcp", tool: endpointServer + "__echo"},
+		{name: SideGatewayOne, url: d.url + "/mcp/" + endpointServer, tool: "echo"},
+	}
+	defer func() {
+		for _, s := range sides {
+			if s.cs != nil {
+				_ = s.cs.Close()
+			}
+			if s.hc != nil {
+				s.hc.CloseIdleConnections()
+			}
+		}
+	}()
+	for _, s := range sides {
+		// Each side its own connection pool, large enough for every
+		// caller to keep its connection (the default keeps 2 per host).
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 64
+		s.hc = &http.Client{Transport: tr}
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		s.cs, err = mcp.NewClient(&mcp.Implementation{Name: "bench-endpoint"}, nil).
+			Connect(cctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.hc},
+				&mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
+		cancel()
+		if err != nil {
+			return nil, nil, fmt.Errorf("endpoint %s: connecting to %s: %w", s.name, s.url, err)
+		}
+		if v := s.cs.InitializeResult().ProtocolVersion; v != pinnedProtocol {
+			return nil, nil, fmt.Errorf("endpoint %s: negotiated protocol %q, want %q", s.name, v, pinnedProtocol)
+		}
+	}
+
+	probe := func() func(*Sample) {
+		c0, d0, u0 := selfCPU(), procCPU(d.pid), procCPU(server.pid)
+		return func(smp *Sample) {
+			smp.ClientCPU, smp.DaemonCPU, smp.UpstreamCPU = selfCPU()-c0, procCPU(d.pid)-d0, procCPU(server.pid)-u0
+		}
+	}
+	modes := []struct {
+		mode           string
+		callers, calls int
+	}{
+		{Sequential, 1, cfg.Calls},
+		{Concurrent, cfg.Callers, cfg.ConcurrentCalls},
+	}
+	lat := make([]time.Duration, max(cfg.Calls, cfg.ConcurrentCalls))
+	var results []*OverheadResult
+	for _, size := range cfg.EndpointPayloads {
+		text := payloadText(size)
+		args := map[string]any{"text": text}
+		echo := make(map[string]func(context.Context) error, len(sides))
+		for _, s := range sides {
+			cs, tool := s.cs, s.tool
+			echo[s.name] = func(ctx context.Context) error {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+				if err != nil {
+					return err
+				}
+				return checkText(res, text)
+			}
+			if err := echo[s.name](ctx); err != nil { // qualification: the path answers correctly
+				return nil, nil, fmt.Errorf("endpoint %s, %d B: first call: %w", s.name, size, err)
+			}
+		}
+		for _, m := range modes {
+			res := &OverheadResult{Transport: "streamable-http", Mode: m.mode, Callers: m.callers, Payload: size,
+				Sides: endpointSides, Samples: map[string][]Sample{}}
+			results = append(results, res)
+			for rep := range cfg.EndpointReps {
+				for i := range sides {
+					s := sides[(i+rep)%len(sides)] // rotate the order every repetition
+					if err := ctx.Err(); err != nil {
+						return nil, nil, err
+					}
+					measure(ctx, echo[s.name], cfg.Warmup, m.callers, lat)
+					smp := measureProbe(ctx, echo[s.name], m.calls, m.callers, lat, probe)
+					n := time.Duration(max(1, smp.Calls))
+					smp.ClientCPU, smp.DaemonCPU, smp.UpstreamCPU = smp.ClientCPU/n, smp.DaemonCPU/n, smp.UpstreamCPU/n
+					res.Samples[s.name] = append(res.Samples[s.name], smp)
+					cfg.logf("endpoint %s %s rep %d/%d %-24s %7.0f calls/s p50 %6.0fµs p99 %6.0fµs CPU/call client %4.0fµs switchboard %4.0fµs testserver %4.0fµs errors %d",
+						fmtPayload(size), m.mode, rep+1, cfg.EndpointReps, s.name, smp.CallsPerSec(), micros(smp.P50), micros(smp.P99),
+						micros(smp.ClientCPU), micros(smp.DaemonCPU), micros(smp.UpstreamCPU), smp.Errors)
+				}
+			}
+		}
+	}
+	info.DaemonRSS = rssBytes(d.pid)
+
+	for _, s := range sides {
+		_ = s.cs.Close()
+		s.cs = nil
+	}
+	if took, clean := d.terminate(30 * time.Second); !clean {
+		return nil, nil, fmt.Errorf("endpoint: the daemon did not exit within %s of SIGTERM", took.Round(time.Millisecond))
+	}
+	return results, info, nil
+}
+
+// payloadText returns n bytes of text that JSON needs no escapes for.
+func payloadText(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[i%len(alphabet)]
+	}
+	return string(b)
+}
