@@ -19,8 +19,7 @@ import (
 func newCheckCommand() *cobra.Command {
 	var (
 		cfg            sb.ServerConfig
-		env, headers   []string
-		transport      string
+		sf             serverFlags
 		startupTimeout time.Duration
 		asJSON         bool
 		verbose        bool
@@ -38,21 +37,7 @@ leaves no process behind. The exit status is non-zero unless it connected.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Name = "check"
-			switch {
-			case cfg.Command != "" && cfg.URL != "":
-				return fmt.Errorf("give --command or --url, not both")
-			case cfg.Command != "":
-				cfg.Transport = sb.TransportStdio
-			case cfg.URL != "":
-				cfg.Transport = sb.Transport(transport)
-			default:
-				return fmt.Errorf("give --command (a stdio server) or --url (a remote server)")
-			}
-			var err error
-			if cfg.Env, err = parsePairs(env, "=", "--env"); err != nil {
-				return err
-			}
-			if cfg.Headers, err = parsePairs(headers, ":", "--header"); err != nil {
+			if err := sf.apply(cmd, &cfg); err != nil {
 				return err
 			}
 			cfg.StartupTimeoutMS = startupTimeout.Milliseconds()
@@ -69,14 +54,7 @@ leaves no process behind. The exit status is non-zero unless it connected.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Command, "command", "", "stdio server: the command to run (no shell)")
-	f.StringArrayVar(&cfg.Args, "arg", nil, "stdio server: one argument (repeat)")
-	f.StringArrayVar(&env, "env", nil, "stdio server: one environment variable K=V (repeat)")
-	f.StringVar(&cfg.Cwd, "cwd", "", "stdio server: working directory")
-	f.StringVar(&cfg.URL, "url", "", "remote server: the MCP endpoint URL")
-	f.StringArrayVar(&headers, "header", nil, `remote server: one header "K: V" (repeat)`)
-	f.StringVar(&transport, "transport", string(sb.TransportRemote), "remote server: remote, streamable-http or sse")
-	f.StringVar(&cfg.ProtocolVersion, "protocol", "", `protocol version to pin, e.g. "2025-11-25" (default: auto)`)
+	sf.register(f, &cfg, "")
 	f.DurationVar(&startupTimeout, "startup-timeout", 0, "how long to wait for the connection (default 120s stdio, 30s remote)")
 	f.BoolVar(&asJSON, "json", false, "print the runtime info as JSON")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every step of the session to stderr")

@@ -62,8 +62,7 @@ func withClient(cmd *cobra.Command, fn func(c *client) error) error {
 func newServerAddCommand() *cobra.Command {
 	var (
 		cfg                     sb.ServerConfig
-		env, headers            []string
-		transport               string
+		sf                      serverFlags
 		disabled                bool
 		startup, call, maxTotal time.Duration
 	)
@@ -84,24 +83,7 @@ one of them only (--transport streamable-http or sse).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Name = args[0]
-			switch {
-			case cfg.Command != "" && cfg.URL != "":
-				return fmt.Errorf("give --command or --url, not both")
-			case cfg.Command != "":
-				if cmd.Flags().Changed("transport") && transport != string(sb.TransportStdio) {
-					return fmt.Errorf("--transport %s is for --url servers; a --command server is stdio", transport)
-				}
-				cfg.Transport = sb.TransportStdio
-			case cfg.URL != "":
-				cfg.Transport = sb.Transport(transport)
-			default:
-				return fmt.Errorf("give --command (a stdio server) or --url (a remote server)")
-			}
-			var err error
-			if cfg.Env, err = parsePairs(env, "=", "--env"); err != nil {
-				return err
-			}
-			if cfg.Headers, err = parsePairs(headers, ":", "--header"); err != nil {
+			if err := sf.apply(cmd, &cfg); err != nil {
 				return err
 			}
 			for _, d := range []struct {
@@ -134,18 +116,11 @@ one of them only (--transport streamable-http or sse).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Command, "command", "", "stdio server: the command to run (no shell)")
-	f.StringArrayVar(&cfg.Args, "arg", nil, "stdio server: one argument (repeat)")
-	f.StringArrayVar(&env, "env", nil, "stdio server: one environment variable K=V (repeat; stored as a secret)")
-	f.StringVar(&cfg.Cwd, "cwd", "", "stdio server: working directory")
-	f.StringVar(&cfg.URL, "url", "", "remote server: the MCP endpoint URL")
-	f.StringArrayVar(&headers, "header", nil, `remote server: one header "K: V" (repeat; stored as a secret)`)
-	f.StringVar(&transport, "transport", string(sb.TransportRemote), "remote server: remote, streamable-http or sse")
+	sf.register(f, &cfg, "; stored as a secret")
 	f.BoolVar(&disabled, "disabled", false, "store the server without starting it")
 	f.DurationVar(&startup, "startup-timeout", 0, "how long one connection attempt may take (default 120s stdio, 30s remote)")
 	f.DurationVar(&call, "call-timeout", 0, "per-request timeout of a tool call (default 60s)")
 	f.DurationVar(&maxTotal, "max-total", 0, "hard cap on one tool call, progress included (default none)")
-	f.StringVar(&cfg.ProtocolVersion, "protocol", "", `protocol version to pin, e.g. "2025-11-25" (default: auto)`)
 	return cmd
 }
 
