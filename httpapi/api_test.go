@@ -42,24 +42,6 @@ func TestMain(m *testing.M) {
 	)
 }
 
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // env is a running API over a real database and real server processes.
 type env struct {
 	t     *testing.T
@@ -68,7 +50,7 @@ type env struct {
 	dsn   string
 	reg   *registry.Registry
 	store sb.Store
-	logs  *syncBuffer
+	logs  *testserver.Buffer
 	srv   *httptest.Server
 }
 
@@ -85,7 +67,7 @@ func backends(t *testing.T) map[string]func(t *testing.T) string {
 
 func newEnv(t *testing.T, dsn, token string) *env {
 	t.Helper()
-	e := &env{t: t, dsn: dsn, token: token, logs: &syncBuffer{}}
+	e := &env{t: t, dsn: dsn, token: token, logs: &testserver.Buffer{}}
 	e.start()
 	return e
 }

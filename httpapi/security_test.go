@@ -41,24 +41,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
-// secLog collects log output from many goroutines.
-type secLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *secLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *secLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type secOptions struct {
 	token   string
 	session upstream.Options
@@ -72,7 +54,7 @@ type secEnv struct {
 	url   string
 	token string
 	reg   *registry.Registry
-	logs  *secLog
+	logs  *testserver.Buffer
 }
 
 func newSecEnv(t *testing.T, o secOptions) *secEnv {
@@ -81,7 +63,7 @@ func newSecEnv(t *testing.T, o secOptions) *secEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &secLog{}
+	logs := &testserver.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sess := o.session
 	if sess.HealthInterval == 0 {

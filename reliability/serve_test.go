@@ -1,7 +1,6 @@
 package reliability
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
 
 // This file runs `switchboard serve` as a real process: built once per test
@@ -81,7 +82,7 @@ type daemon struct {
 	URL  string // http://127.0.0.1:PORT
 	PID  int    // also its process group
 	cmd  *exec.Cmd
-	errb *syncBuffer
+	errb *testserver.Buffer
 	done chan struct{} // closed once reaped
 }
 
@@ -103,7 +104,7 @@ func startServe(t *testing.T, dsn string) *daemon {
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 2 * time.Second
-	d := &daemon{cmd: cmd, errb: &syncBuffer{}, done: make(chan struct{})}
+	d := &daemon{cmd: cmd, errb: &testserver.Buffer{}, done: make(chan struct{})}
 	cmd.Stderr = d.errb
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting switchboard serve: %v", err)
@@ -151,23 +152,4 @@ func (d *daemon) stop(t *testing.T, timeout time.Duration) int {
 		t.Fatalf("switchboard serve did not stop within %v of SIGTERM; stderr:\n%s", timeout, d.errb.String())
 		return 0
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the writer (exec's copying
-// goroutine) and readers (the test).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -79,29 +79,11 @@ func cleanEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// lockedBuffer is a bytes.Buffer safe for a writer goroutine and readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // daemon is a running "switchboard serve".
 type daemon struct {
 	addr    string // http://127.0.0.1:PORT
 	cmd     *exec.Cmd
-	log     *lockedBuffer
+	log     *testserver.Buffer
 	done    chan struct{}
 	waitErr error
 
@@ -117,7 +99,7 @@ var serveAddrRE = regexp.MustCompile(`msg="switchboard serving" addr=(http://\S+
 func startServe(t *testing.T, args ...string) *daemon {
 	t.Helper()
 	argv := append([]string{"serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + filepath.Join(t.TempDir(), "sb.db")}, args...)
-	d := &daemon{cmd: exec.Command(sbBin, argv...), log: &lockedBuffer{}, done: make(chan struct{})}
+	d := &daemon{cmd: exec.Command(sbBin, argv...), log: &testserver.Buffer{}, done: make(chan struct{})}
 	d.cmd.Env = cleanEnv()
 	d.cmd.Stderr = d.log
 	d.cmd.Stdout = d.log

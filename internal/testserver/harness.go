@@ -139,8 +139,8 @@ type Process struct {
 	PID     int    // also the process group id
 
 	cmd    *exec.Cmd
-	stdout *lineBuffer
-	stderr *lineBuffer
+	stdout *Buffer
+	stderr *Buffer
 	done   chan struct{} // closed once the process has been reaped
 }
 
@@ -161,7 +161,7 @@ func StartHTTP(tb testing.TB, args ...string) *Process {
 	listening := make(chan string, 1)
 	p := &Process{
 		cmd: cmd,
-		stdout: &lineBuffer{onLine: func(line string) {
+		stdout: &Buffer{OnLine: func(line string) {
 			if url, ok := strings.CutPrefix(line, "LISTEN "); ok {
 				select {
 				case listening <- url:
@@ -169,7 +169,7 @@ func StartHTTP(tb testing.TB, args ...string) *Process {
 				}
 			}
 		}},
-		stderr: &lineBuffer{},
+		stderr: &Buffer{},
 		done:   make(chan struct{}),
 	}
 	// exec copies both pipes into the buffers until the process exits, so
@@ -236,20 +236,23 @@ func (p *Process) Stderr() string { return p.stderr.String() }
 // Stdout returns everything the server wrote to stdout so far.
 func (p *Process) Stdout() string { return p.stdout.String() }
 
-// lineBuffer is an io.Writer that keeps everything written to it and calls
-// onLine, if set, for every complete line.
-type lineBuffer struct {
+// Buffer is an io.Writer, safe for concurrent use, that keeps everything
+// written to it and calls OnLine, if set, for every complete line. Tests use
+// it to collect a process's output or a logger's lines.
+type Buffer struct {
+	OnLine func(string) // set before the first Write
+
 	mu      sync.Mutex
 	buf     bytes.Buffer
 	partial []byte
-	onLine  func(string)
 }
 
-func (b *lineBuffer) Write(p []byte) (int, error) {
+// Write implements io.Writer.
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf.Write(p)
-	if b.onLine == nil {
+	if b.OnLine == nil {
 		return len(p), nil
 	}
 	b.partial = append(b.partial, p...)
@@ -258,13 +261,14 @@ func (b *lineBuffer) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		b.onLine(strings.TrimSuffix(string(b.partial[:i]), "\r"))
+		b.OnLine(strings.TrimSuffix(string(b.partial[:i]), "\r"))
 		b.partial = b.partial[i+1:]
 	}
 	return len(p), nil
 }
 
-func (b *lineBuffer) String() string {
+// String returns everything written so far.
+func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

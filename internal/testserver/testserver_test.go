@@ -47,30 +47,12 @@ func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// syncBuffer is a bytes.Buffer safe to read while exec writes into it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // stdioServer is a testserver connected over stdio through the SDK's
 // CommandTransport, which reaps the process when the session closes.
 type stdioServer struct {
 	cs     *mcp.ClientSession
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testserver.Buffer
 }
 
 func connectStdio(t *testing.T, opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions, args ...string) *stdioServer {
@@ -84,7 +66,7 @@ func connectStdio(t *testing.T, opts *mcp.ClientOptions, sessOpts *mcp.ClientSes
 
 func tryConnectStdio(t *testing.T, opts *mcp.ClientOptions, sessOpts *mcp.ClientSessionOptions, timeout time.Duration, args ...string) (*stdioServer, error) {
 	t.Helper()
-	srv := &stdioServer{cmd: testserver.Command(t, args...), stderr: &syncBuffer{}}
+	srv := &stdioServer{cmd: testserver.Command(t, args...), stderr: &testserver.Buffer{}}
 	srv.cmd.Stderr = srv.stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "testserver-test", Version: "1"}, opts)
 	cs, err := client.Connect(ctxTimeout(t, timeout), &mcp.CommandTransport{Command: srv.cmd}, sessOpts)
@@ -352,7 +334,7 @@ func TestStdioCrashTool(t *testing.T) {
 func TestStdioExitAtStartup(t *testing.T) {
 	t.Parallel()
 	cmd := testserver.Command(t, "-exit-at-startup", "7", "-stderr-lines", "3")
-	var stderr syncBuffer
+	var stderr testserver.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	var exitErr *exec.ExitError
@@ -1033,7 +1015,7 @@ func TestFlagErrors(t *testing.T) {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
 			cmd := testserver.Command(t, args...)
-			var stderr syncBuffer
+			var stderr testserver.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()
 			var exitErr *exec.ExitError
