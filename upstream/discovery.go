@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 
@@ -16,7 +17,8 @@ type catalog struct {
 	resources []*mcp.Resource
 	templates []*mcp.ResourceTemplate
 	prompts   []*mcp.Prompt
-	schemas   *schemaCache // resolved input schemas of tools, filled on first use
+	schemas   *schemaCache  // resolved input schemas of tools, filled on first use
+	infos     []sb.ToolInfo // the tools as RuntimeInfo shows them, made once per listing
 }
 
 // relayLogLevel is the level of log messages asked of every server.
@@ -78,6 +80,7 @@ func (l *link) list(ctx context.Context, kinds listKind, prev catalog) (listResu
 		}
 		r.tools = tools
 		r.schemas = &schemaCache{}
+		r.infos = toolInfos(tools)
 	}
 	if kinds&listResources != 0 && caps.Resources != nil {
 		relist(&r, "resources/list", &r.resources, l.cs.Resources(ctx, nil))
@@ -114,4 +117,15 @@ func relist[T any](r *listResult, name string, dst *[]T, seq iter.Seq2[T, error]
 		return
 	}
 	*dst = v
+}
+
+// toolInfos renders tools for RuntimeInfo. It runs once per listing, not
+// on every Info call (views and metrics scrapes call Info often).
+func toolInfos(tools []*mcp.Tool) []sb.ToolInfo {
+	infos := make([]sb.ToolInfo, len(tools))
+	for i, t := range tools {
+		schema, _ := json.Marshal(t.InputSchema)
+		infos[i] = sb.ToolInfo{Name: t.Name, Description: t.Description, InputSchema: schema}
+	}
+	return infos
 }

@@ -12,7 +12,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -349,10 +348,7 @@ func (s *Session) Info() sb.RuntimeInfo {
 			}
 		}
 	}
-	for _, t := range s.catalog.tools {
-		schema, _ := json.Marshal(t.InputSchema)
-		info.Tools = append(info.Tools, sb.ToolInfo{Name: t.Name, Description: t.Description, InputSchema: schema})
-	}
+	info.Tools = append(info.Tools, s.catalog.infos...) // a copy: callers may keep it
 	info.ToolCount = len(s.catalog.tools)
 	info.ResourceCount = len(s.catalog.resources)
 	info.PromptCount = len(s.catalog.prompts)
