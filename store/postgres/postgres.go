@@ -1,5 +1,10 @@
-// Package postgres is a [switchboard.Store] kept in PostgreSQL, for several
-// Switchboard replicas sharing one database.
+// Package postgres is a [switchboard.Store] kept in PostgreSQL. It is safe
+// for several processes to use one database at once: an update or delete
+// that names a version fails if the stored version moved on, and migrations
+// run one at a time under an advisory lock. Several Switchboard replicas do
+// not work yet, though: a running serve reads the store only when it starts,
+// so it does not see servers that another process adds, changes or removes
+// afterwards.
 package postgres
 
 import (
