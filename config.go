@@ -1,7 +1,6 @@
 package switchboard
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -168,9 +167,6 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
-
-// ErrInvalidConfig is wrapped by every error [ServerConfig.Validate] returns.
-var ErrInvalidConfig = errors.New("invalid server config")
 
 // ValidationError lists every invalid field of a config.
 type ValidationError struct{ Fields []*FieldError }

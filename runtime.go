@@ -36,7 +36,7 @@ const (
 type ErrorInfo struct {
 	Message string    `json:"message"` // the real cause, in words a person can act on, secrets removed
 	Phase   Phase     `json:"phase"`
-	Code    string    `json:"code"` // stable machine-readable reason, e.g. "command_not_found", "http_401"
+	Code    Code      `json:"code"` // stable machine-readable reason, e.g. "command_not_found", "http_401"
 	At      time.Time `json:"at"`
 }
 
@@ -74,27 +74,3 @@ type RuntimeInfo struct {
 	// connection; the session keeps trying in the background.
 	StartupTimedOut bool `json:"startup_timed_out,omitempty"`
 }
-
-// Event reports a change of a session: every status transition, and every
-// change of its tool list. The API streams them from /api/v1/events.
-type Event struct {
-	Server     string     `json:"server"`
-	Reason     string     `json:"reason"` // see the Reason constants`
-	Status     Status     `json:"status"`
-	Previous   Status     `json:"previous"`
-	Error      *ErrorInfo `json:"error,omitempty"`
-	Attempt    int        `json:"attempt"`
-	Reconnects int        `json:"reconnects"`
-	At         time.Time  `json:"at"`
-}
-
-// Event reasons.
-const (
-	ReasonStarting      = "starting"       // an attempt began
-	ReasonConnected     = "connected"      // an attempt succeeded
-	ReasonAttemptFailed = "attempt_failed" // an attempt failed; Error says why
-	ReasonDropped       = "dropped"        // a connected session was lost; Error says why
-	ReasonRestarted     = "restarted"      // someone asked for a restart
-	ReasonToolsChanged  = "tools_changed"  // the tool, resource or prompt lists changed
-	ReasonStopped       = "stopped"        // the session was shut down
-)

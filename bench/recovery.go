@@ -41,7 +41,7 @@ type RecoveryResult struct {
 const recoveryWait = 10 * time.Second
 
 type stamped struct {
-	reason string
+	reason sb.Reason
 	at     time.Time
 }
 

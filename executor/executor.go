@@ -10,7 +10,6 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,8 +35,8 @@ type Plugin interface {
 
 // Errors of address resolution, matched with errors.Is.
 var (
-	ErrBadAddress    = errors.New(`tool address must be "server/tool"`)
-	ErrUnknownServer = errors.New("unknown server")
+	ErrBadAddress    = sb.NewError(sb.CodeBadAddress, `tool address must be "server/tool"`)
+	ErrUnknownServer = sb.NewError(sb.CodeUnknownServer, "unknown server")
 )
 
 // AddressError is an address that cannot be resolved.
@@ -59,7 +58,8 @@ func (e *AddressError) Error() string {
 	return msg
 }
 
-func (e *AddressError) Is(target error) bool { return target == e.Kind }
+// Unwrap returns Kind.
+func (e *AddressError) Unwrap() error { return e.Kind }
 
 func quote(s []string) []string {
 	q := make([]string, len(s))

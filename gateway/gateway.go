@@ -134,7 +134,7 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 			switch ev.Reason {
 			case sb.ReasonStarting:
 				// Nothing changed that a client can see.
-			case registry.ReasonDeleted:
+			case sb.ReasonDeleted:
 				g.syncServer(ev.Server)
 				g.mu.Lock()
 				delete(g.per, ev.Server) // its clients get 404 from now on
@@ -330,36 +330,11 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, server, to
 	// Switchboard's own failures (timeout, connection lost, unavailable)
 	// are results the model can read, marked as errors, with the code and
 	// phase in _meta for programs.
-	code, phase := errorCode(err)
 	return &mcp.CallToolResult{
 		IsError: true,
 		Content: []mcp.Content{&mcp.TextContent{Text: "switchboard: " + err.Error()}},
-		Meta:    mcp.Meta{"switchboard/error": map[string]any{"code": code, "phase": phase}},
+		Meta:    mcp.Meta{"switchboard/error": map[string]any{"code": sb.CodeOf(err), "phase": sb.PhaseOf(err)}},
 	}, nil
-}
-
-func errorCode(err error) (code string, phase sb.Phase) {
-	var ce *upstream.CallError
-	if errors.As(err, &ce) {
-		phase = ce.Phase
-	}
-	switch {
-	case errors.Is(err, upstream.ErrTimeout):
-		return "timeout", sb.PhaseToolCall
-	case errors.Is(err, upstream.ErrCancelled):
-		return "cancelled", phase
-	case errors.Is(err, upstream.ErrUnavailable):
-		return "unavailable", phase
-	case errors.Is(err, upstream.ErrConnectionLost):
-		return "connection_lost", phase
-	case errors.Is(err, upstream.ErrInvalidArguments):
-		return "invalid_arguments", sb.PhaseToolCall
-	case errors.Is(err, upstream.ErrUnknownTool), errors.Is(err, executor.ErrUnknownServer):
-		return "unknown_tool", sb.PhaseToolCall
-	case errors.Is(err, upstream.ErrResultTooLarge):
-		return "result_too_large", sb.PhaseToolCall
-	}
-	return "error", phase
 }
 
 // progressBacklog bounds the progress notifications queued for a slow

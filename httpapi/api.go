@@ -94,7 +94,7 @@ func New(o Options) http.Handler {
 		protected.Handle("/mcp/", o.MCP)
 	}
 	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Error: ErrorInfo{Code: "not_found",
+		writeJSON(w, http.StatusNotFound, ErrorBody{Error: ErrorInfo{Code: sb.CodeNotFound,
 			Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}})
 	})
 	mux.Handle("/", a.auth(protected))
@@ -103,7 +103,12 @@ func New(o Options) http.Handler {
 	// preflight) and make Switchboard run its command. Cross-origin requests
 	// that change state are refused, and so are requests that reach a
 	// loopback listener under a foreign Host name (DNS rebinding).
-	return rejectRebinding(http.NewCrossOriginProtection().Handler(mux))
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusForbidden, ErrorBody{Error: ErrorInfo{Code: sb.CodeForbiddenOrigin,
+			Message: "cross-origin requests that change state are refused"}})
+	}))
+	return rejectRebinding(cop.Handler(mux))
 }
 
 // rejectRebinding refuses a request that arrived on a loopback address
@@ -112,7 +117,7 @@ func New(o Options) http.Handler {
 func rejectRebinding(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(local) && !isLoopbackHost(r.Host) {
-			writeJSON(w, http.StatusForbidden, ErrorBody{Error: ErrorInfo{Code: "forbidden_host",
+			writeJSON(w, http.StatusForbidden, ErrorBody{Error: ErrorInfo{Code: sb.CodeForbiddenHost,
 				Message: "requests to a loopback listener must name a loopback host (localhost, 127.0.0.1 or [::1])"}})
 			return
 		}
@@ -151,7 +156,7 @@ func (a *api) auth(next http.Handler) http.Handler {
 		h := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(h[:], a.tokenH[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-			writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: ErrorInfo{Code: "unauthorized",
+			writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: ErrorInfo{Code: sb.CodeUnauthorized,
 				Message: "a valid bearer token is required"}})
 			return
 		}
@@ -168,7 +173,7 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return fmt.Errorf("request body over %d bytes: %w", limit, err)
+			return fmt.Errorf("%w: request body over %d bytes", errTooLarge, limit)
 		}
 		return fmt.Errorf("%w: reading the body: %v", errBadRequest, err)
 	}

@@ -401,7 +401,7 @@ func TestCallRoute(t *testing.T) {
 	for _, tc := range []struct {
 		body   any
 		status int
-		code   string
+		code   sb.Code
 	}{
 		{map[string]any{"tool": "tools/ecko"}, 404, "unknown_tool"},
 		{map[string]any{"tool": "tols/echo"}, 404, "unknown_server"},
@@ -531,7 +531,7 @@ func TestEventsStreamStatusChanges(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	e.do("POST", "/api/v1/servers", stdioServer(t, "watched"), nil)
-	seen := map[string]bool{}
+	seen := map[sb.Reason]bool{}
 	sc := bufio.NewScanner(resp.Body)
 	timer := time.AfterFunc(10*time.Second, cancel)
 	defer timer.Stop()
@@ -545,7 +545,7 @@ func TestEventsStreamStatusChanges(t *testing.T) {
 			break
 		}
 	}
-	for _, r := range []string{registry.ReasonCreated, sb.ReasonStarting, sb.ReasonConnected} {
+	for _, r := range []sb.Reason{sb.ReasonCreated, sb.ReasonStarting, sb.ReasonConnected} {
 		if !seen[r] {
 			t.Errorf("no %q event; saw %v", r, seen)
 		}

@@ -184,7 +184,7 @@ func (a *api) answerElicitation(w http.ResponseWriter, r *http.Request) {
 	}
 	v, ok := a.pending.Load(r.PathValue("id"))
 	if !ok {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Error: ErrorInfo{Code: "not_found",
+		writeJSON(w, http.StatusNotFound, ErrorBody{Error: ErrorInfo{Code: sb.CodeNotFound,
 			Message: "no elicitation is waiting under that id (answered already, or its call ended)"}})
 		return
 	}
@@ -192,7 +192,7 @@ func (a *api) answerElicitation(w http.ResponseWriter, r *http.Request) {
 	case v.(chan sb.ElicitationResponse) <- resp:
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		writeJSON(w, http.StatusConflict, ErrorBody{Error: ErrorInfo{Code: "conflict", Message: "this elicitation was answered already"}})
+		writeJSON(w, http.StatusConflict, ErrorBody{Error: ErrorInfo{Code: sb.CodeConflict, Message: "this elicitation was answered already"}})
 	}
 }
 

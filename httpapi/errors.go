@@ -2,13 +2,9 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	sb "github.com/switchboard-mcp/switchboard"
-	"github.com/switchboard-mcp/switchboard/executor"
-	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // ErrorBody is the JSON shape of every error the API returns.
@@ -19,86 +15,50 @@ type ErrorBody struct {
 // ErrorInfo describes one error: a stable code, a message a person can act
 // on, and, for failures of a server, the phase where it failed.
 type ErrorInfo struct {
-	Code    string   `json:"code"`
+	Code    sb.Code  `json:"code"`
 	Message string   `json:"message"`
 	Phase   sb.Phase `json:"phase,omitempty"`
 }
 
-// classify maps an error to an HTTP status and its JSON description.
+// Errors of the API's own, beside those of the layers below.
+var (
+	errBadRequest = sb.NewError(sb.CodeBadRequest, "bad request")
+	errTooLarge   = sb.NewError(sb.CodeTooLarge, "request body too large")
+)
+
+// classify describes err for the API: its code and phase come from the
+// domain (sb.CodeOf, sb.PhaseOf), its HTTP status from the code alone.
 func classify(err error) (int, ErrorInfo) {
-	info := ErrorInfo{Message: err.Error()}
-	var ve *sb.ValidationError
-	var ce *upstream.CallError
-	var te *upstream.TimeoutError
-	var mbe *http.MaxBytesError
-	if errors.As(err, &ce) {
-		info.Phase = ce.Phase
-	}
-	switch {
-	case errors.As(err, &mbe):
-		info.Code = "too_large"
-		return http.StatusRequestEntityTooLarge, info
-	case errors.As(err, &ve), errors.Is(err, sb.ErrInvalidConfig):
-		info.Code = "invalid_config"
-		return http.StatusBadRequest, info
-	case errors.Is(err, errBadRequest):
-		info.Code = "bad_request"
-		return http.StatusBadRequest, info
-	case errors.Is(err, executor.ErrBadAddress):
-		info.Code = "bad_address"
-		return http.StatusBadRequest, info
-	case errors.Is(err, upstream.ErrInvalidArguments):
-		info.Code = "invalid_arguments"
-		return http.StatusBadRequest, info
-	case errors.Is(err, upstream.ErrInvalidOptions):
-		info.Code = "invalid_options"
-		return http.StatusBadRequest, info
-	case errors.Is(err, sb.ErrNotFound):
-		info.Code = "not_found"
-		return http.StatusNotFound, info
-	case errors.Is(err, executor.ErrUnknownServer):
-		info.Code = "unknown_server"
-		return http.StatusNotFound, info
-	case errors.Is(err, upstream.ErrUnknownTool):
-		info.Code = "unknown_tool"
-		return http.StatusNotFound, info
-	case errors.Is(err, sb.ErrExists):
-		info.Code = "exists"
-		return http.StatusConflict, info
-	case errors.Is(err, sb.ErrConflict):
-		info.Code = "conflict"
-		return http.StatusConflict, info
-	case errors.As(err, &te):
-		info.Code = "timeout"
-		info.Phase = sb.PhaseToolCall
-		return http.StatusGatewayTimeout, info
-	case errors.Is(err, registry.ErrDisabled):
-		info.Code = "disabled"
-		return http.StatusServiceUnavailable, info
-	case errors.Is(err, upstream.ErrUnavailable):
-		info.Code = "unavailable"
-		return http.StatusServiceUnavailable, info
-	case errors.Is(err, upstream.ErrConnectionLost):
-		info.Code = "connection_lost"
-		return http.StatusBadGateway, info
-	case errors.Is(err, upstream.ErrResultTooLarge):
-		info.Code = "result_too_large"
-		return http.StatusBadGateway, info
-	case errors.Is(err, upstream.ErrServerError):
-		info.Code = "server_error"
-		return http.StatusBadGateway, info
-	case errors.Is(err, upstream.ErrCancelled):
-		info.Code = "cancelled"
-		return 499, info // the client went away; nobody reads this
-	case errors.Is(err, registry.ErrClosed):
-		info.Code = "shutting_down"
-		return http.StatusServiceUnavailable, info
-	}
-	info.Code = "internal"
-	return http.StatusInternalServerError, info
+	code := sb.CodeOf(err)
+	return Status(code), ErrorInfo{Code: code, Message: err.Error(), Phase: sb.PhaseOf(err)}
 }
 
-var errBadRequest = errors.New("bad request")
+// Status is the HTTP status the API answers a failure of code with.
+func Status(code sb.Code) int {
+	switch code {
+	case sb.CodeBadRequest, sb.CodeInvalidConfig, sb.CodeBadAddress, sb.CodeInvalidArguments, sb.CodeInvalidOptions:
+		return http.StatusBadRequest
+	case sb.CodeUnauthorized:
+		return http.StatusUnauthorized
+	case sb.CodeForbiddenHost, sb.CodeForbiddenOrigin:
+		return http.StatusForbidden
+	case sb.CodeNotFound, sb.CodeUnknownServer, sb.CodeUnknownTool:
+		return http.StatusNotFound
+	case sb.CodeExists, sb.CodeConflict:
+		return http.StatusConflict
+	case sb.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case sb.CodeTimeout:
+		return http.StatusGatewayTimeout
+	case sb.CodeDisabled, sb.CodeUnavailable, sb.CodeShuttingDown:
+		return http.StatusServiceUnavailable
+	case sb.CodeConnectionLost, sb.CodeResultTooLarge, sb.CodeServerError, sb.CodeToolError:
+		return http.StatusBadGateway
+	case sb.CodeCancelled:
+		return 499 // the client went away; nobody reads this
+	}
+	return http.StatusInternalServerError
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

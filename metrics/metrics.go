@@ -45,7 +45,7 @@ func New(src Source) *Metrics {
 		}, []string{"server", "outcome"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_calls_total",
-			Help: "Tool calls, by server and outcome (ok, tool_error, timeout, cancelled, unavailable, connection_lost, invalid, error).",
+			Help: "Tool calls, by server and outcome (ok, or the failure's code: tool_error, timeout, cancelled, unavailable, connection_lost, invalid_arguments, unknown_tool, ...).",
 		}, []string{"server", "outcome"}),
 		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_call_timeouts_total",
@@ -92,26 +92,13 @@ func (i *instrumented) Invoke(ctx context.Context, server, tool string, args any
 	return res, err
 }
 
-// Outcome names the result of a call for metrics and logs.
+// Outcome names the result of a call for metrics and logs: "ok", or the
+// failure's code (sb.CodeOf), the same code the API and /mcp report.
 func Outcome(err error) string {
-	switch {
-	case err == nil:
+	if err == nil {
 		return "ok"
-	case errors.Is(err, upstream.ErrToolError):
-		return "tool_error"
-	case errors.Is(err, upstream.ErrTimeout):
-		return "timeout"
-	case errors.Is(err, upstream.ErrCancelled):
-		return "cancelled"
-	case errors.Is(err, upstream.ErrUnavailable):
-		return "unavailable"
-	case errors.Is(err, upstream.ErrConnectionLost):
-		return "connection_lost"
-	case errors.Is(err, upstream.ErrInvalidArguments), errors.Is(err, upstream.ErrInvalidOptions),
-		errors.Is(err, upstream.ErrUnknownTool), errors.Is(err, executor.ErrUnknownServer), errors.Is(err, executor.ErrBadAddress):
-		return "invalid"
 	}
-	return "error"
+	return string(sb.CodeOf(err))
 }
 
 // serverCollector reports every server's state at scrape time.

@@ -164,7 +164,7 @@ func (r *Registry) get(name string) (*entry, error) {
 }
 
 // ErrClosed is returned after Shutdown.
-var ErrClosed = errors.New("registry is shut down")
+var ErrClosed = sb.NewError(sb.CodeShuttingDown, "registry is shut down")
 
 // view builds the API view of an entry; e.mu must be held or the entry
 // otherwise stable.
@@ -251,16 +251,9 @@ func (r *Registry) Create(ctx context.Context, cfg *sb.ServerConfig) (sb.ServerV
 		r.startAsync(e.session)
 	}
 	r.log.Info("server created", "server", cfg.Name, "enabled", cfg.IsEnabled())
-	r.subs.publish(sb.Event{Server: cfg.Name, Reason: ReasonCreated, Status: view(e).Runtime.Status, At: time.Now()})
+	r.subs.publish(sb.Event{Server: cfg.Name, Reason: sb.ReasonCreated, Status: view(e).Runtime.Status, At: time.Now()})
 	return view(e), nil
 }
-
-// Registry event reasons, beside the sessions' own.
-const (
-	ReasonCreated = "created"
-	ReasonUpdated = "updated"
-	ReasonDeleted = "deleted"
-)
 
 // Update replaces a server's config. version, if not zero, must be the
 // version the caller read (else an error wrapping sb.ErrConflict). Env and
@@ -295,7 +288,7 @@ func (r *Registry) Update(ctx context.Context, name string, cfg *sb.ServerConfig
 	}
 	e.stored = st
 	r.apply(e, &prev, &st.Config)
-	r.subs.publish(sb.Event{Server: name, Reason: ReasonUpdated, Status: view(e).Runtime.Status, At: time.Now()})
+	r.subs.publish(sb.Event{Server: name, Reason: sb.ReasonUpdated, Status: view(e).Runtime.Status, At: time.Now()})
 	return view(e), nil
 }
 
@@ -319,7 +312,7 @@ func (r *Registry) SetEnabled(ctx context.Context, name string, enabled bool) (s
 	}
 	e.stored = st
 	r.apply(e, &prev, &st.Config)
-	r.subs.publish(sb.Event{Server: name, Reason: ReasonUpdated, Status: view(e).Runtime.Status, At: time.Now()})
+	r.subs.publish(sb.Event{Server: name, Reason: sb.ReasonUpdated, Status: view(e).Runtime.Status, At: time.Now()})
 	return view(e), nil
 }
 
@@ -392,7 +385,7 @@ func (r *Registry) Delete(ctx context.Context, name string, version int64) error
 		e.session = nil
 	}
 	r.log.Info("server deleted", "server", name)
-	r.subs.publish(sb.Event{Server: name, Reason: ReasonDeleted, Status: sb.StatusDisabled, At: time.Now()})
+	r.subs.publish(sb.Event{Server: name, Reason: sb.ReasonDeleted, Status: sb.StatusDisabled, At: time.Now()})
 	return nil
 }
 
@@ -412,7 +405,7 @@ func (r *Registry) Restart(name string) error {
 }
 
 // ErrDisabled is returned for an operation that needs a running server.
-var ErrDisabled = errors.New("server is disabled")
+var ErrDisabled = sb.NewError(sb.CodeDisabled, "server is disabled")
 
 // Logs returns a server's kept stderr lines, oldest first.
 func (r *Registry) Logs(name string) ([]string, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sb "github.com/switchboard-mcp/switchboard"
 )
 
 // ArgumentError is a call refused before sending because its arguments do
@@ -29,6 +30,12 @@ func (e *ArgumentError) Error() string {
 
 func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArguments }
 
+// ErrorCode reports sb.CodeInvalidArguments to sb.CodeOf.
+func (e *ArgumentError) ErrorCode() sb.Code { return sb.CodeInvalidArguments }
+
+// ErrorPhase reports sb.PhaseToolCall to sb.PhaseOf.
+func (e *ArgumentError) ErrorPhase() sb.Phase { return sb.PhaseToolCall }
+
 // UnknownToolError is a call to a tool the server does not list.
 type UnknownToolError struct {
 	Server, Tool string
@@ -44,6 +51,12 @@ func (e *UnknownToolError) Error() string {
 }
 
 func (e *UnknownToolError) Is(target error) bool { return target == ErrUnknownTool }
+
+// ErrorCode reports sb.CodeUnknownTool to sb.CodeOf.
+func (e *UnknownToolError) ErrorCode() sb.Code { return sb.CodeUnknownTool }
+
+// ErrorPhase reports sb.PhaseToolCall to sb.PhaseOf.
+func (e *UnknownToolError) ErrorPhase() sb.Phase { return sb.PhaseToolCall }
 
 func quoteList(names []string) string {
 	q := make([]string, len(names))

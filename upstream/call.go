@@ -22,27 +22,27 @@ import (
 var (
 	// ErrTimeout: the per-request timeout or the total cap fired. The
 	// server was sent notifications/cancelled.
-	ErrTimeout = errors.New("tool call timed out")
+	ErrTimeout = sb.NewError(sb.CodeTimeout, "tool call timed out")
 	// ErrCancelled: the caller's context ended. The server was sent
 	// notifications/cancelled.
-	ErrCancelled = errors.New("tool call cancelled")
+	ErrCancelled = sb.NewError(sb.CodeCancelled, "tool call cancelled")
 	// ErrConnectionLost: the connection dropped while the call was in
 	// flight. The call is not retried: the tool may have run.
-	ErrConnectionLost = errors.New("connection lost during the tool call")
+	ErrConnectionLost = sb.NewError(sb.CodeConnectionLost, "connection lost during the tool call")
 	// ErrToolError: the tool ran and reported failure (isError). The
 	// *ToolError keeps the whole result.
-	ErrToolError = errors.New("tool reported an error")
+	ErrToolError = sb.NewError(sb.CodeToolError, "tool reported an error")
 	// ErrInvalidArguments: the arguments do not match the tool's input
 	// schema; nothing was sent.
-	ErrInvalidArguments = errors.New("invalid tool arguments")
+	ErrInvalidArguments = sb.NewError(sb.CodeInvalidArguments, "invalid tool arguments")
 	// ErrUnknownTool: the server has no tool of that name; nothing was sent.
-	ErrUnknownTool = errors.New("unknown tool")
+	ErrUnknownTool = sb.NewError(sb.CodeUnknownTool, "unknown tool")
 	// ErrResultTooLarge: the result exceeded Options.MaxResultBytes.
-	ErrResultTooLarge = errors.New("tool result too large")
+	ErrResultTooLarge = sb.NewError(sb.CodeResultTooLarge, "tool result too large")
 	// ErrInvalidOptions: the InvokeOptions were rejected; nothing was sent.
-	ErrInvalidOptions = errors.New("invalid invoke options")
+	ErrInvalidOptions = sb.NewError(sb.CodeInvalidOptions, "invalid invoke options")
 	// ErrServerError: the server answered the call with a JSON-RPC error.
-	ErrServerError = errors.New("server rejected the tool call")
+	ErrServerError = sb.NewError(sb.CodeServerError, "server rejected the tool call")
 )
 
 // Which limit ended a timed-out call.
@@ -78,6 +78,12 @@ func (e *TimeoutError) Is(target error) bool {
 	return target == ErrTimeout || target == context.DeadlineExceeded
 }
 
+// ErrorCode reports sb.CodeTimeout to sb.CodeOf.
+func (e *TimeoutError) ErrorCode() sb.Code { return sb.CodeTimeout }
+
+// ErrorPhase reports sb.PhaseToolCall to sb.PhaseOf.
+func (e *TimeoutError) ErrorPhase() sb.Phase { return sb.PhaseToolCall }
+
 // CallError is a call that failed without a result: cancelled, connection
 // lost, session unavailable, or rejected by the server.
 type CallError struct {
@@ -90,7 +96,12 @@ type CallError struct {
 
 func (e *CallError) Error() string { return fmt.Sprintf("%s/%s: %s", e.Server, e.Tool, e.Message) }
 
+// Unwrap returns Kind first, so that sb.CodeOf names the call's kind of
+// failure rather than its cause's.
 func (e *CallError) Unwrap() []error { return []error{e.Kind, e.Err} }
+
+// ErrorPhase reports Phase to sb.PhaseOf.
+func (e *CallError) ErrorPhase() sb.Phase { return e.Phase }
 
 // ToolError is a result with isError set. The result is kept whole.
 type ToolError struct {
@@ -110,6 +121,12 @@ func (e *ToolError) Error() string {
 }
 
 func (e *ToolError) Is(target error) bool { return target == ErrToolError }
+
+// ErrorCode reports sb.CodeToolError to sb.CodeOf.
+func (e *ToolError) ErrorCode() sb.Code { return sb.CodeToolError }
+
+// ErrorPhase reports sb.PhaseToolCall to sb.PhaseOf.
+func (e *ToolError) ErrorPhase() sb.Phase { return sb.PhaseToolCall }
 
 // callTimer is the per-request timer of one call: reset by progress (when
 // asked), paused while a person answers an elicitation.

@@ -40,10 +40,10 @@ func (s *Session) discover(ctx context.Context, l *link) *failure {
 	c, err := l.list(ctx, listAll, catalog{})
 	if err != nil {
 		if ctx.Err() != nil {
-			return fail(sb.PhaseDiscover, "timeout", retryFast, err,
+			return fail(sb.PhaseDiscover, sb.CodeTimeout, retryFast, err,
 				"listing tools did not complete within the %s startup timeout", s.cfg.StartupTimeout())
 		}
-		return fail(sb.PhaseDiscover, "list_failed", retryFast, err, "listing tools failed: %s", describe(err))
+		return fail(sb.PhaseDiscover, sb.CodeListFailed, retryFast, err, "listing tools failed: %s", describe(err))
 	}
 	if c.err != nil {
 		s.log.Warn("listing resources or prompts failed; serving tools only", "error", s.redact.String(c.err.Error()))

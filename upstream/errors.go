@@ -10,9 +10,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"regexp"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -24,16 +21,16 @@ import (
 // with errors.Is.
 var (
 	// ErrShutdown is returned for a session that has been shut down.
-	ErrShutdown = errors.New("upstream session is shut down")
+	ErrShutdown = sb.NewError(sb.CodeShuttingDown, "upstream session is shut down")
 	// ErrStartupTimeout is returned by Start when the session did not connect
 	// within the server's startup timeout. The session keeps trying.
-	ErrStartupTimeout = errors.New("upstream session did not connect within its startup timeout")
+	ErrStartupTimeout = sb.NewError(sb.CodeStartupTimeout, "upstream session did not connect within its startup timeout")
 	// ErrDisabled is returned by Start for a server whose config is disabled.
-	ErrDisabled = errors.New("upstream server is disabled")
+	ErrDisabled = sb.NewError(sb.CodeDisabled, "upstream server is disabled")
 	// ErrUnavailable is wrapped by errors for a session that is not
 	// connected (status error or disabled). The wrapping *Error tells why,
 	// with the phase.
-	ErrUnavailable = errors.New("upstream server is unavailable")
+	ErrUnavailable = sb.NewError(sb.CodeUnavailable, "upstream server is unavailable")
 )
 
 // Error is a session failure as a caller sees it: the server, the phase
@@ -42,7 +39,7 @@ var (
 type Error struct {
 	Server  string
 	Phase   sb.Phase
-	Code    string
+	Code    sb.Code // why the session failed (not the code of the request: see sb.CodeOf)
 	Message string
 	err     error
 }
@@ -53,11 +50,14 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.err }
 
+// ErrorPhase reports Phase to sb.PhaseOf.
+func (e *Error) ErrorPhase() sb.Phase { return e.Phase }
+
 // failure is a classified failure of one connection attempt or of a live
 // connection. msg is already scrubbed of secrets.
 type failure struct {
 	phase sb.Phase
-	code  string
+	code  sb.Code
 	msg   string
 	retry retryClass
 	err   error
@@ -70,7 +70,7 @@ func (f *failure) info(now time.Time) *sb.ErrorInfo {
 	return &sb.ErrorInfo{Message: f.msg, Phase: f.phase, Code: f.code, At: now}
 }
 
-func fail(phase sb.Phase, code string, retry retryClass, err error, format string, args ...any) *failure {
+func fail(phase sb.Phase, code sb.Code, retry retryClass, err error, format string, args ...any) *failure {
 	return &failure{phase: phase, code: code, retry: retry, err: err, msg: fmt.Sprintf(format, args...)}
 }
 
@@ -90,16 +90,16 @@ func (e *HTTPStatusError) Error() string {
 func classifySpawn(command string, err error) *failure {
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return fail(sb.PhaseSpawn, "command_not_found", retrySlow, err,
+		return fail(sb.PhaseSpawn, sb.CodeCommandNotFound, retrySlow, err,
 			"%s: command not found (is it installed and on PATH?)", command)
 	case errors.Is(err, fs.ErrPermission):
-		return fail(sb.PhaseSpawn, "permission_denied", retrySlow, err,
+		return fail(sb.PhaseSpawn, sb.CodePermissionDenied, retrySlow, err,
 			"%s: permission denied (is it executable?)", command)
 	case errors.Is(err, syscall.ENOEXEC):
-		return fail(sb.PhaseSpawn, "exec_format", retrySlow, err,
+		return fail(sb.PhaseSpawn, sb.CodeExecFormat, retrySlow, err,
 			"%s: not an executable for this machine", command)
 	}
-	return fail(sb.PhaseSpawn, "spawn_failed", retryFast, err, "starting %s: %v", command, err)
+	return fail(sb.PhaseSpawn, sb.CodeSpawnFailed, retryFast, err, "starting %s: %v", command, err)
 }
 
 // classifyRemote turns an error from connecting to a remote server into a
@@ -108,33 +108,37 @@ func classifySpawn(command string, err error) *failure {
 func classifyRemote(phase sb.Phase, endpoint string, status int, err error) *failure {
 	switch status {
 	case 401:
-		return fail(sb.PhaseAuth, "http_401", retryNever, &HTTPStatusError{status, endpoint},
+		return fail(sb.PhaseAuth, sb.HTTPStatus(status), retryNever, &HTTPStatusError{status, endpoint},
 			"HTTP 401 from %s: check the Authorization header", endpoint)
 	case 403:
-		return fail(sb.PhaseAuth, "http_403", retryNever, &HTTPStatusError{status, endpoint},
+		return fail(sb.PhaseAuth, sb.HTTPStatus(status), retryNever, &HTTPStatusError{status, endpoint},
 			"HTTP 403 from %s: the credentials are not allowed to use this server", endpoint)
 	case 429:
-		return fail(sb.PhaseConnect, "http_429", retryFast, &HTTPStatusError{status, endpoint},
+		return fail(sb.PhaseConnect, sb.HTTPStatus(status), retryFast, &HTTPStatusError{status, endpoint},
 			"HTTP 429 from %s: the server is rate limiting; retrying later", endpoint)
 	}
 	if status >= 400 {
-		return fail(sb.PhaseConnect, fmt.Sprintf("http_%d", status), retryFast, &HTTPStatusError{status, endpoint},
+		return fail(sb.PhaseConnect, sb.HTTPStatus(status), retryFast, &HTTPStatusError{status, endpoint},
 			"HTTP %d from %s", status, endpoint)
 	}
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fail(sb.PhaseConnect, "connection_refused", retryFast, err,
+		return fail(sb.PhaseConnect, sb.CodeConnectionRefused, retryFast, err,
 			"connection refused by %s: is the server running?", hostOf(endpoint))
 	case errors.As(err, &dnsErr):
-		return fail(sb.PhaseConnect, "dns", retryFast, err, "cannot resolve host %s", dnsErr.Name)
+		return fail(sb.PhaseConnect, sb.CodeDNS, retryFast, err, "cannot resolve host %s", dnsErr.Name)
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		return fail(phase, "timeout", retryFast, err, "%s timed out", phaseVerb(phase))
+		return fail(phase, sb.CodeTimeout, retryFast, err, "%s timed out", phaseVerb(phase))
 	case errors.As(err, &opErr):
-		return fail(sb.PhaseConnect, "network", retryFast, err, "cannot reach %s: %v", hostOf(endpoint), opErr.Err)
+		return fail(sb.PhaseConnect, sb.CodeNetwork, retryFast, err, "cannot reach %s: %v", hostOf(endpoint), opErr.Err)
 	}
-	return fail(phase, string(phase)+"_failed", retryFast, err, "%s failed: %s", phaseVerb(phase), describe(err))
+	code := sb.CodeInitializeFailed
+	if phase == sb.PhaseConnect {
+		code = sb.CodeConnectFailed
+	}
+	return fail(phase, code, retryFast, err, "%s failed: %s", phaseVerb(phase), describe(err))
 }
 
 func phaseVerb(p sb.Phase) string {
@@ -189,44 +193,8 @@ func exitDescription(err error) string {
 	return "ended: " + err.Error()
 }
 
-// redactor removes secrets from text shown to people: every env and header
-// value of the config, URL userinfo, and credential-like query parameters.
-type redactor struct{ secrets []string }
-
-// minSecretLen avoids scrubbing short values ("1", "on") that would mangle
-// every message while protecting nothing.
-const minSecretLen = 4
-
-func newRedactor(cfg *sb.ServerConfig) *redactor {
-	var s []string
-	for _, v := range cfg.Secrets() {
-		if len(v) >= minSecretLen {
-			s = append(s, v)
-		}
-	}
-	// Longest first, so a secret containing another is removed whole.
-	sort.Slice(s, func(i, j int) bool { return len(s[i]) > len(s[j]) })
-	return &redactor{secrets: s}
-}
-
-var (
-	userinfoRE    = regexp.MustCompile(`(https?://)[^/@\s]+@`)
-	secretQueryRE = regexp.MustCompile(`(?i)([?&](?:[a-z0-9_-]*(?:token|key|secret|password|passwd|auth|signature|sig|credential)[a-z0-9_-]*)=)[^&\s"']+`)
-)
-
-func (r *redactor) String(s string) string {
-	for _, v := range r.secrets {
-		s = strings.ReplaceAll(s, v, "***")
-	}
-	s = userinfoRE.ReplaceAllString(s, "${1}***@")
-	return secretQueryRE.ReplaceAllString(s, "${1}***")
-}
-
-// URL returns endpoint with its secrets removed, for messages.
-func (r *redactor) URL(endpoint string) string { return r.String(endpoint) }
-
-// failure scrubs a failure's message.
-func (r *redactor) failure(f *failure) *failure {
+// scrubbed returns f with its message scrubbed of r's secrets.
+func (f *failure) scrubbed(r *sb.Redactor) *failure {
 	if f == nil {
 		return nil
 	}

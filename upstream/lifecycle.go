@@ -59,7 +59,7 @@ func (s *Session) cycle(ctx context.Context) (wait time.Duration, retry bool) {
 		if ctx.Err() != nil {
 			return 0, false
 		}
-		f = s.redact.failure(f)
+		f = f.scrubbed(s.redact)
 		s.update(sb.ReasonAttemptFailed, func(m *machine) { wait, retry = m.attemptFailed(time.Now(), f) })
 		return wait, retry
 	}
@@ -88,9 +88,9 @@ func (s *Session) cycle(ctx context.Context) (wait time.Duration, retry bool) {
 	}
 	// Report the drop before the (bounded) teardown, so that watchers learn
 	// of it when it happened; the next attempt still waits for the teardown.
-	cause = s.redact.failure(cause)
+	cause = cause.scrubbed(s.redact)
 	s.update(sb.ReasonDropped, func(m *machine) { wait, retry = m.dropped(time.Now(), cause) })
-	if cause.code == codeSessionExpired {
+	if cause.code == sb.CodeSessionExpired {
 		l.close(closeExpired)
 	} else {
 		l.close(closeDead)
@@ -126,7 +126,7 @@ func (s *Session) dial(ctx context.Context) (*link, *failure) {
 			l, f, _ = s.dialHTTP(ctx, sb.TransportSSE)
 		}
 	default:
-		return nil, fail(sb.PhaseConfig, "bad_transport", retryNever, nil, "unknown transport %q", s.cfg.Transport)
+		return nil, fail(sb.PhaseConfig, sb.CodeBadTransport, retryNever, nil, "unknown transport %q", s.cfg.Transport)
 	}
 	if f != nil {
 		return nil, f
@@ -139,10 +139,6 @@ func (s *Session) dial(ctx context.Context) (*link, *failure) {
 }
 
 var errAttemptTimeout = errors.New("attempt timed out")
-
-// codeSessionExpired is the error code of a Streamable HTTP session that
-// the server no longer knows (HTTP 404).
-const codeSessionExpired = "session_expired"
 
 // serve watches a live connection until it drops, the session is restarted
 // or shut down. It refreshes the lists on list_changed notifications and
@@ -163,7 +159,7 @@ func (s *Session) serve(ctx context.Context, l *link) *failure {
 		case <-l.done:
 			return l.cause
 		case <-l.expired:
-			return fail(sb.PhaseRuntime, codeSessionExpired, retryFast, mcp.ErrSessionMissing,
+			return fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, mcp.ErrSessionMissing,
 				"the server ended the session (HTTP 404)")
 		case kinds := <-l.listChanged:
 			s.refresh(ctx, l, kinds)
@@ -197,7 +193,7 @@ func (s *Session) probe(ctx context.Context, l *link) *failure {
 	status := rec.Status()
 	switch {
 	case errors.Is(err, mcp.ErrSessionMissing) || status == 404:
-		return fail(sb.PhaseRuntime, codeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
+		return fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
 	case status == 401 || status == 403 || status == 429:
 		s.log.Warn("health probe answered with an HTTP error; not treating the server as down", "status", status)
 		return nil
@@ -207,9 +203,9 @@ func (s *Session) probe(ctx context.Context, l *link) *failure {
 	case isRPCError(err):
 		return nil // the server answered, if only to say it has no ping
 	case pctx.Err() != nil:
-		return fail(sb.PhaseRuntime, "probe_timeout", retryFast, err, "health probe got no answer within %s", s.opts.ProbeTimeout)
+		return fail(sb.PhaseRuntime, sb.CodeProbeTimeout, retryFast, err, "health probe got no answer within %s", s.opts.ProbeTimeout)
 	}
-	return fail(sb.PhaseRuntime, "probe_failed", retryFast, err, "health probe failed: %s", describe(err))
+	return fail(sb.PhaseRuntime, sb.CodeProbeFailed, retryFast, err, "health probe failed: %s", describe(err))
 }
 
 func isRPCError(err error) bool {

@@ -69,7 +69,7 @@ func (l *link) sessionGone() bool {
 	case <-l.expired:
 		return true
 	case <-l.done:
-		return l.cause != nil && l.cause.code == codeSessionExpired
+		return l.cause != nil && l.cause.code == sb.CodeSessionExpired
 	default:
 		return false
 	}
@@ -260,11 +260,11 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 		case exited:
 			return nil, s.exitFailure(sb.PhaseSpawn, proc, "before completing the MCP handshake")
 		case context.Cause(ctx) == errAttemptTimeout:
-			return nil, fail(sb.PhaseInitialize, "timeout", retryFast, err,
+			return nil, fail(sb.PhaseInitialize, sb.CodeTimeout, retryFast, err,
 				"%s (pid %d) did not answer initialize within the %s startup timeout%s",
 				s.cfg.Command, proc.pid, s.cfg.StartupTimeout(), s.stderrHint())
 		}
-		return nil, fail(sb.PhaseInitialize, "initialize_failed", retryFast, err,
+		return nil, fail(sb.PhaseInitialize, sb.CodeInitializeFailed, retryFast, err,
 			"the MCP handshake with %s failed: %s%s", s.cfg.Command, describe(err), s.stderrHint())
 	}
 	l.cs = cs
@@ -288,7 +288,7 @@ func (s *Session) watchStdio(l *link) {
 		// A closed stdout usually means the process is exiting; give it a
 		// moment so the cause names the exit status.
 		if !l.proc.waitExit(exitReapGrace) {
-			l.cause = fail(sb.PhaseRuntime, "connection_closed", retryFast, err,
+			l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
 				"the connection to %s (pid %d) closed: %s%s", s.cfg.Command, l.proc.pid, describe(err), s.stderrHint())
 		}
 	}
@@ -304,7 +304,7 @@ func (s *Session) exitFailure(phase sb.Phase, p *process, when string) *failure 
 	if when != "" {
 		msg += " " + when
 	}
-	return fail(phase, "process_exited", retryFast, p.exitErr, "%s%s", msg, s.stderrHint())
+	return fail(phase, sb.CodeProcessExited, retryFast, p.exitErr, "%s%s", msg, s.stderrHint())
 }
 
 // stderrHint quotes the server's last stderr line, which usually names the
@@ -351,13 +351,13 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	}
 	if err != nil {
 		cancel()
-		endpoint := s.redact.URL(s.cfg.URL)
+		endpoint := s.redact.String(s.cfg.URL)
 		status := rec.Status()
 		if kind == sb.TransportStreamableHTTP && (status == 400 || status == 404 || status == 405 || errors.Is(err, mcp.ErrSessionMissing)) {
 			fallback = true
 		}
 		if ctx.Err() != nil && status == 0 {
-			return nil, fail(sb.PhaseInitialize, "timeout", retryFast, err,
+			return nil, fail(sb.PhaseInitialize, sb.CodeTimeout, retryFast, err,
 				"%s did not complete the MCP handshake within the %s startup timeout", endpoint, s.cfg.StartupTimeout()), fallback
 		}
 		phase := sb.PhaseInitialize
@@ -371,10 +371,10 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	go func() {
 		err := cs.Wait()
 		if isSessionMissing(err) {
-			l.cause = fail(sb.PhaseRuntime, codeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
+			l.cause = fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
 		} else {
-			l.cause = fail(sb.PhaseRuntime, "connection_closed", retryFast, err,
-				"the %s connection to %s closed: %s", kind, s.redact.URL(s.cfg.URL), describe(err))
+			l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
+				"the %s connection to %s closed: %s", kind, s.redact.String(s.cfg.URL), describe(err))
 		}
 		close(l.done)
 	}()
@@ -398,18 +398,18 @@ func (s *Session) ioTransport(l *link, r io.ReadCloser, w io.WriteCloser) mcp.Tr
 func (s *Session) dialCustom(ctx context.Context) (*link, *failure) {
 	rwc, err := s.opts.Dial(ctx)
 	if err != nil {
-		return nil, fail(sb.PhaseConnect, "dial_failed", retryFast, err, "dialing: %v", err)
+		return nil, fail(sb.PhaseConnect, sb.CodeDialFailed, retryFast, err, "dialing: %v", err)
 	}
 	l := newLink(sb.TransportInProcess)
 	cs, err := s.newClient(l).Connect(ctx, s.ioTransport(l, rwc, rwc), s.sessionOptions())
 	if err != nil {
 		rwc.Close()
-		return nil, fail(sb.PhaseInitialize, "initialize_failed", retryFast, err, "the MCP handshake failed: %s", describe(err))
+		return nil, fail(sb.PhaseInitialize, sb.CodeInitializeFailed, retryFast, err, "the MCP handshake failed: %s", describe(err))
 	}
 	l.cs = cs
 	go func() {
 		err := cs.Wait()
-		l.cause = fail(sb.PhaseRuntime, "connection_closed", retryFast, err, "the connection closed: %s", describe(err))
+		l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err, "the connection closed: %s", describe(err))
 		close(l.done)
 	}()
 	return l, nil

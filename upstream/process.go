@@ -63,7 +63,7 @@ func startProcess(cfg *sb.ServerConfig, logs io.Writer) (*process, *failure) {
 	}
 	if cfg.Cwd != "" {
 		if st, err := os.Stat(cfg.Cwd); err != nil || !st.IsDir() {
-			return nil, fail(sb.PhaseSpawn, "bad_cwd", retrySlow, err, "cwd %s: no such directory", cfg.Cwd)
+			return nil, fail(sb.PhaseSpawn, sb.CodeBadCwd, retrySlow, err, "cwd %s: no such directory", cfg.Cwd)
 		}
 	}
 
@@ -85,7 +85,7 @@ func startProcess(cfg *sb.ServerConfig, logs io.Writer) (*process, *failure) {
 	errR, errW := pipe()
 	if err != nil {
 		closeAll()
-		return nil, fail(sb.PhaseSpawn, "pipe", retryFast, err, "creating pipes: %v", err)
+		return nil, fail(sb.PhaseSpawn, sb.CodePipe, retryFast, err, "creating pipes: %v", err)
 	}
 
 	cmd := &exec.Cmd{

@@ -121,7 +121,7 @@ type Session struct {
 	bad    *failure         // non-nil if cfg is invalid: every attempt fails with it
 	opts   Options
 	log    *slog.Logger
-	redact *redactor
+	redact *sb.Redactor
 	logs   *LogBuffer
 
 	runCtx    context.Context // ends at Shutdown
@@ -157,7 +157,7 @@ func New(cfg *sb.ServerConfig, opts *Options) *Session {
 		cfg:     cfg,
 		opts:    o,
 		log:     o.Logger.With("server", cfg.Name),
-		redact:  newRedactor(cfg),
+		redact:  sb.NewRedactor(cfg),
 		logs:    NewLogBuffer(o.LogLines),
 		started: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -180,7 +180,7 @@ func New(cfg *sb.ServerConfig, opts *Options) *Session {
 		s.m.status = sb.StatusDisabled
 	}
 	if err := cfg.Validate(); err != nil {
-		s.bad = s.redact.failure(fail(sb.PhaseConfig, "invalid_config", retryNever, err, "%v", err))
+		s.bad = fail(sb.PhaseConfig, sb.CodeInvalidConfig, retryNever, err, "%v", err).scrubbed(s.redact)
 	}
 	s.SetCallDefaults(cfg.CallTimeout(), cfg.MaxTotalTimeout())
 	s.runCtx, s.runCancel = context.WithCancel(context.Background())
@@ -256,7 +256,7 @@ func (s *Session) Start(ctx context.Context) error {
 				msg += "; last error: " + err.Message
 			}
 			s.log.Warn("startup timeout", "timeout", timeout)
-			return &Error{Server: s.cfg.Name, Phase: phaseOf(err, sb.PhaseInitialize), Code: "startup_timeout",
+			return &Error{Server: s.cfg.Name, Phase: phaseOf(err, sb.PhaseInitialize), Code: sb.CodeStartupTimeout,
 				Message: msg, err: ErrStartupTimeout}
 		}
 	}
@@ -271,7 +271,7 @@ func phaseOf(e *sb.ErrorInfo, def sb.Phase) sb.Phase {
 
 func (s *Session) asError(e *sb.ErrorInfo) error {
 	if e == nil {
-		return &Error{Server: s.cfg.Name, Phase: sb.PhaseRuntime, Code: "not_connected", Message: "not connected", err: ErrUnavailable}
+		return &Error{Server: s.cfg.Name, Phase: sb.PhaseRuntime, Code: sb.CodeNotConnected, Message: "not connected", err: ErrUnavailable}
 	}
 	return &Error{Server: s.cfg.Name, Phase: e.Phase, Code: e.Code, Message: e.Message, err: ErrUnavailable}
 }
@@ -408,7 +408,7 @@ func (s *Session) current(ctx context.Context, not *link) (*link, error) {
 				return nil, ErrShutdown
 			default:
 			}
-			return nil, &Error{Server: s.cfg.Name, Phase: sb.PhaseConfig, Code: "disabled", Message: "the server is disabled", err: ErrDisabled}
+			return nil, &Error{Server: s.cfg.Name, Phase: sb.PhaseConfig, Code: sb.CodeDisabled, Message: "the server is disabled", err: ErrDisabled}
 		}
 		select {
 		case <-ch:
@@ -442,7 +442,7 @@ func (s *Session) WaitFor(ctx context.Context, pred func(sb.RuntimeInfo) bool) (
 // update applies a transition to the machine under the lock, reports the
 // change as an event (outside the lock), then wakes waiters, so that a
 // waiter that sees the new state can rely on the event having been seen too.
-func (s *Session) update(reason string, fn func(m *machine)) {
+func (s *Session) update(reason sb.Reason, fn func(m *machine)) {
 	s.mu.Lock()
 	prev := s.m.status
 	fn(&s.m)
@@ -479,11 +479,11 @@ func (s *Session) logEvent(ev sb.Event) {
 	}
 	switch {
 	case ev.Reason == sb.ReasonAttemptFailed || ev.Reason == sb.ReasonDropped:
-		s.log.Warn("upstream "+ev.Reason, attrs...)
+		s.log.Warn("upstream "+string(ev.Reason), attrs...)
 	case ev.Status != ev.Previous || ev.Reason == sb.ReasonConnected:
-		s.log.Info("upstream "+ev.Reason, attrs...)
+		s.log.Info("upstream "+string(ev.Reason), attrs...)
 	default:
-		s.log.Debug("upstream "+ev.Reason, attrs...)
+		s.log.Debug("upstream "+string(ev.Reason), attrs...)
 	}
 }
 

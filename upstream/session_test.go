@@ -58,7 +58,7 @@ func (r *recorder) all() []sb.Event {
 	return slices.Clone(r.events)
 }
 
-func (r *recorder) count(reason string) int {
+func (r *recorder) count(reason sb.Reason) int {
 	n := 0
 	for _, e := range r.all() {
 		if e.Reason == reason {
@@ -364,7 +364,7 @@ func TestNoFallbackOn429Or500(t *testing.T) {
 			s, _ := newSession(t, cfg, nil)
 			err := s.Start(context.Background())
 			var uerr *upstream.Error
-			if !errors.As(err, &uerr) || uerr.Code != "http_"+status || uerr.Phase != sb.PhaseConnect {
+			if !errors.As(err, &uerr) || string(uerr.Code) != "http_"+status || uerr.Phase != sb.PhaseConnect {
 				t.Fatalf("Start = %v, want connect http_%s", err, status)
 			}
 		})

@@ -100,7 +100,7 @@ func printInfo(out io.Writer, info sb.RuntimeInfo, logs []string, failed bool) {
 	if failed && info.Error != nil {
 		row("status", "error")
 		row("phase", string(info.Error.Phase))
-		row("code", info.Error.Code)
+		row("code", string(info.Error.Code))
 		row("error", info.Error.Message)
 	} else {
 		row("status", string(info.Status))

@@ -253,7 +253,7 @@ func printServerView(out io.Writer, v *sb.ServerView, now time.Time) {
 	if e := rt.Error; e != nil {
 		row("  error", e.Message)
 		row("  phase", string(e.Phase))
-		row("  code", e.Code)
+		row("  code", string(e.Code))
 		if !e.At.IsZero() {
 			row("  at", formatTime(e.At, now))
 		}
