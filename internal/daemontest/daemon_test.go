@@ -1,0 +1,163 @@
+package daemontest
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		RemoveBinary()
+		os.Exit(code)
+	}))
+}
+
+// get returns the status of GET url with token as bearer, if any.
+func get(t *testing.T, url, token string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestStartServesOnLoopbackAndStopsCleanly(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	d := Start(t, Options{OnLine: func(line string) {
+		mu.Lock()
+		seen = append(seen, line)
+		mu.Unlock()
+	}})
+	if !strings.HasPrefix(d.URL, "http://127.0.0.1:") || d.MCPURL != d.URL+"/mcp" {
+		t.Errorf("URL %q, MCPURL %q", d.URL, d.MCPURL)
+	}
+	if d.Ready.Before(d.Started) || d.PID <= 0 {
+		t.Errorf("started %v, ready %v, pid %d", d.Started, d.Ready, d.PID)
+	}
+	if st := get(t, d.URL+"/api/v1/servers", ""); st != http.StatusOK {
+		t.Errorf("GET /api/v1/servers without a token: %d", st)
+	}
+	line, err := d.WaitLog(context.Background(), "switchboard serving")
+	if err != nil || !strings.Contains(line, strings.TrimPrefix(d.URL, "http://")) {
+		t.Errorf("WaitLog: %q, %v", line, err)
+	}
+	if code := d.ExitCode(); code != -1 {
+		t.Errorf("ExitCode while running: %d", code)
+	}
+
+	if err := d.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if code := d.ExitCode(); code != 0 {
+		t.Errorf("ExitCode after Stop: %d", code)
+	}
+	if err := d.Stop(); err != nil {
+		t.Errorf("a second Stop: %v", err)
+	}
+	if !strings.Contains(d.Logs(), `msg=stopped`) {
+		t.Errorf("the log lacks the last line:\n%s", d.Logs())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(seen, "\n") + "\n"; got != d.Logs() {
+		t.Errorf("OnLine saw\n%s\nthe log is\n%s", got, d.Logs())
+	}
+}
+
+func TestTokenAndUnspecifiedListen(t *testing.T) {
+	d := Start(t, Options{Token: "tok-123", Listen: "0.0.0.0:0"})
+	if !strings.HasPrefix(d.URL, "http://127.0.0.1:") || d.Token != "tok-123" {
+		t.Errorf("URL %q, token %q", d.URL, d.Token)
+	}
+	if st := get(t, d.URL+"/api/v1/servers", ""); st != http.StatusUnauthorized {
+		t.Errorf("without the token: %d", st)
+	}
+	if st := get(t, d.URL+"/api/v1/servers", d.Token); st != http.StatusOK {
+		t.Errorf("with the token: %d", st)
+	}
+}
+
+func TestKillIsACrash(t *testing.T) {
+	d := Start(t, Options{})
+	d.Kill()
+	select {
+	case <-d.Done():
+	default:
+		t.Fatal("Done is open after Kill")
+	}
+	if code := d.ExitCode(); code != -1 {
+		t.Errorf("ExitCode after Kill: %d", code)
+	}
+	if err := d.Stop(); err == nil || errors.Is(err, ErrStopTimeout) || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("Stop after Kill: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := d.WaitLog(ctx, "never logged"); err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("WaitLog on a dead daemon: %v", err)
+	}
+	d.Kill() // again: nothing
+}
+
+func TestStartFailureEndsWithTheLog(t *testing.T) {
+	_, err := StartProcess(context.Background(), Options{Binary: Binary(t), DB: "nosuch:db", Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "exited before serving") || !strings.Contains(err.Error(), "nosuch") {
+		t.Errorf("a daemon that cannot open its database: %v", err)
+	}
+	if _, err := StartProcess(context.Background(), Options{DB: "sqlite:x"}); err == nil {
+		t.Error("StartProcess without a binary succeeded")
+	}
+}
+
+func TestParseLogLine(t *testing.T) {
+	for line, want := range map[string]map[string]string{
+		`time=2026-01-02T03:04:05.000Z level=INFO msg="switchboard serving" addr=http://127.0.0.1:41234 servers=0`: {
+			"time": "2026-01-02T03:04:05.000Z", "level": "INFO", "msg": "switchboard serving",
+			"addr": "http://127.0.0.1:41234", "servers": "0"},
+		`level=WARN msg=x error="a \"quoted\" word"`: {"level": "WARN", "msg": "x", "error": `a "quoted" word`},
+		`gc 1 @0.012s 2%: 0.1+0.2 ms clock`:          {},
+		`msg="unterminated`:                          {},
+		``:                                           {},
+	} {
+		if got := ParseLogLine(line); !maps.Equal(got, want) {
+			t.Errorf("ParseLogLine(%q) = %v, want %v", line, got, want)
+		}
+	}
+}
+
+func TestLoopbackURL(t *testing.T) {
+	for addr, want := range map[string]string{
+		"http://127.0.0.1:41234": "http://127.0.0.1:41234",
+		"http://0.0.0.0:41234":   "http://127.0.0.1:41234",
+		"http://[::]:41234":      "http://127.0.0.1:41234",
+		"http://[::1]:41234":     "http://[::1]:41234",
+		"http://192.0.2.7:41234": "",
+		"http://example.com:80":  "",
+		"127.0.0.1":              "",
+	} {
+		got, err := loopbackURL(addr)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("loopbackURL(%q) = %q, %v; want %q", addr, got, err, want)
+		}
+	}
+}
