@@ -20,6 +20,7 @@ import (
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/pgtest"
 	"github.com/switchboard-mcp/switchboard/store"
 )
@@ -96,11 +97,12 @@ func crashSafety(t *testing.T, prefix, dsn string, open func(context.Context) (s
 	acked := map[string]*sb.ServerConfig{}   // every acknowledged write, all runs
 	written := map[string]*sb.ServerConfig{} // every write attempted, all runs
 	var pids []int                           // every daemon started
+	serve := daemontest.Options{DB: dsn, StopGrace: 15 * time.Second}
 	for run := 1; run <= runs; run++ {
-		d := startServe(t, dsn)
+		d := daemontest.Start(t, serve)
 		pids = append(pids, d.PID)
 		ack, sent := writeUntilKilled(t, prefix, client, d, run)
-		d.kill()
+		d.Kill()
 		for _, c := range sent {
 			written[c.Name] = c
 		}
@@ -109,7 +111,7 @@ func crashSafety(t *testing.T, prefix, dsn string, open func(context.Context) (s
 		}
 
 		// Restart on the same database: it must open and serve.
-		d = startServe(t, dsn)
+		d = daemontest.Start(t, serve)
 		pids = append(pids, d.PID)
 		listed := listServers(t, client, d)
 		present, extra := 0, 0
@@ -140,8 +142,8 @@ func crashSafety(t *testing.T, prefix, dsn string, open func(context.Context) (s
 				extra++
 			}
 		}
-		if code := d.stop(t, 15*time.Second); code != 0 {
-			t.Errorf("run %d: serve exited with status %d after SIGTERM; stderr:\n%s", run, code, d.errb.String())
+		if err := d.Stop(); err != nil {
+			t.Errorf("run %d: %v; stderr:\n%s", run, err, d.Logs())
 		}
 		figure(t, fmt.Sprintf("%s.run%d.acknowledged", prefix, run), len(ack), "writes")
 		figure(t, fmt.Sprintf("%s.run%d.present", prefix, run), present, "writes")
@@ -200,7 +202,7 @@ func crashSafety(t *testing.T, prefix, dsn string, open func(context.Context) (s
 // figures go under prefix. It
 // returns the acknowledged configs and every config whose request was
 // sent (a request may have been committed although its answer was lost).
-func writeUntilKilled(t *testing.T, prefix string, client *http.Client, d *daemon, run int) (acked, sent []*sb.ServerConfig) {
+func writeUntilKilled(t *testing.T, prefix string, client *http.Client, d *daemontest.Daemon, run int) (acked, sent []*sb.ServerConfig) {
 	t.Helper()
 	next := make(chan int)
 	var (
@@ -264,10 +266,10 @@ feeding:
 	case <-killed:
 	default:
 		t.Fatalf("run %d: only %d of %d writes acknowledged; never reached %d to kill (refused %d, lost %d); stderr:\n%s",
-			run, acks.Load(), crashWrites, crashKillAt, refused.Load(), lost.Load(), d.errb.String())
+			run, acks.Load(), crashWrites, crashKillAt, refused.Load(), lost.Load(), d.Logs())
 	}
 	if n := refused.Load(); n != 0 {
-		t.Errorf("run %d: %d writes were refused before the kill; stderr:\n%s", run, n, d.errb.String())
+		t.Errorf("run %d: %d writes were refused before the kill; stderr:\n%s", run, n, d.Logs())
 	}
 	figure(t, fmt.Sprintf("%s.run%d.sent", prefix, run), len(sent), "writes")
 	figure(t, fmt.Sprintf("%s.run%d.unanswered", prefix, run), lost.Load(), "writes")
@@ -276,7 +278,7 @@ feeding:
 
 // listServers returns every server d lists, by name, as its config (with
 // the secrets masked, as the API shows them).
-func listServers(t *testing.T, client *http.Client, d *daemon) map[string]*sb.ServerConfig {
+func listServers(t *testing.T, client *http.Client, d *daemontest.Daemon) map[string]*sb.ServerConfig {
 	t.Helper()
 	resp, err := client.Get(d.URL + "/api/v1/servers")
 	if err != nil {

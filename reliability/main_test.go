@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 		// goleak's Cleanup replaces its own exit, so it must exit itself.
 		goleak.Cleanup(func(code int) {
 			testserver.RemoveBinary()
-			removeSwitchboardBinary()
+			daemontest.RemoveBinary()
 			os.Exit(code)
 		}))...)
 }
