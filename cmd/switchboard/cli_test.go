@@ -23,13 +23,13 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
 
@@ -40,118 +40,51 @@ const secret = "secret-value"
 const (
 	verbTimeout    = 60 * time.Second // one CLI verb
 	connectTimeout = 30 * time.Second // a server reaching status connected
-	serveStartWait = 20 * time.Second // serve printing its address
 	serveStopWait  = 10 * time.Second // serve exiting after SIGTERM
 )
 
-// sbBin is the switchboard binary built by TestMain.
-var sbBin string
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "switchboard-cli-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	sbBin = filepath.Join(dir, "switchboard")
-	build := exec.Command("go", "build", "-o", sbBin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		testserver.RemoveBinary()
-		os.RemoveAll(dir)
+		daemontest.RemoveBinary()
 		os.Exit(code)
 	}))
 }
 
-// cleanEnv is the test process's environment without SWITCHBOARD_*
-// variables, so that a developer's settings cannot leak into the tests.
-func cleanEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SWITCHBOARD_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, extra...)
-}
-
-// daemon is a running "switchboard serve".
-type daemon struct {
-	addr    string // http://127.0.0.1:PORT
-	cmd     *exec.Cmd
-	log     *testserver.Buffer
-	done    chan struct{}
-	waitErr error
+// target is what the verbs run against: the address of a daemon, and the
+// daemon itself when the test started one.
+type target struct {
+	addr  string             // SWITCHBOARD_ADDR
+	serve *daemontest.Daemon // nil if the test started none
 
 	mu      sync.Mutex
 	outputs []string // stdout and stderr of every verb run against it, for the secret check
 }
 
-var serveAddrRE = regexp.MustCompile(`msg="switchboard serving" addr=(http://\S+)`)
-
 // startServe starts "switchboard serve" on a free port and a fresh
-// database, waits for its address line, and stops it (SIGTERM, exit 0
-// within 10 s) when the test ends.
-func startServe(t *testing.T, args ...string) *daemon {
+// database, and stops it (SIGTERM, exit 0 within 10 s) when the test ends.
+func startServe(t *testing.T, o daemontest.Options) *target {
 	t.Helper()
-	argv := append([]string{"serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + filepath.Join(t.TempDir(), "sb.db")}, args...)
-	d := &daemon{cmd: exec.Command(sbBin, argv...), log: &testserver.Buffer{}, done: make(chan struct{})}
-	d.cmd.Env = cleanEnv()
-	d.cmd.Stderr = d.log
-	d.cmd.Stdout = d.log
-	d.cmd.WaitDelay = 5 * time.Second
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("starting serve: %v", err)
-	}
-	go func() {
-		d.waitErr = d.cmd.Wait()
-		close(d.done)
-	}()
+	o.StopGrace = serveStopWait
+	d := &target{serve: daemontest.Start(t, o)}
+	d.addr = d.serve.URL
 	t.Cleanup(func() { d.stop(t) })
-
-	deadline := time.Now().Add(serveStartWait)
-	for {
-		if m := serveAddrRE.FindStringSubmatch(d.log.String()); m != nil {
-			d.addr = m[1]
-			return d
-		}
-		select {
-		case <-d.done:
-			t.Fatalf("serve exited before serving (%v); log:\n%s", d.waitErr, d.log)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve printed no address within %v; log:\n%s", serveStartWait, d.log)
-		}
-	}
+	return d
 }
 
 // stop sends SIGTERM and requires a clean exit within 10 s.
-func (d *daemon) stop(t *testing.T) {
+func (d *target) stop(t *testing.T) {
 	select {
-	case <-d.done:
+	case <-d.serve.Done():
 		return // stopped already
 	default:
 	}
 	start := time.Now()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Errorf("SIGTERM to serve: %v", err)
+	if err := d.serve.Stop(); err != nil {
+		t.Errorf("%v; log:\n%s", err, d.serve.Logs())
+		return
 	}
-	select {
-	case <-d.done:
-		if d.waitErr != nil {
-			t.Errorf("serve exited with %v after SIGTERM; log:\n%s", d.waitErr, d.log)
-		}
-		t.Logf("serve stopped in %v", time.Since(start).Round(time.Millisecond))
-	case <-time.After(serveStopWait):
-		d.cmd.Process.Kill()
-		<-d.done
-		t.Errorf("serve did not exit within %v of SIGTERM; log:\n%s", serveStopWait, d.log)
-	}
+	t.Logf("serve stopped in %v", time.Since(start).Round(time.Millisecond))
 }
 
 // result is what one verb did.
@@ -166,12 +99,12 @@ func (r result) String() string {
 
 // run runs the switchboard binary with args against d (SWITCHBOARD_ADDR)
 // plus env, with stdin as its input.
-func (d *daemon) run(t *testing.T, env []string, stdin string, args ...string) result {
+func (d *target) run(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), verbTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, sbBin, args...)
-	cmd.Env = cleanEnv(append([]string{"SWITCHBOARD_ADDR=" + d.addr}, env...)...)
+	cmd := exec.CommandContext(ctx, daemontest.Binary(t), args...)
+	cmd.Env = daemontest.Environ(append([]string{"SWITCHBOARD_ADDR=" + d.addr}, env...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Stdin = strings.NewReader(stdin)
@@ -195,7 +128,7 @@ func (d *daemon) run(t *testing.T, env []string, stdin string, args ...string) r
 }
 
 // ok runs a verb that must succeed.
-func (d *daemon) ok(t *testing.T, args ...string) result {
+func (d *target) ok(t *testing.T, args ...string) result {
 	t.Helper()
 	r := d.run(t, nil, "", args...)
 	if r.code != 0 {
@@ -205,7 +138,7 @@ func (d *daemon) ok(t *testing.T, args ...string) result {
 }
 
 // fail runs a verb that must fail, with stderr containing every want.
-func (d *daemon) fail(t *testing.T, want []string, args ...string) result {
+func (d *target) fail(t *testing.T, want []string, args ...string) result {
 	t.Helper()
 	r := d.run(t, nil, "", args...)
 	if r.code == 0 {
@@ -220,7 +153,7 @@ func (d *daemon) fail(t *testing.T, want []string, args ...string) result {
 }
 
 // view reads one server with "server show --json".
-func (d *daemon) view(t *testing.T, name string) sb.ServerView {
+func (d *target) view(t *testing.T, name string) sb.ServerView {
 	t.Helper()
 	r := d.ok(t, "server", "show", name, "--json")
 	var v sb.ServerView
@@ -232,7 +165,7 @@ func (d *daemon) view(t *testing.T, name string) sb.ServerView {
 
 // waitStatus polls until the server has status want (and, if cond is not
 // nil, cond holds) and returns its view.
-func (d *daemon) waitStatus(t *testing.T, name string, want sb.Status, cond func(sb.ServerView) bool) sb.ServerView {
+func (d *target) waitStatus(t *testing.T, name string, want sb.Status, cond func(sb.ServerView) bool) sb.ServerView {
 	t.Helper()
 	deadline := time.Now().Add(connectTimeout)
 	for {
@@ -241,7 +174,7 @@ func (d *daemon) waitStatus(t *testing.T, name string, want sb.Status, cond func
 			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: status %s after %v, want %s; runtime %+v; serve log:\n%s", name, v.Runtime.Status, connectTimeout, want, v.Runtime, d.log)
+			t.Fatalf("%s: status %s after %v, want %s; runtime %+v; serve log:\n%s", name, v.Runtime.Status, connectTimeout, want, v.Runtime, d.serve.Logs())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -260,7 +193,7 @@ func contains(t *testing.T, what, s string, want ...string) {
 // person would: add, inspect, call, manage, import, remove.
 func TestCLI(t *testing.T) {
 	ts := testserver.Binary(t)
-	d := startServe(t)
+	d := startServe(t, daemontest.Options{})
 
 	// server add: a stdio server with a secret env value.
 	r := d.ok(t, "server", "add", "echo-srv", "--command", ts, "--env", "API_KEY="+secret, "--call-timeout", "30s")
@@ -463,7 +396,7 @@ func TestCLI(t *testing.T) {
 	d.stop(t)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, out := range append(d.outputs, "serve log:\n"+d.log.String()) {
+	for _, out := range append(d.outputs, "serve log:\n"+d.serve.Logs()) {
 		if strings.Contains(out, secret) {
 			t.Errorf("the secret appears in an output:\n%s", out)
 		}
@@ -492,7 +425,7 @@ func writeClaudeFixture(t *testing.T, testserverPath string) string {
 func TestCLIToken(t *testing.T) {
 	const token = "tok-0123456789"
 	ts := testserver.Binary(t)
-	d := startServe(t, "--token", token)
+	d := startServe(t, daemontest.Options{Token: token})
 	withToken := []string{"SWITCHBOARD_TOKEN=" + token}
 
 	for _, args := range [][]string{
@@ -552,7 +485,7 @@ func TestCLIUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	d := &daemon{addr: addr} // nothing listens there now
+	d := &target{addr: addr} // nothing listens there now
 	for _, args := range [][]string{{"server", "list"}, {"tools"}, {"call", "a/b"}} {
 		r := d.run(t, nil, "", args...)
 		want := `cannot reach switchboard at http://` + addr + `: is "switchboard serve" running?`
