@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/store/sqlite"
@@ -31,7 +32,11 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
-		goleak.Cleanup(func(code int) { testserver.RemoveBinary(); os.Exit(code) }),
+		goleak.Cleanup(func(code int) {
+			testserver.RemoveBinary()
+			daemontest.RemoveBinary()
+			os.Exit(code)
+		}),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreAnyFunction("database/sql.(*DB).connectionOpener"),
@@ -431,11 +436,6 @@ func TestMCPEndpointProtection(t *testing.T) {
 }
 
 func TestStdioCommandServesTheAggregate(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "switchboard")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/switchboard")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building switchboard: %v\n%s", err, out)
-	}
 	db := filepath.Join(t.TempDir(), "sb.db")
 	st, err := sqlite.Open(context.Background(), db)
 	if err != nil {
@@ -444,15 +444,13 @@ func TestStdioCommandServesTheAggregate(t *testing.T) {
 	st.Create(context.Background(), stdio(t, "viastdio"))
 	st.Close()
 
-	cmd := exec.Command(bin, "stdio", "--db", "sqlite:"+db)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd := daemontest.Command(t, "stdio", "--db", "sqlite:"+db)
 	cmd.Stderr = t.Output()
 	c := mcp.NewClient(&mcp.Implementation{Name: "ide"}, nil)
 	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	waitTools(t, cs, "viastdio__echo")
 	if got := text(t)(cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "viastdio__echo", Arguments: map[string]any{"text": "through stdio"}})); got != "through stdio" {
 		t.Fatalf("echo = %q", got)
