@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +33,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
@@ -709,124 +709,6 @@ func TestAPIRefusesDNSRebindingAndCrossOrigin(t *testing.T) {
 	}
 }
 
-// buildSwitchboard builds cmd/switchboard into a temporary directory of t
-// (go build's cache makes a rebuild cheap).
-func buildSwitchboard(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "switchboard")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/switchboard")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/switchboard: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// serveEnv is the environment without any SWITCHBOARD_ variable, so that
-// flags and defaults are what the test says.
-func serveEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SWITCHBOARD_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-// serveOutput collects serve's stderr and reports each complete line.
-type serveOutput struct {
-	mu      sync.Mutex
-	lines   []string
-	partial []byte
-	onLine  func(string)
-}
-
-func (o *serveOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.partial = append(o.partial, p...)
-	for {
-		i := bytes.IndexByte(o.partial, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := string(o.partial[:i])
-		o.partial = o.partial[i+1:]
-		o.lines = append(o.lines, line)
-		o.onLine(line)
-	}
-}
-
-func (o *serveOutput) all() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]string(nil), o.lines...)
-}
-
-// runServe starts `switchboard serve args...`, waits for its "switchboard
-// serving" line, and returns the stderr lines so far and the port. stop
-// (also run when the test ends) sends SIGTERM, waits for the exit (SIGKILL
-// after 15 s) and returns all of stderr.
-func runServe(t *testing.T, bin string, args ...string) (lines []string, port string, stop func() string) {
-	t.Helper()
-	servingRE := regexp.MustCompile(`msg="switchboard serving" addr=http://\S+:(\d+)`)
-	serving := make(chan string, 1)
-	out := &serveOutput{onLine: func(line string) {
-		if m := servingRE.FindStringSubmatch(line); m != nil {
-			select {
-			case serving <- m[1]:
-			default:
-			}
-		}
-	}}
-	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
-	cmd.Env = serveEnv()
-	cmd.Dir = t.TempDir()
-	cmd.Stderr = out
-	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var exitErr error
-	exited := make(chan struct{})
-	go func() {
-		exitErr = cmd.Wait()
-		close(exited)
-	}()
-	var once sync.Once
-	stop = func() string {
-		once.Do(func() {
-			cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(15 * time.Second):
-				cmd.Process.Kill()
-				<-exited
-			}
-		})
-		return strings.Join(out.all(), "\n")
-	}
-	t.Cleanup(func() {
-		stop()
-		if exitErr != nil {
-			t.Errorf("serve %q exited with %v", args, exitErr)
-		}
-	})
-	select {
-	case port = <-serving:
-	case <-exited:
-		t.Fatalf("serve %q exited before serving (%v):\n%s", args, exitErr, strings.Join(out.all(), "\n"))
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve %q did not serve within 30 s:\n%s", args, stop())
-	}
-	return out.all(), port, stop
-}
-
 const nonLoopbackWarning = "listening on a non-loopback address without a token"
 
 // TestServeBindsLoopbackByDefaultAndWarnsElsewhere: the default --listen
@@ -834,9 +716,14 @@ const nonLoopbackWarning = "listening on a non-loopback address without a token"
 // on stderr (before it serves); with a token, or on loopback, it does not.
 // The daemon bound to 0.0.0.0 is only ever contacted through 127.0.0.1.
 func TestServeBindsLoopbackByDefaultAndWarnsElsewhere(t *testing.T) {
-	bin := buildSwitchboard(t)
+	// Built into the test's TempDir: this package's TestMain does not
+	// remove daemontest's shared binary.
+	bin, err := daemontest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	help := exec.Command(bin, "serve", "--help")
-	help.Env = serveEnv()
+	help.Env = daemontest.Environ()
 	out, err := help.CombinedOutput()
 	if err != nil {
 		t.Fatalf("serve --help: %v\n%s", err, out)
@@ -847,29 +734,32 @@ func TestServeBindsLoopbackByDefaultAndWarnsElsewhere(t *testing.T) {
 
 	token := "serve-token-" + randomHex(8)
 	for _, tc := range []struct {
-		name string
-		args []string
-		warn bool
+		name          string
+		listen, token string
+		warn          bool
 	}{
-		{"all interfaces without a token", []string{"--listen", "0.0.0.0:0"}, true},
-		{"all interfaces with a token", []string{"--listen", "0.0.0.0:0", "--token", token}, false},
-		{"loopback without a token", []string{"--listen", "127.0.0.1:0"}, false},
+		{"all interfaces without a token", "0.0.0.0:0", "", true},
+		{"all interfaces with a token", "0.0.0.0:0", token, false},
+		{"loopback without a token", "127.0.0.1:0", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "serve.db")
-			lines, port, stop := runServe(t, bin, append(tc.args, "--db", "sqlite:"+db)...)
-			warned := strings.Contains(strings.Join(lines, "\n"), nonLoopbackWarning)
-			if warned != tc.warn {
-				t.Errorf("warning printed: %v, want %v; stderr:\n%s", warned, tc.warn, strings.Join(lines, "\n"))
+			d := daemontest.Start(t, daemontest.Options{Binary: bin, DB: "sqlite:" + db, Listen: tc.listen, Token: tc.token})
+			lines := d.Logs()
+			if warned := strings.Contains(lines, nonLoopbackWarning); warned != tc.warn {
+				t.Errorf("warning printed: %v, want %v; stderr:\n%s", warned, tc.warn, lines)
 			}
 			if tc.warn {
-				for _, l := range lines {
+				for l := range strings.Lines(lines) {
 					if strings.Contains(l, nonLoopbackWarning) && !strings.Contains(l, "level=WARN") {
 						t.Errorf("the warning is not at level WARN: %s", l)
 					}
 				}
 			}
-			resp, err := http.Get("http://127.0.0.1:" + port + "/healthz")
+			if !strings.HasPrefix(d.URL, "http://127.0.0.1:") {
+				t.Fatalf("the daemon is reached at %s, not over 127.0.0.1", d.URL)
+			}
+			resp, err := http.Get(d.URL + "/healthz")
 			if err != nil {
 				t.Fatalf("healthz over 127.0.0.1: %v", err)
 			}
@@ -880,7 +770,10 @@ func TestServeBindsLoopbackByDefaultAndWarnsElsewhere(t *testing.T) {
 			if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {
 				t.Errorf("serve's database: %v %v, want mode 0600", fi.Mode(), err)
 			}
-			if all := stop(); strings.Contains(all, token) {
+			if err := d.Stop(); err != nil {
+				t.Errorf("serve (%s): %v", tc.name, err)
+			}
+			if all := d.Logs(); strings.Contains(all, token) {
 				t.Errorf("serve printed its token:\n%s", all)
 			}
 		})
