@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 )
 
 // The environment scripts/conformance-setup.sh exports.
@@ -74,7 +74,7 @@ func TestConformanceThroughSwitchboard(t *testing.T) {
 		logSet(t, "passing directly ("+mode+")", direct[mode])
 	}
 
-	sw := startSwitchboard(t, buildSwitchboard(t))
+	sw := startSwitchboard(t)
 	variants := []struct {
 		name, baseline string
 		config         map[string]any
@@ -105,7 +105,7 @@ func TestConformanceThroughSwitchboard(t *testing.T) {
 
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			through := s.run(t, "switchboard-"+v.name, sw.url+"/mcp/"+v.name)
+			through := s.run(t, "switchboard-"+v.name, sw.URL+"/mcp/"+v.name)
 			compare(t, s.scenarios, v.baseline, direct[v.baseline], through, v.mayGain)
 		})
 	}
@@ -196,80 +196,36 @@ func startEverything(t *testing.T, bin string, stateless bool) string {
 	return "http://" + addr + "/mcp"
 }
 
-// buildSwitchboard builds the switchboard binary from this repository.
-func buildSwitchboard(t *testing.T) string {
-	t.Helper()
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	if _, err := os.Stat(filepath.Join(root, "cmd", "switchboard")); err != nil {
-		t.Fatalf("cannot find the repository root from %s: %v", strings.TrimSpace(string(gomod)), err)
-	}
-	bin := filepath.Join(t.TempDir(), "switchboard")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/switchboard")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/switchboard: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// switchboard is a running `switchboard serve`.
+// switchboard is a running `switchboard serve`, and the stdio upstreams it
+// started.
 type switchboard struct {
-	url    string
-	out    *lineWriter
+	*daemontest.Daemon
 	client *http.Client
 	stdio  map[int]string // pid -> command of each stdio upstream
 }
 
-var servingAddr = regexp.MustCompile(`msg="switchboard serving" addr=(http://\S+)`)
-
-// startSwitchboard runs `switchboard serve` on a free loopback port with a
-// fresh SQLite database. Its cleanup stops it, then any stdio upstream it
-// left behind.
-func startSwitchboard(t *testing.T, bin string) *switchboard {
+// startSwitchboard builds switchboard from this repository and runs `serve`
+// on a free loopback port with a fresh SQLite database. Its cleanup stops
+// it, then any stdio upstream it left behind.
+func startSwitchboard(t *testing.T) *switchboard {
 	t.Helper()
-	db := "sqlite:" + filepath.Join(t.TempDir(), "sb.db")
-	addrc := make(chan string, 1)
-	sw := &switchboard{client: &http.Client{Timeout: 10 * time.Second}, stdio: map[int]string{}}
-	sw.out = &lineWriter{onLine: func(line string) {
-		if m := servingAddr.FindStringSubmatch(line); m != nil {
-			select {
-			case addrc <- m[1]:
-			default:
-			}
-		}
-	}}
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--db", db)
-	// No token, database or address from the environment of the test.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SWITCHBOARD_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Stdout, cmd.Stderr = sw.out, sw.out
-	p, err := spawn("switchboard serve", cmd)
+	// Into the test's TempDir: this package has no TestMain to remove
+	// daemontest's shared binary.
+	bin, err := daemontest.Build(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	sw := &switchboard{
+		Daemon: daemontest.Start(t, daemontest.Options{Binary: bin, StopGrace: killAfter}),
+		client: &http.Client{Timeout: 10 * time.Second},
+		stdio:  map[int]string{},
+	}
 	t.Cleanup(func() {
-		p.stop()
+		_ = sw.Stop() // a failure is logged by daemontest's cleanup
 		for pid, command := range sw.stdio {
 			killOrphan(pid, command)
 		}
-		if t.Failed() {
-			t.Logf("switchboard serve output (last 40 lines):\n%s", sw.out.tail(40))
-		}
 	})
-	select {
-	case sw.url = <-addrc:
-	case <-p.done:
-		t.Fatalf("switchboard serve exited (%v):\n%s", p.err, sw.out.tail(20))
-	case <-time.After(30 * time.Second):
-		t.Fatalf("switchboard serve logged no address within 30s:\n%s", sw.out.tail(20))
-	}
 	return sw
 }
 
@@ -280,7 +236,7 @@ func (sw *switchboard) add(t *testing.T, config map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := sw.client.Post(sw.url+"/api/v1/servers", "application/json", bytes.NewReader(body))
+	resp, err := sw.client.Post(sw.URL+"/api/v1/servers", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("POST /api/v1/servers: %v", err)
 	}
@@ -313,7 +269,7 @@ func (sw *switchboard) waitConnected(t *testing.T, name string) runtimeInfo {
 		Runtime runtimeInfo `json:"runtime"`
 	}
 	for {
-		resp, err := sw.client.Get(sw.url + "/api/v1/servers/" + name)
+		resp, err := sw.client.Get(sw.URL + "/api/v1/servers/" + name)
 		if err != nil {
 			t.Fatalf("GET /api/v1/servers/%s: %v", name, err)
 		}
@@ -348,7 +304,7 @@ func (sw *switchboard) requireMCP(t *testing.T, name string) {
 	for {
 		// A GET without a session has no side effect; anything but 404
 		// says the endpoint is there.
-		req, err := http.NewRequest(http.MethodGet, sw.url+"/mcp/"+name, nil)
+		req, err := http.NewRequest(http.MethodGet, sw.URL+"/mcp/"+name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
