@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,38 +9,28 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 )
 
-// daemon is a `switchboard serve` process started by the harness: on
-// 127.0.0.1 with an ephemeral port, a SQLite database of the harness's, no
-// token, logging at info level with the Go runtime's GC trace, in its own
-// process group.
+// daemon is a `switchboard serve` process started with internal/daemontest:
+// on 127.0.0.1 with an ephemeral port, a SQLite database of the harness's,
+// no token, logging at info level with the Go runtime's GC trace, in its
+// own process group; and what its log said.
 type daemon struct {
-	pid   int
-	url   string    // http://127.0.0.1:PORT
-	start time.Time // just before the exec
-
-	cmd     *exec.Cmd
-	done    chan struct{} // closed once the process has been reaped
-	logR    *os.File
-	logDone chan struct{} // closed once its stderr is read to the end
-	client  *http.Client
-	once    sync.Once
-
-	serving    chan string   // receives the address from "switchboard serving"
+	*daemontest.Daemon
+	client     *http.Client
 	allStarted chan struct{} // closed at "every server started"
 
-	mu  sync.Mutex
-	log daemonLog
+	mu              sync.Mutex
+	log             daemonLog
+	lastConnectedAt time.Time // when the last "upstream connected" was read
+	allStartedAt    time.Time // when "every server started" was read
 }
 
 // daemonLog is what the daemon's log said, with the times the harness read
@@ -67,161 +56,73 @@ type daemonLog struct {
 // maxProblems bounds the WARN and ERROR lines a daemonLog keeps.
 const maxProblems = 8
 
-// startDaemon starts bin serve on db and waits up to 30 s for the address
-// it serves on.
-func startDaemon(bin, db string) (*daemon, error) {
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:"+db, "--log-level", "info")
-	cmd.Env = daemonEnv()
-	// Its own process group, killed by group; Pdeathsig: a driver that
-	// crashes must not leave a daemon behind.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = w
+// startDaemon starts bin serve on db and waits up to 30 s for its API to
+// answer (daemontest.StartProcess). The caller kills it.
+func startDaemon(ctx context.Context, bin, db string) (*daemon, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	d := &daemon{
-		cmd:        cmd,
-		done:       make(chan struct{}),
-		logR:       r,
-		logDone:    make(chan struct{}),
 		client:     &http.Client{Transport: tr, Timeout: time.Minute},
-		serving:    make(chan string, 1),
 		allStarted: make(chan struct{}),
 	}
-	d.start = time.Now()
-	err = cmd.Start()
-	w.Close() // the child has its copy
+	godebug := "gctrace=1"
+	if v := os.Getenv("GODEBUG"); v != "" {
+		godebug = v + "," + godebug
+	}
+	var err error
+	d.Daemon, err = daemontest.StartProcess(ctx, daemontest.Options{
+		Binary:    bin,
+		DB:        "sqlite:" + db,
+		LogLevel:  "info",
+		Env:       []string{"GODEBUG=" + godebug},
+		OnLine:    d.readLine,
+		StopGrace: daemonGrace,
+	})
 	if err != nil {
-		r.Close()
 		return nil, err
 	}
-	d.pid = cmd.Process.Pid
-	go d.readLog()
-	go func() {
-		_ = cmd.Wait()
-		close(d.done)
-	}()
-
-	t := time.NewTimer(30 * time.Second)
-	defer t.Stop()
-	select {
-	case addr := <-d.serving:
-		d.url = addr
-		return d, nil
-	case <-d.done:
-		d.kill()
-		return nil, fmt.Errorf("switchboard serve exited before serving (%s): %s", cmd.ProcessState, d.problems())
-	case <-t.C:
-		d.kill()
-		return nil, errors.New("switchboard serve logged no \"switchboard serving\" line within 30s")
-	}
-}
-
-// daemonEnv is this process's environment without Switchboard's own
-// settings (a token would lock the harness out), with the GC trace on.
-func daemonEnv() []string {
-	var env []string
-	godebug := "gctrace=1"
-	for _, kv := range os.Environ() {
-		switch k, v, _ := strings.Cut(kv, "="); {
-		case strings.HasPrefix(k, "SWITCHBOARD_"):
-		case k == "GODEBUG":
-			if v != "" {
-				godebug = v + "," + godebug
-			}
-		default:
-			env = append(env, kv)
-		}
-	}
-	return append(env, "GODEBUG="+godebug)
+	return d, nil
 }
 
 // gcTrace matches the parts of a gctrace line the harness keeps.
 var gcTrace = regexp.MustCompile(`^gc (\d+) @([0-9.]+)s .* (\d+)->(\d+)->(\d+) MB, (\d+) MB goal, (\d+) MB stacks`)
 
-// readLog reads the daemon's stderr to the end, noting the lines the
-// harness waits for.
-func (d *daemon) readLog() {
-	defer close(d.logDone)
-	sc := bufio.NewScanner(d.logR)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	servingSeen, startedSeen := false, false
-	for sc.Scan() {
-		line := sc.Text()
-		at := time.Since(d.start)
-		if m := gcTrace.FindStringSubmatch(line); m != nil {
-			d.mu.Lock()
-			d.log.GCs, _ = strconv.Atoi(m[1])
-			if s, err := strconv.ParseFloat(m[2], 64); err == nil {
-				d.log.GCAt = time.Duration(s * float64(time.Second))
-			}
-			d.log.HeapLive, d.log.HeapGoal, d.log.Stacks = megabytes(m[5]), megabytes(m[6]), megabytes(m[7])
-			d.mu.Unlock()
-			continue
+// readLine notes what one line of the daemon's log says.
+func (d *daemon) readLine(line string) {
+	at := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if m := gcTrace.FindStringSubmatch(line); m != nil {
+		d.log.GCs, _ = strconv.Atoi(m[1])
+		if s, err := strconv.ParseFloat(m[2], 64); err == nil {
+			d.log.GCAt = time.Duration(s * float64(time.Second))
 		}
-		kv := parseLogLine(line)
-		d.mu.Lock()
-		switch kv["msg"] {
-		case "switchboard serving":
-			if !servingSeen {
-				servingSeen = true
-				d.serving <- kv["addr"]
-			}
-		case "every server started":
-			d.log.AllStarted = at
-			d.log.Elapsed, _ = time.ParseDuration(kv["elapsed"])
-			if !startedSeen {
-				startedSeen = true
-				close(d.allStarted)
-			}
-		case "upstream connected":
-			d.log.Connected++
-			d.log.LastConnected = at
-		case "shutting down":
-			d.log.ShuttingDown, _ = time.Parse(time.RFC3339Nano, kv["time"])
-		case "stopped":
-			d.log.Stopped, _ = time.Parse(time.RFC3339Nano, kv["time"])
-		}
-		if lvl := kv["level"]; (lvl == "WARN" || lvl == "ERROR") && len(d.log.Problems) < maxProblems {
-			d.log.Problems = append(d.log.Problems, line)
-		}
-		d.mu.Unlock()
+		d.log.HeapLive, d.log.HeapGoal, d.log.Stacks = megabytes(m[5]), megabytes(m[6]), megabytes(m[7])
+		return
 	}
-	_, _ = io.Copy(io.Discard, d.logR)
+	kv := daemontest.ParseLogLine(line)
+	switch kv["msg"] {
+	case "every server started":
+		d.log.Elapsed, _ = time.ParseDuration(kv["elapsed"])
+		if d.allStartedAt.IsZero() {
+			close(d.allStarted)
+		}
+		d.allStartedAt = at
+	case "upstream connected":
+		d.log.Connected++
+		d.lastConnectedAt = at
+	case "shutting down":
+		d.log.ShuttingDown, _ = time.Parse(time.RFC3339Nano, kv["time"])
+	case "stopped":
+		d.log.Stopped, _ = time.Parse(time.RFC3339Nano, kv["time"])
+	}
+	if lvl := kv["level"]; (lvl == "WARN" || lvl == "ERROR") && len(d.log.Problems) < maxProblems {
+		d.log.Problems = append(d.log.Problems, line)
+	}
 }
 
 func megabytes(s string) uint64 {
 	n, _ := strconv.ParseUint(s, 10, 64)
 	return n << 20
-}
-
-// parseLogLine splits a line of slog's text format (key=value pairs, values
-// quoted when they contain spaces) into its pairs.
-func parseLogLine(line string) map[string]string {
-	out := map[string]string{}
-	for line != "" {
-		line = strings.TrimLeft(line, " ")
-		k, rest, ok := strings.Cut(line, "=")
-		if !ok || k == "" || strings.Contains(k, " ") {
-			break
-		}
-		var v string
-		if strings.HasPrefix(rest, `"`) {
-			q, err := strconv.QuotedPrefix(rest)
-			if err != nil {
-				break
-			}
-			v, _ = strconv.Unquote(q)
-			rest = rest[len(q):]
-		} else {
-			v, rest, _ = strings.Cut(rest, " ")
-		}
-		out[k] = v
-		line = rest
-	}
-	return out
 }
 
 // snapshotLog returns what the log said so far.
@@ -230,85 +131,30 @@ func (d *daemon) snapshotLog() daemonLog {
 	defer d.mu.Unlock()
 	l := d.log
 	l.Problems = append([]string(nil), d.log.Problems...)
+	if !d.lastConnectedAt.IsZero() {
+		l.LastConnected = d.lastConnectedAt.Sub(d.Started)
+	}
+	if !d.allStartedAt.IsZero() {
+		l.AllStarted = d.allStartedAt.Sub(d.Started)
+	}
 	return l
 }
 
-func (d *daemon) problems() string {
-	if p := d.snapshotLog().Problems; len(p) > 0 {
-		return strings.Join(p, "; ")
-	}
-	return "no warning or error logged"
-}
-
-// terminate sends SIGTERM to the daemon and waits up to grace for it to
-// exit; then it kills its process group. It returns how long the daemon
-// took to be reaped after the signal, and whether it exited by itself.
-func (d *daemon) terminate(grace time.Duration) (time.Duration, bool) {
+// terminate stops the daemon (SIGTERM, then its process group killed
+// after daemonGrace) and returns how long it took to be reaped after the
+// signal, and whether it exited by itself.
+func (d *daemon) terminate() (time.Duration, bool) {
 	start := time.Now()
-	_ = syscall.Kill(d.pid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-d.done:
-		return time.Since(start), true
-	case <-t.C:
-		d.kill()
-		return time.Since(start), false
-	}
+	err := d.Stop()
+	return time.Since(start), !errors.Is(err, daemontest.ErrStopTimeout)
 }
 
-// kill sends SIGKILL to the daemon's process group, waits until it is
-// reaped and its log read (the log for 2 s at most), and closes the
-// harness's side. It is safe to call more than once.
+// kill kills the daemon's process group, waits until it is reaped (its
+// log is then complete), and closes the harness's idle connections. It is
+// safe to call more than once.
 func (d *daemon) kill() {
-	d.once.Do(func() {
-		select {
-		case <-d.done: // reaped: its pid may be another process's by now
-		default:
-			killGroup(d.pid)
-			<-d.done
-		}
-		t := time.NewTimer(2 * time.Second)
-		select {
-		case <-d.logDone:
-		case <-t.C:
-		}
-		t.Stop()
-		d.logR.Close()
-		<-d.logDone
-		d.client.CloseIdleConnections()
-	})
-}
-
-// exitCode is the daemon's exit status once reaped (-1: killed by a signal).
-func (d *daemon) exitCode() int {
-	<-d.done
-	return d.cmd.ProcessState.ExitCode()
-}
-
-// waitAPI polls GET /healthz every 10 ms until it answers 200, up to
-// timeout, and returns when it did (since the exec).
-func (d *daemon) waitAPI(ctx context.Context, timeout time.Duration) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.url+"/healthz", nil)
-		if err != nil {
-			return 0, err
-		}
-		if resp, err := d.client.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return time.Since(d.start), nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("the daemon's API did not answer within %s", timeout)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	d.Kill()
+	d.client.CloseIdleConnections()
 }
 
 // serverState is the part of a server view the harness reads.
@@ -354,7 +200,7 @@ func (d *daemon) do(ctx context.Context, method, path string, body any, want int
 		}
 		rd = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, d.url+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, d.URL+path, rd)
 	if err != nil {
 		return err
 	}

@@ -128,14 +128,12 @@ func runDaemon(ctx context.Context, cfg *Config, kind string, n int) (*DaemonRes
 		return nil, err
 	}
 
-	d, err := startDaemon(cfg.Switchboard, db)
+	d, err := startDaemon(ctx, cfg.Switchboard, db)
 	if err != nil {
 		return nil, err
 	}
 	defer d.kill()
-	if r.APIUp, err = d.waitAPI(ctx, 30*time.Second); err != nil {
-		return nil, err
-	}
+	r.APIUp = d.Ready.Sub(d.Started)
 	var states []serverState
 	states, r.PollConnected, r.Polls = pollConnected(ctx, cfg, d, n)
 	for _, s := range states {
@@ -172,17 +170,17 @@ func runDaemon(ctx context.Context, cfg *Config, kind string, n int) (*DaemonRes
 		if i > 0 && !sleepCtx(ctx, cfg.DaemonSampleEvery) {
 			return nil, ctx.Err()
 		}
-		r.RSS = append(r.RSS, rssBytes(d.pid))
-		a, _ := procStatusField(fmt.Sprintf("/proc/%d/status", d.pid), "RssAnon")
+		r.RSS = append(r.RSS, rssBytes(d.PID))
+		a, _ := procStatusField(fmt.Sprintf("/proc/%d/status", d.PID), "RssAnon")
 		anon = append(anon, a<<10)
 	}
 	slices.Sort(anon)
 	r.RSSAnon = anon[len(anon)/2]
-	threads, _ := procStatusField(fmt.Sprintf("/proc/%d/status", d.pid), "Threads")
-	r.Threads, r.FDs = int(threads), countFDs(d.pid)
+	threads, _ := procStatusField(fmt.Sprintf("/proc/%d/status", d.PID), "Threads")
+	r.Threads, r.FDs = int(threads), countFDs(d.PID)
 	log := d.snapshotLog()
 	r.GCs, r.GCAt, r.HeapLive, r.HeapGoal, r.Stacks = log.GCs, log.GCAt, log.HeapLive, log.HeapGoal, log.Stacks
-	children := childrenOf(d.pid)
+	children := childrenOf(d.PID)
 	r.Children = len(children)
 	for _, pid := range children {
 		r.ChildrenRSS += rssBytes(pid)
@@ -192,8 +190,8 @@ func runDaemon(ctx context.Context, cfg *Config, kind string, n int) (*DaemonRes
 		r.ServerRSS = rssBytes(server.pid)
 	}
 
-	r.ShutdownTime, r.ExitedBySelf = d.terminate(daemonGrace)
-	r.ExitCode = d.exitCode()
+	r.ShutdownTime, r.ExitedBySelf = d.terminate()
+	r.ExitCode = d.ExitCode()
 	var except []int
 	if server != nil {
 		except = append(except, server.pid)
@@ -203,7 +201,7 @@ func runDaemon(ctx context.Context, cfg *Config, kind string, n int) (*DaemonRes
 	for _, pid := range left { // started by the daemon, which is gone
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	d.kill() // reads the rest of the log
+	d.kill() // the log is complete once it is reaped
 	log = d.snapshotLog()
 	r.AllStarted, r.LoggedElapsed, r.LastConnected = log.AllStarted, log.Elapsed, log.LastConnected
 	if !log.ShuttingDown.IsZero() && !log.Stopped.IsZero() {
@@ -262,7 +260,7 @@ func pollConnected(ctx context.Context, cfg *Config, d *daemon, n int) ([]server
 				}
 			}
 			if len(states) == n && connected == n {
-				return states, time.Since(d.start), polls
+				return states, time.Since(d.Started), polls
 			}
 		}
 		select {

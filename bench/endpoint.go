@@ -53,14 +53,11 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	d, err := startDaemon(cfg.Switchboard, filepath.Join(dir, "switchboard.db"))
+	d, err := startDaemon(ctx, cfg.Switchboard, filepath.Join(dir, "switchboard.db"))
 	if err != nil {
 		return nil, nil, err
 	}
 	defer d.kill()
-	if _, err := d.waitAPI(ctx, 30*time.Second); err != nil {
-		return nil, nil, err
-	}
 	// The same process, through Switchboard, at the same protocol as the
 	// direct clients.
 	if err := d.addServer(ctx, &sb.ServerConfig{Name: endpointServer, Transport: sb.TransportStreamableHTTP,
@@ -80,8 +77,8 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 	}
 	sides := []*endpointSide{
 		{name: SideDirect, url: server.url, tool: "echo"},
-		{name: SideGateway, url: d.url + "/mcp", tool: endpointServer + "__echo"},
-		{name: SideGatewayOne, url: d.url + "/mcp/" + endpointServer, tool: "echo"},
+		{name: SideGateway, url: d.MCPURL, tool: endpointServer + "__echo"},
+		{name: SideGatewayOne, url: d.MCPURL + "/" + endpointServer, tool: "echo"},
 	}
 	defer func() {
 		for _, s := range sides {
@@ -113,9 +110,9 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 	}
 
 	probe := func() func(*Sample) {
-		c0, d0, u0 := selfCPU(), procCPU(d.pid), procCPU(server.pid)
+		c0, d0, u0 := selfCPU(), procCPU(d.PID), procCPU(server.pid)
 		return func(smp *Sample) {
-			smp.ClientCPU, smp.DaemonCPU, smp.UpstreamCPU = selfCPU()-c0, procCPU(d.pid)-d0, procCPU(server.pid)-u0
+			smp.ClientCPU, smp.DaemonCPU, smp.UpstreamCPU = selfCPU()-c0, procCPU(d.PID)-d0, procCPU(server.pid)-u0
 		}
 	}
 	modes := []struct {
@@ -166,13 +163,13 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 			}
 		}
 	}
-	info.DaemonRSS = rssBytes(d.pid)
+	info.DaemonRSS = rssBytes(d.PID)
 
 	for _, s := range sides {
 		_ = s.cs.Close()
 		s.cs = nil
 	}
-	if took, clean := d.terminate(30 * time.Second); !clean {
+	if took, clean := d.terminate(); !clean {
 		return nil, nil, fmt.Errorf("endpoint: the daemon did not exit within %s of SIGTERM", took.Round(time.Millisecond))
 	}
 	return results, info, nil

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 )
 
 // Env describes the machine and the build a run measured.
@@ -290,9 +292,18 @@ func BuildTestserver() (path, dir string, err error) {
 }
 
 // BuildSwitchboard builds the switchboard binary (./cmd/switchboard), for
-// the endpoint and daemon-scale scenarios, as BuildTestserver does.
+// the endpoint and daemon-scale scenarios, into a new temporary directory
+// with internal/daemontest. The caller removes dir.
 func BuildSwitchboard() (path, dir string, err error) {
-	return buildCommand("./cmd/switchboard", "switchboard")
+	dir, err = os.MkdirTemp("", "sbbench-")
+	if err != nil {
+		return "", "", err
+	}
+	if path, err = daemontest.Build(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", "", err
+	}
+	return path, dir, nil
 }
 
 // buildCommand builds the main package pkg of this module as dir/name in a
