@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/httpapi"
 	"github.com/switchboard-mcp/switchboard/internal/pgtest"
@@ -182,7 +183,7 @@ func TestServerLifecycleThroughTheAPI(t *testing.T) {
 		v = e.waitStatus("alpha", sb.StatusConnected)
 		pid := v.Runtime.PID
 
-		var tools struct{ Tools []httpapi.ToolView }
+		var tools struct{ Tools []api.ToolView }
 		e.do("GET", "/api/v1/servers/alpha/tools", nil, &tools)
 		if len(tools.Tools) == 0 || tools.Tools[0].Address != "alpha/"+tools.Tools[0].Name {
 			t.Fatalf("tools %+v", tools)
@@ -248,7 +249,7 @@ func TestServerLifecycleThroughTheAPI(t *testing.T) {
 		if st, _ := e.do("DELETE", "/api/v1/servers/alpha", nil, nil); st != 204 {
 			t.Fatalf("delete: %d", st)
 		}
-		var eb httpapi.ErrorBody
+		var eb api.ErrorBody
 		if st, _ := e.do("GET", "/api/v1/servers/alpha", nil, &eb); st != 404 || eb.Error.Code != "not_found" {
 			t.Fatalf("after delete: %d %+v", st, eb)
 		}
@@ -308,7 +309,7 @@ func TestConcurrentUpdatesGetOneConflict(t *testing.T) {
 		if !(statuses[0] == 200 && statuses[1] == 409 || statuses[0] == 409 && statuses[1] == 200) {
 			t.Fatalf("statuses %v, want one 200 and one 409", statuses)
 		}
-		var eb httpapi.ErrorBody
+		var eb api.ErrorBody
 		body := stdioServer(t, "shared")
 		body["version"] = v.Version
 		if st, _ := e.do("PUT", "/api/v1/servers/shared", body, &eb); st != 409 || eb.Error.Code != "conflict" {
@@ -325,7 +326,7 @@ func TestDraftTestIsIsolatedAndLeavesNothing(t *testing.T) {
 	e.do("POST", "/api/v1/servers", stdioServer(t, "live"), nil)
 	live := e.waitStatus("live", sb.StatusConnected)
 
-	var res registry.TestResult
+	var res api.TestResult
 	draft := stdioServer(t, "live", "-tools", "2", "-spawn-child")
 	draft["env"] = map[string]string{"API_KEY": "***"}
 	if st, body := e.do("POST", "/api/v1/test", draft, &res); st != 200 {
@@ -351,7 +352,7 @@ func TestDraftTestIsIsolatedAndLeavesNothing(t *testing.T) {
 	if res.Runtime.Error == nil || res.Runtime.Error.Phase != sb.PhaseSpawn || res.Runtime.Error.Code != "command_not_found" {
 		t.Fatalf("failing draft: %+v", res.Runtime)
 	}
-	var tr registry.TestResult
+	var tr api.TestResult
 	if st, _ := e.do("POST", "/api/v1/servers/live/test", nil, &tr); st != 200 || tr.Runtime.Status != sb.StatusConnected {
 		t.Fatalf("test of the stored server: %d %+v", st, tr.Runtime)
 	}
@@ -391,7 +392,7 @@ func TestCallRoute(t *testing.T) {
 	e.do("POST", "/api/v1/servers", stdioServer(t, "tools"), nil)
 	e.waitStatus("tools", sb.StatusConnected)
 
-	var cr httpapi.CallResponse
+	var cr api.CallResponse
 	if st, body := e.do("POST", "/api/v1/call", map[string]any{"tool": "tools/echo", "arguments": map[string]any{"text": "hi"}}, &cr); st != 200 || cr.Result == nil {
 		t.Fatalf("echo: %d %s", st, body)
 	}
@@ -412,13 +413,13 @@ func TestCallRoute(t *testing.T) {
 		{`{"tool": "tools/echo", "bogus": 1}`, 400, "bad_request"},
 		{`{"tool": `, 400, "bad_request"},
 	} {
-		var eb httpapi.ErrorBody
+		var eb api.ErrorBody
 		st, body := e.do("POST", "/api/v1/call", tc.body, &eb)
 		if st != tc.status || eb.Error.Code != tc.code || eb.Error.Message == "" {
 			t.Errorf("%v: %d %s, want %d %s", tc.body, st, body, tc.status, tc.code)
 		}
 	}
-	var eb httpapi.ErrorBody
+	var eb api.ErrorBody
 	e.do("POST", "/api/v1/call", map[string]any{"tool": "tools/ecko"}, &eb)
 	if !strings.Contains(eb.Error.Message, `did you mean "echo"`) {
 		t.Errorf("no suggestion: %q", eb.Error.Message)
@@ -464,7 +465,7 @@ func TestStreamedCallRelaysElicitation(t *testing.T) {
 	for ev := range readEvents(sc) {
 		got = append(got, ev)
 		if ev.name == "elicitation" {
-			var el httpapi.ElicitationEvent
+			var el api.ElicitationEvent
 			json.Unmarshal([]byte(ev.data), &el)
 			if el.Message != "Ship it?" {
 				t.Errorf("elicitation %+v", el)

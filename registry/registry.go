@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -421,11 +422,9 @@ func (r *Registry) Logs(name string) ([]string, error) {
 	return e.session.Logs(), nil
 }
 
-// TestResult is what a test session found.
-type TestResult struct {
-	Runtime sb.RuntimeInfo `json:"runtime"`
-	Logs    []string       `json:"logs"`
-}
+// TestResult is api.TestResult, under the name the tests that predate
+// package api still use.
+type TestResult = api.TestResult
 
 // Test runs a throwaway session for a stored server (name) and reports what
 // it found: runtime info with the tool list, or the classified error. It
