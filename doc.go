@@ -1,8 +1,33 @@
-// Package switchboard holds the domain types shared by every layer of
-// Switchboard: a server's configuration ([ServerConfig]), its validation, and
-// the runtime view of an upstream session ([RuntimeInfo], [Status], [Phase]).
+// Package switchboard holds the domain shared by every layer of Switchboard:
+// a server's configuration ([ServerConfig]) and its validation; the runtime
+// view of an upstream session ([RuntimeInfo], [Status], [Phase]); the options
+// of one tool call ([InvokeOptions]); the one vocabulary of failures ([Code],
+// [CodeOf], [PhaseOf]); secrets and how they are masked and redacted
+// ([SecretMask], [Redactor]); events ([Event], [Reason]); and the [Store]
+// interface. It imports no other package of Switchboard.
 //
-// Implementations live in packages named after what they wrap: upstream
-// (one long-lived MCP client session per configured server), and later the
-// store, registry and HTTP layers. This package imports none of them.
+// The implementations live in packages named after what they wrap, each
+// depending only on those listed before it:
+//
+//	upstream    one long-lived MCP client session per server: the state machine,
+//	            stdio and remote links, reconnects, health, CallTool
+//	executor    Execute(ctx, "server/tool", args, opts) over plugins (MCP today)
+//	store/...   the Store in SQLite (sqlite) or PostgreSQL (postgres); storetest
+//	            is the contract suite both pass
+//	registry    the configured servers and their sessions, changed at runtime
+//	metrics     Prometheus collectors: server state, call outcomes by Code
+//	gateway     the MCP endpoint: /mcp, /mcp/{name} and the stdio server
+//	api         the HTTP API's wire types, shared by server and client
+//	httpapi     the HTTP API: routes, status per Code
+//	client      a Go client of the HTTP API (the CLI uses it)
+//	importer    reading Claude Desktop, Cursor and VS Code configs
+//	cmd/switchboard  the binary: flags, wiring and rendering only
+//
+// internal/sse reads and writes server-sent events for httpapi and client;
+// internal/prompt asks a person for an elicitation's answer in a terminal.
+// Tests share internal/testserver (a fault-injecting MCP server run as a real
+// process), internal/daemontest (switchboard serve run as a real process) and
+// internal/pgtest (a fresh PostgreSQL database); bench holds the benchmark
+// harness, reliability the failure and chaos suites, conformance the official
+// MCP conformance suite run directly and through Switchboard.
 package switchboard

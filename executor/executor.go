@@ -10,10 +10,10 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,13 +21,15 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
-// Plugin serves the tools of some servers.
+// Plugin serves the tools of some servers. The MCP plugin (NewMCP) is the
+// one kind of tool source today; metrics.Instrument wraps any Plugin to
+// measure its calls. Listing tools is not a Plugin's job: the registry's
+// views and the gateway's mirrors read them from the sessions, which know
+// when a list changes. A second kind of source (OpenAPI, say) would add
+// listing here, where both callers could share it.
 type Plugin interface {
 	// Servers returns the names of the servers this plugin serves now.
 	Servers() []string
-	// Tools lists a server's tools; ok is false if the plugin does not
-	// serve that server.
-	Tools(server string) (tools []*mcp.Tool, ok bool)
 	// Invoke calls a tool. It must honour every field of opts that its
 	// transport can, and never return a failure as an empty success.
 	Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error)
@@ -81,19 +83,11 @@ func ParseAddress(addr string) (server, tool string, err error) {
 
 // Executor dispatches tool calls to plugins. It is safe for concurrent use.
 type Executor struct {
-	mu      sync.RWMutex
-	plugins []Plugin
+	plugins []Plugin // fixed at New
 }
 
 // New returns an executor over plugins, consulted in order.
 func New(plugins ...Plugin) *Executor { return &Executor{plugins: plugins} }
-
-// Register adds a plugin.
-func (e *Executor) Register(p Plugin) {
-	e.mu.Lock()
-	e.plugins = append(e.plugins, p)
-	e.mu.Unlock()
-}
 
 // Execute calls the tool at addr ("server/tool") with args, bounded and
 // observed per opts. An unknown server or tool fails before anything is
@@ -107,12 +101,25 @@ func (e *Executor) Execute(ctx context.Context, addr string, args any, opts sb.I
 	if err != nil {
 		return nil, err
 	}
-	return p.Invoke(ctx, server, tool, args, opts)
+	res, err := p.Invoke(ctx, server, tool, args, opts)
+	return kept(addr, res, err)
+}
+
+// kept holds a plugin to its contract, so that no surface has to: a tool's
+// isError result comes back with its *upstream.ToolError, and a call
+// returns a result or an error, never neither.
+func kept(addr string, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	var te *upstream.ToolError
+	switch {
+	case errors.As(err, &te) && res == nil:
+		return te.Result, err
+	case err == nil && res == nil:
+		return nil, fmt.Errorf("%s: the call returned neither a result nor an error", addr)
+	}
+	return res, err
 }
 
 func (e *Executor) plugin(addr, server string) (Plugin, error) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
 	var all []string
 	for _, p := range e.plugins {
 		names := p.Servers()
@@ -122,31 +129,4 @@ func (e *Executor) plugin(addr, server string) (Plugin, error) {
 		all = append(all, names...)
 	}
 	return nil, &AddressError{Address: addr, Kind: ErrUnknownServer, Suggestions: upstream.Suggest(server, all)}
-}
-
-// Tool is a tool with its address.
-type Tool struct {
-	Address string // "server/tool"
-	Server  string
-	*mcp.Tool
-}
-
-// Tools lists every tool of every server, or of one server if server is
-// not empty.
-func (e *Executor) Tools(server string) []Tool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	var out []Tool
-	for _, p := range e.plugins {
-		for _, s := range p.Servers() {
-			if server != "" && s != server {
-				continue
-			}
-			tools, _ := p.Tools(s)
-			for _, t := range tools {
-				out = append(out, Tool{Address: s + "/" + t.Name, Server: s, Tool: t})
-			}
-		}
-	}
-	return out
 }

@@ -33,15 +33,6 @@ func NewMCP(sessions Sessions) *MCP { return &MCP{sessions: sessions} }
 // Servers implements Plugin.
 func (p *MCP) Servers() []string { return p.sessions.Names() }
 
-// Tools implements Plugin.
-func (p *MCP) Tools(server string) ([]*mcp.Tool, bool) {
-	s, ok := p.sessions.Session(server)
-	if !ok || s == nil {
-		return nil, ok
-	}
-	return s.Tools(), true
-}
-
 // Invoke implements Plugin.
 func (p *MCP) Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error) {
 	s, ok := p.sessions.Session(server)

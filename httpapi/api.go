@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
@@ -46,7 +47,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-type api struct {
+type handler struct {
 	reg     *registry.Registry
 	ex      *executor.Executor
 	log     *slog.Logger
@@ -57,7 +58,7 @@ type api struct {
 
 // New returns the API's handler.
 func New(o Options) http.Handler {
-	a := &api{reg: o.Registry, ex: o.Executor, log: o.Logger}
+	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -94,7 +95,7 @@ func New(o Options) http.Handler {
 		protected.Handle("/mcp/", o.MCP)
 	}
 	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Error: ErrorInfo{Code: sb.CodeNotFound,
+		writeJSON(w, http.StatusNotFound, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeNotFound,
 			Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}})
 	})
 	mux.Handle("/", a.auth(protected))
@@ -105,7 +106,7 @@ func New(o Options) http.Handler {
 	// loopback listener under a foreign Host name (DNS rebinding).
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusForbidden, ErrorBody{Error: ErrorInfo{Code: sb.CodeForbiddenOrigin,
+		writeJSON(w, http.StatusForbidden, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeForbiddenOrigin,
 			Message: "cross-origin requests that change state are refused"}})
 	}))
 	return rejectRebinding(cop.Handler(mux))
@@ -117,7 +118,7 @@ func New(o Options) http.Handler {
 func rejectRebinding(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(local) && !isLoopbackHost(r.Host) {
-			writeJSON(w, http.StatusForbidden, ErrorBody{Error: ErrorInfo{Code: sb.CodeForbiddenHost,
+			writeJSON(w, http.StatusForbidden, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeForbiddenHost,
 				Message: "requests to a loopback listener must name a loopback host (localhost, 127.0.0.1 or [::1])"}})
 			return
 		}
@@ -147,7 +148,7 @@ func isLoopbackHost(hostport string) bool {
 // is of fixed-length digests in constant time, so neither the token's
 // content nor its length leaks through timing; the answer says nothing
 // about what was wrong.
-func (a *api) auth(next http.Handler) http.Handler {
+func (a *handler) auth(next http.Handler) http.Handler {
 	if !a.hasTok {
 		return next
 	}
@@ -156,7 +157,7 @@ func (a *api) auth(next http.Handler) http.Handler {
 		h := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(h[:], a.tokenH[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-			writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: ErrorInfo{Code: sb.CodeUnauthorized,
+			writeJSON(w, http.StatusUnauthorized, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeUnauthorized,
 				Message: "a valid bearer token is required"}})
 			return
 		}
@@ -237,11 +238,11 @@ func versionFrom(r *http.Request, body int64) (int64, error) {
 	return n, nil
 }
 
-func (a *api) listServers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"servers": a.reg.List()})
+func (a *handler) listServers(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.ServerList{Servers: a.reg.List()})
 }
 
-func (a *api) getServer(w http.ResponseWriter, r *http.Request) {
+func (a *handler) getServer(w http.ResponseWriter, r *http.Request) {
 	v, err := a.reg.Get(r.PathValue("name"))
 	if err != nil {
 		a.writeError(w, r, err)
@@ -250,7 +251,7 @@ func (a *api) getServer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (a *api) createServer(w http.ResponseWriter, r *http.Request) {
+func (a *handler) createServer(w http.ResponseWriter, r *http.Request) {
 	var b configBody
 	if err := decode(w, r, DefaultMaxConfigBytes, &b); err != nil {
 		a.writeError(w, r, err)
@@ -265,7 +266,7 @@ func (a *api) createServer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, v)
 }
 
-func (a *api) updateServer(w http.ResponseWriter, r *http.Request) {
+func (a *handler) updateServer(w http.ResponseWriter, r *http.Request) {
 	var b configBody
 	if err := decode(w, r, DefaultMaxConfigBytes, &b); err != nil {
 		a.writeError(w, r, err)
@@ -284,7 +285,7 @@ func (a *api) updateServer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (a *api) deleteServer(w http.ResponseWriter, r *http.Request) {
+func (a *handler) deleteServer(w http.ResponseWriter, r *http.Request) {
 	version, err := versionFrom(r, 0)
 	if err != nil {
 		a.writeError(w, r, err)
@@ -297,7 +298,7 @@ func (a *api) deleteServer(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (a *api) enable(on bool) http.HandlerFunc {
+func (a *handler) enable(on bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, err := a.reg.SetEnabled(r.Context(), r.PathValue("name"), on)
 		if err != nil {
@@ -308,15 +309,15 @@ func (a *api) enable(on bool) http.HandlerFunc {
 	}
 }
 
-func (a *api) restartServer(w http.ResponseWriter, r *http.Request) {
+func (a *handler) restartServer(w http.ResponseWriter, r *http.Request) {
 	if err := a.reg.Restart(r.PathValue("name")); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"status": "restarting"})
+	writeJSON(w, http.StatusAccepted, api.RestartResponse{Status: api.StatusRestarting})
 }
 
-func (a *api) testServer(w http.ResponseWriter, r *http.Request) {
+func (a *handler) testServer(w http.ResponseWriter, r *http.Request) {
 	res, err := a.reg.Test(r.Context(), r.PathValue("name"))
 	if err != nil {
 		a.writeError(w, r, err)
@@ -325,7 +326,7 @@ func (a *api) testServer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (a *api) testDraft(w http.ResponseWriter, r *http.Request) {
+func (a *handler) testDraft(w http.ResponseWriter, r *http.Request) {
 	var b configBody
 	if err := decode(w, r, DefaultMaxConfigBytes, &b); err != nil {
 		a.writeError(w, r, err)
@@ -342,47 +343,42 @@ func (a *api) testDraft(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// ToolView is a tool as the API lists it.
-type ToolView struct {
-	Server      string          `json:"server"`
-	Name        string          `json:"name"`
-	Address     string          `json:"address"` // "server/tool", for POST /api/v1/call
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"input_schema"`
-}
-
-func (a *api) serverTools(w http.ResponseWriter, r *http.Request) {
+func (a *handler) serverTools(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	v, err := a.reg.Get(name)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	tools := make([]ToolView, 0, len(v.Runtime.Tools))
+	tools := make([]api.ToolView, 0, len(v.Runtime.Tools))
 	for _, t := range v.Runtime.Tools {
-		tools = append(tools, ToolView{Server: name, Name: t.Name, Address: name + "/" + t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		tools = append(tools, toolView(name, t))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+	writeJSON(w, http.StatusOK, api.ToolList{Tools: tools})
 }
 
-func (a *api) allTools(w http.ResponseWriter, r *http.Request) {
-	tools := []ToolView{}
+func (a *handler) allTools(w http.ResponseWriter, r *http.Request) {
+	tools := []api.ToolView{}
 	for _, v := range a.reg.List() {
 		if v.Runtime.Status != sb.StatusConnected {
 			continue
 		}
 		for _, t := range v.Runtime.Tools {
-			tools = append(tools, ToolView{Server: v.Name, Name: t.Name, Address: v.Name + "/" + t.Name, Description: t.Description, InputSchema: t.InputSchema})
+			tools = append(tools, toolView(v.Name, t))
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+	writeJSON(w, http.StatusOK, api.ToolList{Tools: tools})
 }
 
-func (a *api) serverLogs(w http.ResponseWriter, r *http.Request) {
+func toolView(server string, t sb.ToolInfo) api.ToolView {
+	return api.ToolView{Server: server, Name: t.Name, Address: server + "/" + t.Name, Description: t.Description, InputSchema: t.InputSchema}
+}
+
+func (a *handler) serverLogs(w http.ResponseWriter, r *http.Request) {
 	lines, err := a.reg.Logs(r.PathValue("name"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"lines": lines})
+	writeJSON(w, http.StatusOK, api.LogLines{Lines: lines})
 }

@@ -1,10 +1,10 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,6 +19,8 @@ import (
 	"go.uber.org/goleak"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/httpapi"
 	"github.com/switchboard-mcp/switchboard/internal/pgtest"
@@ -47,6 +49,7 @@ type env struct {
 	t     *testing.T
 	url   string
 	token string
+	c     *client.Client // of url, with token
 	dsn   string
 	reg   *registry.Registry
 	store sb.Store
@@ -90,6 +93,9 @@ func (e *env) start() {
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
 	e.srv = httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: e.token, Logger: log}))
 	e.url, e.reg, e.store = e.srv.URL, reg, st
+	if e.c, err = client.New(e.url, e.token, nil); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(e.stop)
 }
 
@@ -97,6 +103,7 @@ func (e *env) stop() {
 	if e.srv == nil {
 		return
 	}
+	e.c.Close()
 	e.srv.CloseClientConnections()
 	e.srv.Close()
 	if err := e.reg.Shutdown(context.Background()); err != nil {
@@ -106,8 +113,9 @@ func (e *env) stop() {
 	e.srv = nil
 }
 
-// do sends a request and decodes a JSON answer into out (if not nil),
-// returning the status and the raw body.
+// do sends a request as is and decodes a JSON answer into out (if not
+// nil), returning the status and the raw body: for what the client does
+// not send (bodies with a version, bad input, raw headers).
 func (e *env) do(method, path string, body any, out any, hdr ...string) (int, string) {
 	e.t.Helper()
 	var rd io.Reader
@@ -146,7 +154,7 @@ func (e *env) waitStatus(name string, want sb.Status) sb.ServerView {
 	deadline := time.Now().Add(20 * time.Second)
 	var v sb.ServerView
 	for time.Now().Before(deadline) {
-		e.do("GET", "/api/v1/servers/"+name, nil, &v)
+		v, _ = e.c.Server(context.Background(), name)
 		if v.Runtime.Status == want {
 			return v
 		}
@@ -182,10 +190,9 @@ func TestServerLifecycleThroughTheAPI(t *testing.T) {
 		v = e.waitStatus("alpha", sb.StatusConnected)
 		pid := v.Runtime.PID
 
-		var tools struct{ Tools []httpapi.ToolView }
-		e.do("GET", "/api/v1/servers/alpha/tools", nil, &tools)
-		if len(tools.Tools) == 0 || tools.Tools[0].Address != "alpha/"+tools.Tools[0].Name {
-			t.Fatalf("tools %+v", tools)
+		tools, err := e.c.ServerTools(context.Background(), "alpha")
+		if err != nil || len(tools) == 0 || tools[0].Address != "alpha/"+tools[0].Name {
+			t.Fatalf("tools %+v, %v", tools, err)
 		}
 
 		// A change of the call timeout alone does not reconnect.
@@ -240,15 +247,14 @@ func TestServerLifecycleThroughTheAPI(t *testing.T) {
 		if st, _ := e.do("POST", "/api/v1/servers/alpha/restart", nil, nil); st != 202 {
 			t.Fatalf("restart: %d", st)
 		}
-		var logs struct{ Lines []string }
-		e.do("GET", "/api/v1/servers/alpha/logs", nil, &logs)
-		if !strings.Contains(strings.Join(logs.Lines, "\n"), "testserver: started") {
-			t.Errorf("logs %q", logs.Lines)
+		logs, _ := e.c.Logs(context.Background(), "alpha")
+		if !strings.Contains(strings.Join(logs, "\n"), "testserver: started") {
+			t.Errorf("logs %q", logs)
 		}
 		if st, _ := e.do("DELETE", "/api/v1/servers/alpha", nil, nil); st != 204 {
 			t.Fatalf("delete: %d", st)
 		}
-		var eb httpapi.ErrorBody
+		var eb api.ErrorBody
 		if st, _ := e.do("GET", "/api/v1/servers/alpha", nil, &eb); st != 404 || eb.Error.Code != "not_found" {
 			t.Fatalf("after delete: %d %+v", st, eb)
 		}
@@ -269,10 +275,8 @@ func TestRestartBringsBackEveryServer(t *testing.T) {
 		e.stop()
 		e.start()
 
-		var list struct{ Servers []sb.ServerView }
-		e.do("GET", "/api/v1/servers", nil, &list)
-		if len(list.Servers) != 3 {
-			t.Fatalf("%d servers after restart, want 3", len(list.Servers))
+		if list, err := e.c.Servers(context.Background()); len(list) != 3 {
+			t.Fatalf("%d servers after restart (%v), want 3", len(list), err)
 		}
 		after := e.waitStatus("two", sb.StatusConnected)
 		e.waitStatus("one", sb.StatusConnected)
@@ -308,7 +312,7 @@ func TestConcurrentUpdatesGetOneConflict(t *testing.T) {
 		if !(statuses[0] == 200 && statuses[1] == 409 || statuses[0] == 409 && statuses[1] == 200) {
 			t.Fatalf("statuses %v, want one 200 and one 409", statuses)
 		}
-		var eb httpapi.ErrorBody
+		var eb api.ErrorBody
 		body := stdioServer(t, "shared")
 		body["version"] = v.Version
 		if st, _ := e.do("PUT", "/api/v1/servers/shared", body, &eb); st != 409 || eb.Error.Code != "conflict" {
@@ -325,7 +329,7 @@ func TestDraftTestIsIsolatedAndLeavesNothing(t *testing.T) {
 	e.do("POST", "/api/v1/servers", stdioServer(t, "live"), nil)
 	live := e.waitStatus("live", sb.StatusConnected)
 
-	var res registry.TestResult
+	var res api.TestResult
 	draft := stdioServer(t, "live", "-tools", "2", "-spawn-child")
 	draft["env"] = map[string]string{"API_KEY": "***"}
 	if st, body := e.do("POST", "/api/v1/test", draft, &res); st != 200 {
@@ -351,9 +355,8 @@ func TestDraftTestIsIsolatedAndLeavesNothing(t *testing.T) {
 	if res.Runtime.Error == nil || res.Runtime.Error.Phase != sb.PhaseSpawn || res.Runtime.Error.Code != "command_not_found" {
 		t.Fatalf("failing draft: %+v", res.Runtime)
 	}
-	var tr registry.TestResult
-	if st, _ := e.do("POST", "/api/v1/servers/live/test", nil, &tr); st != 200 || tr.Runtime.Status != sb.StatusConnected {
-		t.Fatalf("test of the stored server: %d %+v", st, tr.Runtime)
+	if tr, err := e.c.TestServer(context.Background(), "live"); err != nil || tr.Runtime.Status != sb.StatusConnected {
+		t.Fatalf("test of the stored server: %v %+v", err, tr.Runtime)
 	}
 }
 
@@ -391,7 +394,7 @@ func TestCallRoute(t *testing.T) {
 	e.do("POST", "/api/v1/servers", stdioServer(t, "tools"), nil)
 	e.waitStatus("tools", sb.StatusConnected)
 
-	var cr httpapi.CallResponse
+	var cr api.CallResponse
 	if st, body := e.do("POST", "/api/v1/call", map[string]any{"tool": "tools/echo", "arguments": map[string]any{"text": "hi"}}, &cr); st != 200 || cr.Result == nil {
 		t.Fatalf("echo: %d %s", st, body)
 	}
@@ -412,16 +415,15 @@ func TestCallRoute(t *testing.T) {
 		{`{"tool": "tools/echo", "bogus": 1}`, 400, "bad_request"},
 		{`{"tool": `, 400, "bad_request"},
 	} {
-		var eb httpapi.ErrorBody
+		var eb api.ErrorBody
 		st, body := e.do("POST", "/api/v1/call", tc.body, &eb)
 		if st != tc.status || eb.Error.Code != tc.code || eb.Error.Message == "" {
 			t.Errorf("%v: %d %s, want %d %s", tc.body, st, body, tc.status, tc.code)
 		}
 	}
-	var eb httpapi.ErrorBody
-	e.do("POST", "/api/v1/call", map[string]any{"tool": "tools/ecko"}, &eb)
-	if !strings.Contains(eb.Error.Message, `did you mean "echo"`) {
-		t.Errorf("no suggestion: %q", eb.Error.Message)
+	_, err := e.c.Call(context.Background(), "tools/ecko", nil, client.CallOptions{})
+	if !strings.Contains(err.Error(), `did you mean "echo"`) {
+		t.Errorf("no suggestion: %v", err)
 	}
 }
 
@@ -429,22 +431,21 @@ func TestStreamedCallSendsProgressThenResult(t *testing.T) {
 	e := newEnv(t, "sqlite:"+filepath.Join(t.TempDir(), "sb.db"), "")
 	e.do("POST", "/api/v1/servers", stdioServer(t, "tools"), nil)
 	e.waitStatus("tools", sb.StatusConnected)
-	events := e.stream("/api/v1/call", `{"tool":"tools/slow","arguments":{"duration_ms":300,"interval_ms":100},"options":{"timeout_ms":5000}}`)
-	var names []string
-	for _, ev := range events {
-		names = append(names, ev.name)
+	var progress []sb.Progress
+	onProgress := func(p sb.Progress) { progress = append(progress, p) }
+	res, err := e.c.Call(context.Background(), "tools/slow", map[string]any{"duration_ms": 300, "interval_ms": 100},
+		client.CallOptions{Timeout: 5 * time.Second, OnProgress: onProgress})
+	if err != nil || res.IsError || len(progress) != 3 {
+		t.Fatalf("result %+v, %v after progress %+v", res, err, progress)
 	}
-	if strings.Join(names, ",") != "progress,progress,progress,result" {
-		t.Fatalf("events %v", names)
-	}
-	var p sb.Progress
-	json.Unmarshal([]byte(events[2].data), &p)
-	if p.Progress != 3 || p.Total != 3 {
+	if p := progress[2]; p.Progress != 3 || p.Total != 3 {
 		t.Fatalf("last progress %+v", p)
 	}
-	errEvents := e.stream("/api/v1/call", `{"tool":"tools/sleep","arguments":{"ms":5000},"options":{"timeout_ms":100}}`)
-	if len(errEvents) != 1 || errEvents[0].name != "error" || !strings.Contains(errEvents[0].data, `"code":"timeout"`) {
-		t.Fatalf("timeout events %+v", errEvents)
+	_, err = e.c.Call(context.Background(), "tools/sleep", map[string]any{"ms": 5000},
+		client.CallOptions{Timeout: 100 * time.Millisecond, OnProgress: onProgress})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != 0 || ce.Code != sb.CodeTimeout {
+		t.Fatalf("timeout: %v, want the error event of a timeout", err)
 	}
 }
 
@@ -452,97 +453,38 @@ func TestStreamedCallRelaysElicitation(t *testing.T) {
 	e := newEnv(t, "sqlite:"+filepath.Join(t.TempDir(), "sb.db"), "")
 	e.do("POST", "/api/v1/servers", stdioServer(t, "tools"), nil)
 	e.waitStatus("tools", sb.StatusConnected)
-	req, _ := http.NewRequest("POST", e.url+"/api/v1/call", strings.NewReader(`{"tool":"tools/elicit","arguments":{"message":"Ship it?"}}`))
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	var asked []sb.ElicitationRequest
+	res, err := e.c.Call(context.Background(), "tools/elicit", map[string]any{"message": "Ship it?"}, client.CallOptions{
+		OnElicitation: func(_ context.Context, req sb.ElicitationRequest) (sb.ElicitationResponse, error) {
+			asked = append(asked, req)
+			return sb.ElicitationResponse{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
+		}})
+	if err != nil || len(asked) != 1 || asked[0].Message != "Ship it?" {
+		t.Fatalf("asked %+v, %v", asked, err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	var got []sseEvent
-	for ev := range readEvents(sc) {
-		got = append(got, ev)
-		if ev.name == "elicitation" {
-			var el httpapi.ElicitationEvent
-			json.Unmarshal([]byte(ev.data), &el)
-			if el.Message != "Ship it?" {
-				t.Errorf("elicitation %+v", el)
-			}
-			if st, _ := e.do("POST", "/api/v1/elicitations/"+el.ID, map[string]any{"action": "accept", "content": map[string]any{"answer": "yes"}}, nil); st != 204 {
-				t.Fatalf("answer: %d", st)
-			}
-		}
+	if b, _ := json.Marshal(res); !strings.Contains(string(b), "answer: yes") {
+		t.Fatalf("result %s", b)
 	}
-	if len(got) != 2 || got[1].name != "result" || !strings.Contains(got[1].data, "answer: yes") {
-		t.Fatalf("events %+v", got)
-	}
-}
-
-type sseEvent struct{ name, data string }
-
-func readEvents(sc *bufio.Scanner) func(func(sseEvent) bool) {
-	return func(yield func(sseEvent) bool) {
-		var ev sseEvent
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev.name = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				ev.data = line[6:]
-			case line == "" && ev.name != "":
-				if !yield(ev) {
-					return
-				}
-				ev = sseEvent{}
-			}
-		}
-	}
-}
-
-func (e *env) stream(path, body string) []sseEvent {
-	e.t.Helper()
-	req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(body))
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		e.t.Fatalf("content type %q", ct)
-	}
-	var out []sseEvent
-	for ev := range readEvents(bufio.NewScanner(resp.Body)) {
-		out = append(out, ev)
-	}
-	return out
 }
 
 func TestEventsStreamStatusChanges(t *testing.T) {
 	e := newEnv(t, "sqlite:"+filepath.Join(t.TempDir(), "sb.db"), "")
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", e.url+"/api/v1/events", nil)
-	resp, err := http.DefaultClient.Do(req)
+	events, err := e.c.Events(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer events.Close()
 	e.do("POST", "/api/v1/servers", stdioServer(t, "watched"), nil)
 	seen := map[sb.Reason]bool{}
-	sc := bufio.NewScanner(resp.Body)
-	timer := time.AfterFunc(10*time.Second, cancel)
-	defer timer.Stop()
-	for ev := range readEvents(sc) {
-		var se sb.Event
-		json.Unmarshal([]byte(ev.data), &se)
-		if se.Server == "watched" {
-			seen[se.Reason] = true
-		}
-		if seen[sb.ReasonConnected] {
+	for !seen[sb.ReasonConnected] {
+		ev, err := events.Next()
+		if err != nil {
 			break
+		}
+		if ev.Server == "watched" {
+			seen[ev.Reason] = true
 		}
 	}
 	for _, r := range []sb.Reason{sb.ReasonCreated, sb.ReasonStarting, sb.ReasonConnected} {
@@ -558,7 +500,7 @@ func TestMetricsReportServersAndCalls(t *testing.T) {
 	e.waitStatus("m1", sb.StatusConnected)
 	e.do("POST", "/api/v1/call", map[string]any{"tool": "m1/echo", "arguments": map[string]any{"text": "x"}}, nil)
 	e.do("POST", "/api/v1/call", map[string]any{"tool": "m1/sleep", "arguments": map[string]any{"ms": 2000}, "options": map[string]any{"timeout_ms": 50}}, nil)
-	_, body := e.do("GET", "/metrics", nil, nil)
+	body, _ := e.c.Metrics(context.Background())
 	for _, want := range []string{
 		`switchboard_server_status{server="m1",status="connected"} 1`,
 		`switchboard_calls_total{outcome="ok",server="m1"} 1`,

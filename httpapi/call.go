@@ -11,42 +11,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
-// CallRequest is the body of POST /api/v1/call.
-type CallRequest struct {
-	Tool      string          `json:"tool"` // "server/tool"
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Options   CallOptions     `json:"options"`
-}
-
-// CallOptions are InvokeOptions in milliseconds.
-type CallOptions struct {
-	TimeoutMS              int64 `json:"timeout_ms,omitempty"`
-	MaxTotalTimeoutMS      int64 `json:"max_total_timeout_ms,omitempty"`
-	ResetTimeoutOnProgress bool  `json:"reset_timeout_on_progress,omitempty"`
-}
-
-// CallResponse is the answer of POST /api/v1/call: a result (possibly with
-// isError set: the tool ran and failed) or an error (the call did not
-// produce a result).
-type CallResponse struct {
-	Result *mcp.CallToolResult `json:"result,omitempty"`
-	Error  *ErrorInfo          `json:"error,omitempty"`
-}
-
-// ElicitationEvent is the data of an "elicitation" event of a streamed
-// call: answer it with POST /api/v1/elicitations/{id}.
-type ElicitationEvent struct {
-	ID string `json:"id"`
-	sb.ElicitationRequest
-}
-
-func (c CallOptions) invokeOptions() (sb.InvokeOptions, error) {
+// invokeOptions converts the wire's options to the domain's.
+func invokeOptions(c api.CallOptions) (sb.InvokeOptions, error) {
 	if c.TimeoutMS < 0 || c.MaxTotalTimeoutMS < 0 {
 		return sb.InvokeOptions{}, fmt.Errorf("%w: timeouts must not be negative", upstream.ErrInvalidOptions)
 	}
@@ -57,13 +29,13 @@ func (c CallOptions) invokeOptions() (sb.InvokeOptions, error) {
 	}, nil
 }
 
-func (a *api) call(w http.ResponseWriter, r *http.Request) {
-	var req CallRequest
+func (a *handler) call(w http.ResponseWriter, r *http.Request) {
+	var req api.CallRequest
 	if err := decode(w, r, DefaultMaxCallBytes, &req); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	opts, err := req.Options.invokeOptions()
+	opts, err := invokeOptions(req.Options)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -81,7 +53,7 @@ func (a *api) call(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, CallResponse{Result: res})
+	writeJSON(w, http.StatusOK, api.CallResponse{Result: res})
 }
 
 // sseEvent is one server-sent event.
@@ -99,7 +71,7 @@ const progressBacklog = 1024
 // streamCall answers with server-sent events: "progress" events, then one
 // "result" or "error" event. Elicitation requests become "elicitation"
 // events, answered through POST /api/v1/elicitations/{id}.
-func (a *api) streamCall(w http.ResponseWriter, r *http.Request, tool string, args any, opts sb.InvokeOptions) {
+func (a *handler) streamCall(w http.ResponseWriter, r *http.Request, tool string, args any, opts sb.InvokeOptions) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		a.writeError(w, r, errors.New("streaming is not supported by this connection"))
@@ -108,7 +80,7 @@ func (a *api) streamCall(w http.ResponseWriter, r *http.Request, tool string, ar
 	events := make(chan sseEvent, progressBacklog)
 	opts.OnProgress = func(p sb.Progress) {
 		select {
-		case events <- sseEvent{"progress", p}:
+		case events <- sseEvent{api.EventProgress, p}:
 		default:
 		}
 	}
@@ -118,7 +90,7 @@ func (a *api) streamCall(w http.ResponseWriter, r *http.Request, tool string, ar
 		a.pending.Store(id, answer)
 		defer a.pending.Delete(id)
 		select {
-		case events <- sseEvent{"elicitation", ElicitationEvent{ID: id, ElicitationRequest: req}}:
+		case events <- sseEvent{api.EventElicitation, api.ElicitationEvent{ID: id, ElicitationRequest: req}}:
 		case <-ctx.Done():
 			return sb.ElicitationResponse{}, ctx.Err()
 		}
@@ -135,9 +107,9 @@ func (a *api) streamCall(w http.ResponseWriter, r *http.Request, tool string, ar
 		res, err := a.ex.Execute(r.Context(), tool, args, opts)
 		if err != nil && !errors.Is(err, upstream.ErrToolError) {
 			_, info := classify(err)
-			events <- sseEvent{"error", info}
+			events <- sseEvent{api.EventError, info}
 		} else {
-			events <- sseEvent{"result", res}
+			events <- sseEvent{api.EventResult, res}
 		}
 		close(events)
 	}()
@@ -166,12 +138,11 @@ func writeEvent(w http.ResponseWriter, ev sseEvent) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, b)
-	return err
+	return sse.Write(w, ev.name, b)
 }
 
-func (a *api) answerElicitation(w http.ResponseWriter, r *http.Request) {
-	var resp sb.ElicitationResponse
+func (a *handler) answerElicitation(w http.ResponseWriter, r *http.Request) {
+	var resp api.ElicitationAnswer
 	if err := decode(w, r, DefaultMaxConfigBytes, &resp); err != nil {
 		a.writeError(w, r, err)
 		return
@@ -184,7 +155,7 @@ func (a *api) answerElicitation(w http.ResponseWriter, r *http.Request) {
 	}
 	v, ok := a.pending.Load(r.PathValue("id"))
 	if !ok {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Error: ErrorInfo{Code: sb.CodeNotFound,
+		writeJSON(w, http.StatusNotFound, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeNotFound,
 			Message: "no elicitation is waiting under that id (answered already, or its call ended)"}})
 		return
 	}
@@ -192,7 +163,7 @@ func (a *api) answerElicitation(w http.ResponseWriter, r *http.Request) {
 	case v.(chan sb.ElicitationResponse) <- resp:
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		writeJSON(w, http.StatusConflict, ErrorBody{Error: ErrorInfo{Code: sb.CodeConflict, Message: "this elicitation was answered already"}})
+		writeJSON(w, http.StatusConflict, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeConflict, Message: "this elicitation was answered already"}})
 	}
 }
 
@@ -206,7 +177,7 @@ func newID() string {
 // so that proxies and clients do not time it out.
 const eventsKeepAlive = 15 * time.Second
 
-func (a *api) events(w http.ResponseWriter, r *http.Request) {
+func (a *handler) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		a.writeError(w, r, errors.New("streaming is not supported by this connection"))
@@ -233,7 +204,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			if err := writeEvent(w, sseEvent{"status", ev}); err != nil {
+			if err := writeEvent(w, sseEvent{api.EventStatus, ev}); err != nil {
 				return
 			}
 		}

@@ -5,20 +5,12 @@ import (
 	"net/http"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
 )
 
-// ErrorBody is the JSON shape of every error the API returns.
-type ErrorBody struct {
-	Error ErrorInfo `json:"error"`
-}
-
-// ErrorInfo describes one error: a stable code, a message a person can act
-// on, and, for failures of a server, the phase where it failed.
-type ErrorInfo struct {
-	Code    sb.Code  `json:"code"`
-	Message string   `json:"message"`
-	Phase   sb.Phase `json:"phase,omitempty"`
-}
+// ErrorBody is api.ErrorBody, under the name the tests that predate
+// package api still use.
+type ErrorBody = api.ErrorBody
 
 // Errors of the API's own, beside those of the layers below.
 var (
@@ -28,9 +20,9 @@ var (
 
 // classify describes err for the API: its code and phase come from the
 // domain (sb.CodeOf, sb.PhaseOf), its HTTP status from the code alone.
-func classify(err error) (int, ErrorInfo) {
+func classify(err error) (int, api.ErrorInfo) {
 	code := sb.CodeOf(err)
-	return Status(code), ErrorInfo{Code: code, Message: err.Error(), Phase: sb.PhaseOf(err)}
+	return Status(code), api.ErrorInfo{Code: code, Message: err.Error(), Phase: sb.PhaseOf(err)}
 }
 
 // Status is the HTTP status the API answers a failure of code with.
@@ -68,10 +60,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+func (a *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, info := classify(err)
 	if status >= 500 && status != http.StatusServiceUnavailable {
 		a.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "code", info.Code, "error", info.Message)
 	}
-	writeJSON(w, status, ErrorBody{Error: info})
+	writeJSON(w, status, api.ErrorBody{Error: info})
 }

@@ -4,7 +4,6 @@ package httpapi_test
 // size limits, and an oversized tool result through POST /api/v1/call.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,8 +19,10 @@ import (
 	"testing"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/store"
@@ -201,14 +202,14 @@ func FuzzAPIRequestBodies(f *testing.F) {
 				t.Fatalf("%s: %d with invalid JSON: %q", route, res.StatusCode, raw)
 			}
 			if res.StatusCode >= 500 {
-				var eb httpapi.ErrorBody
+				var eb api.ErrorBody
 				json.Unmarshal(raw, &eb)
 				if !(allow503 && res.StatusCode == 503 && (eb.Error.Code == "unavailable" || eb.Error.Code == "disabled")) {
 					t.Fatalf("%s: %d for body %q: %s", route, res.StatusCode, body, raw)
 				}
 			}
 			if res.StatusCode >= 400 {
-				var eb httpapi.ErrorBody
+				var eb api.ErrorBody
 				if err := json.Unmarshal(raw, &eb); err != nil || eb.Error.Code == "" || eb.Error.Message == "" {
 					t.Fatalf("%s: %d is not an error body: %s", route, res.StatusCode, raw)
 				}
@@ -253,7 +254,7 @@ func FuzzAPIRequestBodies(f *testing.F) {
 			rec := fa.serve("POST", "/api/v1/test", body)
 			check("test", rec, false)
 			if rec.Code == http.StatusOK {
-				var tr registry.TestResult
+				var tr api.TestResult
 				if err := json.Unmarshal(rec.Body.Bytes(), &tr); err != nil || tr.Runtime.Status == sb.StatusConnected {
 					t.Fatalf("a draft that can start nothing tested as %s", rec.Body)
 				}
@@ -275,32 +276,33 @@ func FuzzAPIRequestBodies(f *testing.F) {
 	})
 }
 
-// checkEventStream checks a streamed call's answer: status 200, every data
-// line JSON, and exactly one final event, last.
+// checkEventStream checks a streamed call's answer: status 200, every
+// event's data JSON, and exactly one final event, last.
 func checkEventStream(t *testing.T, rec *httptest.ResponseRecorder) {
 	t.Helper()
 	if rec.Code != http.StatusOK {
 		t.Fatalf("event stream with status %d", rec.Code)
 	}
-	var names []string
-	sc := bufio.NewScanner(bytes.NewReader(rec.Body.Bytes()))
-	for sc.Scan() {
-		line := sc.Text()
-		if name, ok := strings.CutPrefix(line, "event: "); ok {
-			names = append(names, name)
-		}
-		if data, ok := strings.CutPrefix(line, "data: "); ok && !json.Valid([]byte(data)) {
-			t.Fatalf("event data is not JSON: %q", data)
-		}
-		if strings.Contains(line, fuzzSecret) {
-			t.Fatalf("the stream shows the stored secret: %q", line)
-		}
+	if bytes.Contains(rec.Body.Bytes(), []byte(fuzzSecret)) {
+		t.Fatalf("the stream shows the stored secret: %q", rec.Body)
 	}
-	if len(names) == 0 || (names[len(names)-1] != "result" && names[len(names)-1] != "error") {
+	var names []string
+	events := sse.NewReader(bytes.NewReader(rec.Body.Bytes()))
+	for {
+		ev, err := events.Next()
+		if err != nil {
+			break
+		}
+		if !json.Valid(ev.Data) {
+			t.Fatalf("event data is not JSON: %q", ev.Data)
+		}
+		names = append(names, ev.Name)
+	}
+	if len(names) == 0 || (names[len(names)-1] != api.EventResult && names[len(names)-1] != api.EventError) {
 		t.Fatalf("events %v: no final result or error", names)
 	}
 	for _, n := range names[:len(names)-1] {
-		if n == "result" || n == "error" {
+		if n == api.EventResult || n == api.EventError {
 			t.Fatalf("events %v: more than one final event", names)
 		}
 	}
@@ -346,7 +348,7 @@ func TestRequestBodyLimits(t *testing.T) {
 				`{"` + strings.Repeat("x", tc.limit) + ``, // too large and unfinished
 			} {
 				st, hdr, body := e.do(tc.method, tc.path, over)
-				var eb httpapi.ErrorBody
+				var eb api.ErrorBody
 				json.Unmarshal([]byte(body), &eb)
 				if st != http.StatusRequestEntityTooLarge || eb.Error.Code != "too_large" || !strings.Contains(eb.Error.Message, fmt.Sprint(tc.limit)) ||
 					hdr.Get("Content-Type") != "application/json" {
@@ -392,7 +394,7 @@ func TestOversizedResultThroughTheAPI(t *testing.T) {
 	if st != 200 || !strings.Contains(body, strings.Repeat("x", 900)) {
 		t.Fatalf("900 bytes under a 1000-byte cap: %d %.200s", st, body)
 	}
-	var eb httpapi.ErrorBody
+	var eb api.ErrorBody
 	st, _, body = e.do("POST", "/api/v1/call", map[string]any{"tool": "big/big", "arguments": map[string]any{"bytes": 50000}})
 	json.Unmarshal([]byte(body), &eb)
 	if st != http.StatusBadGateway || eb.Error.Code != "result_too_large" || !strings.Contains(eb.Error.Message, "1000-byte limit") || eb.Error.Phase != sb.PhaseToolCall {

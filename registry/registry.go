@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -421,21 +422,18 @@ func (r *Registry) Logs(name string) ([]string, error) {
 	return e.session.Logs(), nil
 }
 
-// TestResult is what a test session found.
-type TestResult struct {
-	Runtime sb.RuntimeInfo `json:"runtime"`
-	Logs    []string       `json:"logs"`
-}
+// TestResult is api.TestResult, under the name the tests that predate
+// package api still use.
+type TestResult = api.TestResult
 
 // Test runs a throwaway session for a stored server (name) and reports what
-// it found: runtime info with the tool list, or the classified error. It
-// never touches the live session of that server: the test session is a
-// separate process or connection under a random id, makes one attempt,
-// and is shut down (with every process it started) before Test returns.
-func (r *Registry) Test(ctx context.Context, name string) (TestResult, error) {
+// it found (see TestSession). It never touches the live session of that
+// server: the test session is a separate process or connection under a
+// random id.
+func (r *Registry) Test(ctx context.Context, name string) (api.TestResult, error) {
 	e, err := r.get(name)
 	if err != nil {
-		return TestResult{}, err
+		return api.TestResult{}, err
 	}
 	e.mu.Lock()
 	cfg := e.stored.Config.Clone()
@@ -445,7 +443,7 @@ func (r *Registry) Test(ctx context.Context, name string) (TestResult, error) {
 
 // TestConfig is Test for a draft config that is not stored. Masked secrets
 // ("***") are taken from the stored server of the same name, if any.
-func (r *Registry) TestConfig(ctx context.Context, cfg *sb.ServerConfig) (TestResult, error) {
+func (r *Registry) TestConfig(ctx context.Context, cfg *sb.ServerConfig) (api.TestResult, error) {
 	var prev *sb.ServerConfig
 	if e, err := r.get(cfg.Name); err == nil {
 		e.mu.Lock()
@@ -454,27 +452,43 @@ func (r *Registry) TestConfig(ctx context.Context, cfg *sb.ServerConfig) (TestRe
 	}
 	cfg, err := cfg.Unmask(prev)
 	if err != nil {
-		return TestResult{}, err
+		return api.TestResult{}, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return TestResult{}, err
-	}
-	cfg.Enabled = nil
-	cfg.Retry = &sb.RetryConfig{MaxAttempts: 1}
 	o := r.opts.Session
 	o.Logger = r.log.With("test_session", randomID())
-	o.OnEvent = nil
-	s := upstream.New(cfg, &o)
-	s.Start(ctx)
+	return TestSession(ctx, cfg, &o)
+}
+
+// TestSession runs a throwaway session for cfg with the session options
+// o (whose OnEvent and OnNotification are ignored) and reports what it
+// found: the runtime info with the tool list, or the classified error,
+// and the server's stderr lines. The session makes one attempt, enabled
+// or not, and is shut down, with every process it started, before
+// TestSession returns. An invalid cfg is an error; a server that fails is
+// a result.
+func TestSession(ctx context.Context, cfg *sb.ServerConfig, o *upstream.Options) (api.TestResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return api.TestResult{}, err
+	}
+	cfg = cfg.Clone()
+	cfg.Enabled = nil
+	cfg.Retry = &sb.RetryConfig{MaxAttempts: 1}
+	so := *o
+	so.OnEvent, so.OnNotification = nil, nil
+	if so.Logger == nil {
+		so.Logger = slog.Default()
+	}
+	s := upstream.New(cfg, &so)
+	s.Start(ctx) // the outcome is in the session's runtime info
 	info, logs := s.Info(), s.Logs()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), upstream.DefaultShutdownTimeout)
 	defer cancel()
 	if err := s.Shutdown(sctx); err != nil {
-		r.log.Warn("stopping test session", "server", cfg.Name, "error", err)
+		so.Logger.Warn("stopping test session", "server", cfg.Name, "error", err)
 	}
 	// Report the state the test reached, not the "disabled" of a session
 	// that has been shut down.
-	return TestResult{Runtime: info, Logs: logs}, nil
+	return api.TestResult{Runtime: info, Logs: logs}, nil
 }
 
 func randomID() string {
@@ -501,19 +515,6 @@ func (r *Registry) Names() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return slices.Sorted(maps.Keys(r.servers))
-}
-
-// Tools returns the tools of a server as last listed; none while it is
-// disabled or not connected.
-func (r *Registry) Tools(name string) ([]*mcp.Tool, error) {
-	s, ok := r.Session(name)
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", sb.ErrNotFound, name)
-	}
-	if s == nil {
-		return []*mcp.Tool{}, nil
-	}
-	return s.Tools(), nil
 }
 
 // Shutdown stops every session, concurrently, within DefaultShutdownTimeout

@@ -29,6 +29,8 @@ import (
 	"go.uber.org/goleak"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
@@ -304,7 +306,7 @@ func TestCLI(t *testing.T) {
 		r := d.ok(t, "server", "test", "echo-srv")
 		contains(t, "server test", r.stdout, "status", "connected", "testserver 1.0.0", "echo")
 		r = d.ok(t, "server", "test", "echo-srv", "--json")
-		var tr testResult
+		var tr api.TestResult
 		if err := json.Unmarshal([]byte(r.stdout), &tr); err != nil || tr.Runtime.Status != sb.StatusConnected {
 			t.Errorf("server test --json: %v\n%s", err, r.stdout)
 		}
@@ -501,24 +503,6 @@ func TestCLIUnreachable(t *testing.T) {
 
 // In-process tests of the helpers.
 
-func TestNormalizeAddr(t *testing.T) {
-	for in, want := range map[string]string{
-		"127.0.0.1:7420":            "http://127.0.0.1:7420",
-		"http://127.0.0.1:7420/":    "http://127.0.0.1:7420",
-		"https://sb.example.com/sb": "https://sb.example.com/sb",
-		"localhost:80":              "http://localhost:80",
-	} {
-		if got, err := normalizeAddr(in); err != nil || got != want {
-			t.Errorf("normalizeAddr(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "ftp://x", "http://", "http://u:p@h:1"} {
-		if got, err := normalizeAddr(in); err == nil {
-			t.Errorf("normalizeAddr(%q) = %q, want an error", in, got)
-		}
-	}
-}
-
 func TestProgressBar(t *testing.T) {
 	var buf bytes.Buffer
 	p := &progressBar{out: &buf, width: 10, cols: 80}
@@ -549,27 +533,6 @@ func TestProgressBar(t *testing.T) {
 	narrow := &progressBar{out: io.Discard, width: 10, cols: 21}
 	if got := narrow.render(1, 2, "a message far too long for the line"); len(got) != 20 {
 		t.Errorf("a line on a 21-column terminal is %d long: %q", len(got), got)
-	}
-}
-
-func TestSSEReader(t *testing.T) {
-	in := ": comment\n\nevent: progress\ndata: {\"progress\":1}\n\n" +
-		"data: line1\r\ndata: line2\r\n\r\n" +
-		"event: result\ndata:{\"x\":1}\n\nevent: tail\ndata: no newline"
-	r := newSSEReader(strings.NewReader(in))
-	for _, want := range []struct{ name, data string }{
-		{"progress", `{"progress":1}`},
-		{"message", "line1\nline2"},
-		{"result", `{"x":1}`},
-		{"tail", "no newline"},
-	} {
-		name, data, err := r.next()
-		if err != nil || name != want.name || string(data) != want.data {
-			t.Errorf("next() = %q, %q, %v; want %q, %q", name, data, err, want.name, want.data)
-		}
-	}
-	if _, _, err := r.next(); err != io.EOF {
-		t.Errorf("next() at the end: %v, want EOF", err)
 	}
 }
 
@@ -616,7 +579,7 @@ func TestPrintToolResult(t *testing.T) {
 // is posted back.
 func TestRunCallInteractive(t *testing.T) {
 	answered := make(chan sb.ElicitationResponse, 1)
-	var gotCall callRequest
+	var gotCall api.CallRequest
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/api/v1/call":
@@ -646,16 +609,16 @@ func TestRunCallInteractive(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, err := newClient(srv.URL, "tok")
+	c, err := client.New(srv.URL, "tok", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
+	defer c.Close()
 
 	var out, errOut bytes.Buffer
 	cio := &callIO{out: &out, errOut: &errOut, progress: true,
 		in: bufio.NewReader(strings.NewReader("Ada\nnot a number\n36\n\n"))}
-	err = runCall(context.Background(), c, cio, callRequest{Tool: "s/t", Arguments: json.RawMessage(`{}`), Options: callOptions{TimeoutMS: 1500}})
+	err = runCall(context.Background(), c, cio, "s/t", json.RawMessage(`{}`), client.CallOptions{Timeout: 1500 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("runCall: %v\nstderr: %s", err, errOut.String())
 	}
@@ -674,7 +637,7 @@ func TestRunCallInteractive(t *testing.T) {
 	out.Reset()
 	errOut.Reset()
 	cio = &callIO{out: &out, errOut: &errOut}
-	if err := runCall(context.Background(), c, cio, callRequest{Tool: "s/t"}); err != nil {
+	if err := runCall(context.Background(), c, cio, "s/t", nil, client.CallOptions{}); err != nil {
 		t.Fatalf("runCall: %v", err)
 	}
 	if out.String() != "decline null\n" {
@@ -689,7 +652,7 @@ func TestRunCallInteractive(t *testing.T) {
 // before the stream.
 func TestRunCallErrors(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req callRequest
+		var req api.CallRequest
 		json.NewDecoder(r.Body).Decode(&req)
 		switch req.Tool {
 		case "s/err":
@@ -708,11 +671,11 @@ func TestRunCallErrors(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, err := newClient(srv.URL, "")
+	c, err := client.New(srv.URL, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
+	defer c.Close()
 	for tool, want := range map[string]string{
 		"s/err":     "error (timeout, phase tool_call): too slow",
 		"s/iserror": "s/iserror: the tool reported an error (isError)",
@@ -720,7 +683,7 @@ func TestRunCallErrors(t *testing.T) {
 		"bad":       "bad_address: nope",
 	} {
 		var out, errOut bytes.Buffer
-		err := runCall(context.Background(), c, &callIO{out: &out, errOut: &errOut}, callRequest{Tool: tool})
+		err := runCall(context.Background(), c, &callIO{out: &out, errOut: &errOut}, tool, nil, client.CallOptions{})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", tool, err, want)
 		}

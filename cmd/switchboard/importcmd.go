@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/importer"
 )
 
@@ -77,7 +78,7 @@ was imported. --dry-run reports what would happen and changes nothing.`,
 					cfg.Enabled = &off
 				}
 			}
-			return withClient(cmd, func(c *client) error {
+			return withClient(cmd, func(c *client.Client) error {
 				rep, err := runImport(cmd, c, args[0], res, dryRun)
 				if err != nil {
 					return err
@@ -105,7 +106,7 @@ was imported. --dry-run reports what would happen and changes nothing.`,
 // runImport creates each parsed server (or, dry, checks which names are
 // taken) and reports the outcome of each. It fails only if the daemon
 // cannot be reached or refuses every request alike (a wrong token).
-func runImport(cmd *cobra.Command, c *client, file string, res *importer.Result, dry bool) (*importReport, error) {
+func runImport(cmd *cobra.Command, c *client.Client, file string, res *importer.Result, dry bool) (*importReport, error) {
 	rep := &importReport{File: file, Format: res.Format, DryRun: dry,
 		Imported: []string{}, Skipped: []importSkip{}, Renamed: map[string]string{}, Failed: []importFailure{}}
 	for _, s := range res.Skipped {
@@ -113,13 +114,11 @@ func runImport(cmd *cobra.Command, c *client, file string, res *importer.Result,
 	}
 	existing := map[string]bool{}
 	if dry {
-		var body struct {
-			Servers []sb.ServerView `json:"servers"`
+		servers, err := c.Servers(cmd.Context())
+		if err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: not checking which names are taken: %v\n", explain(cmd.Context(), c, err))
 		}
-		if _, err := c.getJSON(cmd.Context(), "GET", "/api/v1/servers", nil, &body); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: not checking which names are taken: %v\n", err)
-		}
-		for _, v := range body.Servers {
+		for _, v := range servers {
 			existing[v.Name] = true
 		}
 	}
@@ -128,25 +127,24 @@ func runImport(cmd *cobra.Command, c *client, file string, res *importer.Result,
 		var err error
 		switch {
 		case dry && existing[name]:
-			err = &apiError{Code: reasonExists}
+			err = sb.ErrExists
 		case !dry:
-			_, err = c.do(cmd.Context(), "POST", "/api/v1/servers", cfg)
+			_, err = c.CreateServer(cmd.Context(), cfg)
 		}
+		var ae *client.Error
 		switch {
 		case err == nil:
 			rep.Imported = append(rep.Imported, name)
 			if orig, ok := res.Renamed[name]; ok {
 				rep.Renamed[name] = orig
 			}
-		case isAPIError(err, reasonExists):
+		case sb.CodeOf(err) == sb.CodeExists:
 			rep.Skipped = append(rep.Skipped, importSkip{Name: name, Reason: reasonExists})
-		case isAPIError(err, "unauthorized"), cmd.Context().Err() != nil:
+		case sb.CodeOf(err) == sb.CodeUnauthorized, cmd.Context().Err() != nil:
 			return nil, err // every other request would fail the same way
+		case !errors.As(err, &ae):
+			return nil, err // the daemon is unreachable
 		default:
-			var ae *apiError
-			if !errors.As(err, &ae) {
-				return nil, err // the daemon is unreachable
-			}
 			rep.Failed = append(rep.Failed, importFailure{Name: name, Error: err.Error()})
 		}
 	}

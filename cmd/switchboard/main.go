@@ -1,9 +1,15 @@
 // Command switchboard runs and manages MCP tool servers.
 //
-// Today it has one verb, check, which connects to one MCP server described
-// on the command line, lists what it offers, and shuts it down: the quickest
-// way to see whether a server works and, if not, where and why it fails.
-// The daemon (serve) and the client verbs follow with the registry.
+// serve is the daemon: it runs every configured server and serves the
+// HTTP API, the aggregated MCP endpoint and the metrics; stdio serves the
+// same servers as one MCP server on stdin and stdout, for clients that
+// start their servers as a command. The client verbs (server, tools, call,
+// import) drive a running daemon through its API (package client). check
+// connects to one server described by flags, without a daemon: the
+// quickest way to see whether a server works and, if not, where and why it
+// fails.
+//
+// This package is flags, wiring and rendering only.
 package main
 
 import (

@@ -16,7 +16,61 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	sb "github.com/switchboard-mcp/switchboard"
 )
+
+// printInfo prints the runtime info a check or a test session reached:
+// status, transport, protocol, server info and tools, or the error with
+// its phase and code and the last lines the server wrote to stderr.
+func printInfo(out io.Writer, info sb.RuntimeInfo, logs []string, failed bool) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+		}
+	}
+	if failed && info.Error != nil {
+		row("status", "error")
+		row("phase", string(info.Error.Phase))
+		row("code", string(info.Error.Code))
+		row("error", info.Error.Message)
+	} else {
+		row("status", string(info.Status))
+		row("transport", string(info.Transport))
+		row("protocol", info.ProtocolVersion)
+		if info.ServerInfo != nil {
+			row("server", strings.TrimSpace(info.ServerInfo.Name+" "+info.ServerInfo.Version))
+		}
+		row("tools", fmt.Sprint(info.ToolCount))
+		row("resources", fmt.Sprint(info.ResourceCount))
+		row("prompts", fmt.Sprint(info.PromptCount))
+	}
+	tw.Flush()
+	if !failed && len(info.Tools) > 0 {
+		fmt.Fprintln(out)
+		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOOL\tDESCRIPTION")
+		for _, t := range info.Tools {
+			fmt.Fprintf(tw, "%s\t%s\n", t.Name, firstLine(t.Description, 80))
+		}
+		tw.Flush()
+	}
+	if failed && len(logs) > 0 {
+		fmt.Fprintln(out, "\nlast stderr lines:")
+		for _, l := range logs[max(0, len(logs)-10):] {
+			fmt.Fprintln(out, "  "+l)
+		}
+	}
+}
+
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > n {
+		s = s[:n-1] + "…"
+	}
+	return s
+}
 
 // newTable returns a tabwriter for tab-separated rows; call Flush.
 func newTable(out io.Writer) *tabwriter.Writer {

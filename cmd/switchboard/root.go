@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/switchboard-mcp/switchboard/client"
 )
 
 func newRootCommand() *cobra.Command {
@@ -16,7 +18,8 @@ and errors that say where and why a server failed.`,
 		SilenceErrors: true,
 	}
 	pf := root.PersistentFlags()
-	pf.String("addr", addrFlagDefault(), `address of "switchboard serve" for the client verbs (env SWITCHBOARD_ADDR)`)
+	addr, _ := client.Env()
+	pf.String("addr", addr, `address of "switchboard serve" for the client verbs (env SWITCHBOARD_ADDR)`)
 	pf.Bool("json", false, "print JSON (the API's, for scripts) instead of tables")
 	root.AddCommand(newCheckCommand(), newServeCommand(), newStdioCommand(),
 		newServerCommand(), newToolsCommand(), newCallCommand(), newImportCommand())

@@ -54,8 +54,8 @@ func newServeCommand() *cobra.Command {
 the MCP endpoint and the Prometheus metrics until SIGTERM or SIGINT, when it
 shuts every server down within 10 seconds.
 
-The database is SQLite by default (a file created with mode 0600); give a
-postgres:// DSN for a database shared by several replicas.
+The database is SQLite by default (a file created with mode 0600), or
+PostgreSQL with a postgres:// DSN.
 
 It listens on loopback only unless told otherwise. Bound to another address
 without a token, it warns: anyone who can reach it can run the configured

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/client"
 )
 
 // listErrorWidth bounds the ERROR column of "server list".
@@ -47,16 +49,6 @@ shown: the API returns them as "***".`,
 		newServerLogsCommand(),
 	)
 	return cmd
-}
-
-// withClient runs fn with the command's client, closing it afterwards.
-func withClient(cmd *cobra.Command, fn func(c *client) error) error {
-	c, err := clientFrom(cmd)
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	return fn(c)
 }
 
 func newServerAddCommand() *cobra.Command {
@@ -101,14 +93,13 @@ one of them only (--transport streamable-http or sse).`,
 				off := false
 				cfg.Enabled = &off
 			}
-			return withClient(cmd, func(c *client) error {
-				var v sb.ServerView
-				raw, err := c.getJSON(cmd.Context(), "POST", "/api/v1/servers", &cfg, &v)
+			return withClient(cmd, func(c *client.Client) error {
+				v, err := c.CreateServer(cmd.Context(), &cfg)
 				if err != nil {
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printRawJSON(cmd.OutOrStdout(), raw)
+					return printJSON(cmd.OutOrStdout(), v)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "added %s (%s, status %s)\n", v.Name, v.Transport, v.Runtime.Status)
 				return nil
@@ -136,18 +127,15 @@ reconnects, and the last error with the phase where it happened.`,
   switchboard server list --json | jq -r '.servers[] | select(.runtime.status == "error") | .name'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withClient(cmd, func(c *client) error {
-				var body struct {
-					Servers []sb.ServerView `json:"servers"`
-				}
-				raw, err := c.getJSON(cmd.Context(), "GET", "/api/v1/servers", nil, &body)
+			return withClient(cmd, func(c *client.Client) error {
+				servers, err := c.Servers(cmd.Context())
 				if err != nil {
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printRawJSON(cmd.OutOrStdout(), raw)
+					return printJSON(cmd.OutOrStdout(), api.ServerList{Servers: servers})
 				}
-				printServerList(cmd.OutOrStdout(), body.Servers)
+				printServerList(cmd.OutOrStdout(), servers)
 				return nil
 			})
 		},
@@ -191,14 +179,13 @@ info) and its tools.`,
   switchboard server show everything --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client) error {
-				var v sb.ServerView
-				raw, err := c.getJSON(cmd.Context(), "GET", "/api/v1/servers/"+pathName(args[0]), nil, &v)
+			return withClient(cmd, func(c *client.Client) error {
+				v, err := c.Server(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printRawJSON(cmd.OutOrStdout(), raw)
+					return printJSON(cmd.OutOrStdout(), v)
 				}
 				printServerView(cmd.OutOrStdout(), &v, time.Now())
 				return nil
@@ -339,8 +326,8 @@ func newServerRmCommand() *cobra.Command {
 		Example: `  switchboard server rm everything`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client) error {
-				if _, err := c.do(cmd.Context(), "DELETE", "/api/v1/servers/"+pathName(args[0]), nil); err != nil {
+			return withClient(cmd, func(c *client.Client) error {
+				if err := c.DeleteServer(cmd.Context(), args[0], 0); err != nil {
 					return err
 				}
 				if jsonOutput(cmd) {
@@ -368,14 +355,13 @@ server); its config is kept. Calls to its tools fail until it is enabled.`
 		Example: "  switchboard server " + verb + " everything",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client) error {
-				var v sb.ServerView
-				raw, err := c.getJSON(cmd.Context(), "POST", "/api/v1/servers/"+pathName(args[0])+"/"+verb, nil, &v)
+			return withClient(cmd, func(c *client.Client) error {
+				v, err := c.SetEnabled(cmd.Context(), args[0], on)
 				if err != nil {
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printRawJSON(cmd.OutOrStdout(), raw)
+					return printJSON(cmd.OutOrStdout(), v)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%sd %s (status %s)\n", verb, v.Name, v.Runtime.Status)
 				return nil
@@ -394,25 +380,18 @@ without waiting for the new connection.`,
 		Example: `  switchboard server restart everything`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client) error {
-				raw, err := c.do(cmd.Context(), "POST", "/api/v1/servers/"+pathName(args[0])+"/restart", nil)
-				if err != nil {
+			return withClient(cmd, func(c *client.Client) error {
+				if err := c.RestartServer(cmd.Context(), args[0]); err != nil {
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printRawJSON(cmd.OutOrStdout(), raw)
+					return printJSON(cmd.OutOrStdout(), api.RestartResponse{Status: api.StatusRestarting})
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "restarting %s\n", args[0])
 				return nil
 			})
 		},
 	}
-}
-
-// testResult is the answer of POST /api/v1/servers/{name}/test.
-type testResult struct {
-	Runtime sb.RuntimeInfo `json:"runtime"`
-	Logs    []string       `json:"logs"`
 }
 
 func newServerTestCommand() *cobra.Command {
@@ -429,15 +408,14 @@ connected.`,
   switchboard server test everything --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client) error {
-				var res testResult
-				raw, err := c.getJSON(cmd.Context(), "POST", "/api/v1/servers/"+pathName(args[0])+"/test", nil, &res)
+			return withClient(cmd, func(c *client.Client) error {
+				res, err := c.TestServer(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
 				failed := res.Runtime.Status != sb.StatusConnected
 				if jsonOutput(cmd) {
-					if err := printRawJSON(cmd.OutOrStdout(), raw); err != nil {
+					if err := printJSON(cmd.OutOrStdout(), res); err != nil {
 						return err
 					}
 				} else {
@@ -466,18 +444,14 @@ first). Remote servers have none.`,
 			if tail < 0 {
 				return fmt.Errorf("--tail must not be negative")
 			}
-			return withClient(cmd, func(c *client) error {
-				var body struct {
-					Lines []string `json:"lines"`
-				}
-				raw, err := c.getJSON(cmd.Context(), "GET", "/api/v1/servers/"+pathName(args[0])+"/logs", nil, &body)
+			return withClient(cmd, func(c *client.Client) error {
+				lines, err := c.Logs(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printRawJSON(cmd.OutOrStdout(), raw)
+					return printJSON(cmd.OutOrStdout(), api.LogLines{Lines: lines})
 				}
-				lines := body.Lines
 				if tail > 0 && len(lines) > tail {
 					lines = lines[len(lines)-tail:]
 				}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -52,4 +53,21 @@ func (sf *serverFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 	}
 	cfg.Headers, err = parsePairs(sf.headers, ":", "--header")
 	return err
+}
+
+// parsePairs parses "K<sep>V" flag values into a map.
+func parsePairs(pairs []string, sep, flag string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, sep)
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%s %q: want K%sV", flag, p, sep)
+		}
+		m[k] = strings.TrimSpace(v)
+	}
+	return m, nil
 }

@@ -1,0 +1,42 @@
+package api
+
+import (
+	"encoding/json"
+	"testing"
+
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// TestWireShapes pins the JSON of the wire types: these bodies are the
+// API's outward contract, and a renamed field is a broken client.
+func TestWireShapes(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{ErrorBody{Error: ErrorInfo{Code: sb.CodeTimeout, Message: "too slow", Phase: sb.PhaseToolCall}},
+			`{"error":{"code":"timeout","message":"too slow","phase":"tool_call"}}`},
+		{ErrorInfo{Code: sb.CodeNotFound, Message: "no"}, `{"code":"not_found","message":"no"}`},
+		{ToolList{Tools: []ToolView{{Server: "s", Name: "t", Address: "s/t", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}}},
+			`{"tools":[{"server":"s","name":"t","address":"s/t","description":"d","input_schema":{"type":"object"}}]}`},
+		{CallRequest{Tool: "s/t", Arguments: json.RawMessage(`{"a":1}`), Options: CallOptions{TimeoutMS: 5, MaxTotalTimeoutMS: 9, ResetTimeoutOnProgress: true}},
+			`{"tool":"s/t","arguments":{"a":1},"options":{"timeout_ms":5,"max_total_timeout_ms":9,"reset_timeout_on_progress":true}}`},
+		{CallRequest{Tool: "s/t"}, `{"tool":"s/t","options":{}}`},
+		{ElicitationEvent{ID: "e1", ElicitationRequest: sb.ElicitationRequest{Message: "Who?", RequestedSchema: json.RawMessage(`{}`)}},
+			`{"id":"e1","message":"Who?","requested_schema":{}}`},
+		{ElicitationAnswer{Action: "accept", Content: map[string]any{"a": "b"}}, `{"action":"accept","content":{"a":"b"}}`},
+		{RestartResponse{Status: StatusRestarting}, `{"status":"restarting"}`},
+		{LogLines{Lines: []string{"x"}}, `{"lines":["x"]}`},
+		{ServerList{Servers: []sb.ServerView{}}, `{"servers":[]}`},
+	} {
+		b, err := json.Marshal(tc.v)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%T: %s, %v\nwant %s", tc.v, b, err, tc.want)
+		}
+	}
+	b, _ := json.Marshal(TestResult{Logs: []string{}})
+	var back map[string]json.RawMessage
+	if json.Unmarshal(b, &back) != nil || back["runtime"] == nil || string(back["logs"]) != "[]" {
+		t.Errorf("TestResult: %s", b)
+	}
+}

@@ -1,0 +1,33 @@
+// Package api holds the wire types of Switchboard's HTTP API: the JSON
+// bodies of its requests and answers, the error shape every route shares,
+// and the names of the server-sent events it streams. The server (package
+// httpapi) writes them and the client (package client) reads them, so the
+// two cannot drift apart. Server configs, views and runtime info are the
+// domain's own types (sb.ServerConfig, sb.ServerView, sb.RuntimeInfo),
+// sent as they are.
+//
+// The routes, all under a bearer token when the daemon has one (but
+// /healthz):
+//
+//	GET    /healthz                          "ok" (text/plain), without a token
+//	GET    /metrics                          Prometheus text exposition
+//	GET    /api/v1/servers                   ServerList
+//	POST   /api/v1/servers                   sb.ServerConfig -> 201 sb.ServerView
+//	GET    /api/v1/servers/{name}            sb.ServerView
+//	PUT    /api/v1/servers/{name}            sb.ServerConfig (+ "version" or If-Match) -> sb.ServerView
+//	DELETE /api/v1/servers/{name}            (If-Match or ?version=) -> 204
+//	POST   /api/v1/servers/{name}/enable     sb.ServerView
+//	POST   /api/v1/servers/{name}/disable    sb.ServerView
+//	POST   /api/v1/servers/{name}/restart    202 RestartResponse
+//	POST   /api/v1/servers/{name}/test       TestResult
+//	GET    /api/v1/servers/{name}/tools      ToolList
+//	GET    /api/v1/servers/{name}/logs       LogLines
+//	POST   /api/v1/test                      sb.ServerConfig -> TestResult
+//	GET    /api/v1/tools                     ToolList
+//	POST   /api/v1/call                      CallRequest -> CallResponse, or events (Accept: text/event-stream)
+//	POST   /api/v1/elicitations/{id}         ElicitationAnswer -> 204
+//	GET    /api/v1/events                    events (EventStatus)
+//
+// Every failure is answered with an ErrorBody and the status the error's
+// code maps to (see httpapi.Status).
+package api
