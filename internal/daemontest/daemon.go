@@ -26,6 +26,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/client"
 )
 
 // Defaults of [Options] and [Daemon.WaitLog].
@@ -278,6 +280,16 @@ func (d *Daemon) Kill() {
 	<-d.done
 }
 
+// Client returns a client of the daemon's API that sends its token; o may
+// be nil (see client.New). The caller closes it.
+func (d *Daemon) Client(o *client.Options) *client.Client {
+	c, err := client.New(d.URL, d.Token, o)
+	if err != nil {
+		panic(err) // d.URL is http://IP:PORT, which client.New takes
+	}
+	return c
+}
+
 // Done is closed once the daemon has exited and been reaped.
 func (d *Daemon) Done() <-chan struct{} { return d.done }
 
@@ -345,8 +357,16 @@ func Environ(extra ...string) []string {
 // pairs, values quoted when they contain spaces), into its pairs. It stops
 // at the first part that is not a pair, and returns none for a line that
 // is not slog's (a GC trace).
+//
+// A slog line starts with time=; what comes before it is skipped. The Go
+// runtime writes its GC trace (GODEBUG=gctrace=1) to the same stderr a
+// piece at a time, so a log line written meanwhile lands inside a trace
+// line, e.g. "gc 9 @0.067s 18%: 0.13+1.3+time=... msg=...".
 func ParseLogLine(line string) map[string]string {
 	out := map[string]string{}
+	if i := strings.Index(line, "time="); i > 0 {
+		line = line[i:]
+	}
 	for line != "" {
 		line = strings.TrimLeft(line, " ")
 		k, rest, ok := strings.Cut(line, "=")
