@@ -1,12 +1,9 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -15,6 +12,7 @@ import (
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 )
 
@@ -24,7 +22,7 @@ import (
 // own process group; and what its log said.
 type daemon struct {
 	*daemontest.Daemon
-	client     *http.Client
+	api        *client.Client
 	allStarted chan struct{} // closed at "every server started"
 
 	mu              sync.Mutex
@@ -59,11 +57,7 @@ const maxProblems = 8
 // startDaemon starts bin serve on db and waits up to 30 s for its API to
 // answer (daemontest.StartProcess). The caller kills it.
 func startDaemon(ctx context.Context, bin, db string) (*daemon, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	d := &daemon{
-		client:     &http.Client{Transport: tr, Timeout: time.Minute},
-		allStarted: make(chan struct{}),
-	}
+	d := &daemon{allStarted: make(chan struct{})}
 	godebug := "gctrace=1"
 	if v := os.Getenv("GODEBUG"); v != "" {
 		godebug = v + "," + godebug
@@ -80,6 +74,8 @@ func startDaemon(ctx context.Context, bin, db string) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	d.api = d.Client(&client.Options{HTTPClient: &http.Client{Transport: tr, Timeout: time.Minute}})
 	return d, nil
 }
 
@@ -154,82 +150,16 @@ func (d *daemon) terminate() (time.Duration, bool) {
 // safe to call more than once.
 func (d *daemon) kill() {
 	d.Kill()
-	d.client.CloseIdleConnections()
-}
-
-// serverState is the part of a server view the harness reads.
-type serverState struct {
-	Name    string `json:"name"`
-	Runtime struct {
-		Status          sb.Status     `json:"status"`
-		ProtocolVersion string        `json:"protocol_version"`
-		PID             int           `json:"pid"`
-		Error           *sb.ErrorInfo `json:"error"`
-	} `json:"runtime"`
-}
-
-// servers lists the daemon's servers (GET /api/v1/servers).
-func (d *daemon) servers(ctx context.Context) ([]serverState, error) {
-	var body struct {
-		Servers []serverState `json:"servers"`
-	}
-	err := d.do(ctx, http.MethodGet, "/api/v1/servers", nil, http.StatusOK, &body)
-	return body.Servers, err
-}
-
-// server returns one server (GET /api/v1/servers/{name}).
-func (d *daemon) server(ctx context.Context, name string) (serverState, error) {
-	var s serverState
-	err := d.do(ctx, http.MethodGet, "/api/v1/servers/"+name, nil, http.StatusOK, &s)
-	return s, err
-}
-
-// addServer creates a server through the API (POST /api/v1/servers).
-func (d *daemon) addServer(ctx context.Context, cfg *sb.ServerConfig) error {
-	return d.do(ctx, http.MethodPost, "/api/v1/servers", cfg, http.StatusCreated, nil)
-}
-
-// do sends a request with body (JSON, if not nil) and decodes the answer
-// into out (if not nil); any status but want is an error.
-func (d *daemon) do(ctx context.Context, method, path string, body any, want int, out any) error {
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, d.URL+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != want {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(msg))
-	}
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	d.api.Close()
 }
 
 // waitServerConnected polls one server every 20 ms until it is connected,
 // up to timeout.
-func (d *daemon) waitServerConnected(ctx context.Context, name string, timeout time.Duration) (serverState, error) {
+func (d *daemon) waitServerConnected(ctx context.Context, name string, timeout time.Duration) (sb.ServerView, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		s, err := d.server(ctx, name)
+		s, err := d.api.Server(ctx, name)
 		if err == nil && s.Runtime.Status == sb.StatusConnected {
 			return s, nil
 		}

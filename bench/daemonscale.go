@@ -134,7 +134,7 @@ func runDaemon(ctx context.Context, cfg *Config, kind string, n int) (*DaemonRes
 	}
 	defer d.kill()
 	r.APIUp = d.Ready.Sub(d.Started)
-	var states []serverState
+	var states []sb.ServerView
 	states, r.PollConnected, r.Polls = pollConnected(ctx, cfg, d, n)
 	for _, s := range states {
 		if s.Runtime.Status == sb.StatusConnected {
@@ -242,15 +242,15 @@ func fillStore(ctx context.Context, db string, base *sb.ServerConfig, n int) err
 // servers are connected or cfg.DaemonTimeout passed. It returns the last
 // list, when (since the exec) the first list with all n connected was
 // answered (0 if none), and the number of polls.
-func pollConnected(ctx context.Context, cfg *Config, d *daemon, n int) ([]serverState, time.Duration, int) {
+func pollConnected(ctx context.Context, cfg *Config, d *daemon, n int) ([]sb.ServerView, time.Duration, int) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.DaemonTimeout)
 	defer cancel()
 	tick := time.NewTicker(cfg.DaemonPollEvery)
 	defer tick.Stop()
 	allStarted := d.allStarted
-	var last []serverState
+	var last []sb.ServerView
 	for polls := 1; ; polls++ {
-		states, err := d.servers(ctx)
+		states, err := d.api.Servers(ctx)
 		if err == nil {
 			last = states
 			connected := 0

@@ -60,7 +60,7 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 	defer d.kill()
 	// The same process, through Switchboard, at the same protocol as the
 	// direct clients.
-	if err := d.addServer(ctx, &sb.ServerConfig{Name: endpointServer, Transport: sb.TransportStreamableHTTP,
+	if _, err := d.api.CreateServer(ctx, &sb.ServerConfig{Name: endpointServer, Transport: sb.TransportStreamableHTTP,
 		URL: server.url, ProtocolVersion: pinnedProtocol}); err != nil {
 		return nil, nil, err
 	}
