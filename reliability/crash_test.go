@@ -1,11 +1,9 @@
 package reliability
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/pgtest"
 	"github.com/switchboard-mcp/switchboard/store"
@@ -88,11 +87,13 @@ func TestCrashSafetyPostgres(t *testing.T) {
 // masks.
 func crashSafety(t *testing.T, prefix, dsn string, open func(context.Context) (sb.Store, error)) {
 	runs := pick(1, 5)
-	client := &http.Client{
+	// One connection per worker, kept across requests.
+	hc := &http.Client{
 		Timeout:   10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: crashWorkers},
 	}
-	defer client.CloseIdleConnections()
+	defer hc.CloseIdleConnections()
+	apiOpts := &client.Options{HTTPClient: hc}
 
 	acked := map[string]*sb.ServerConfig{}   // every acknowledged write, all runs
 	written := map[string]*sb.ServerConfig{} // every write attempted, all runs
@@ -101,7 +102,7 @@ func crashSafety(t *testing.T, prefix, dsn string, open func(context.Context) (s
 	for run := 1; run <= runs; run++ {
 		d := daemontest.Start(t, serve)
 		pids = append(pids, d.PID)
-		ack, sent := writeUntilKilled(t, prefix, client, d, run)
+		ack, sent := writeUntilKilled(t, prefix, d.Client(apiOpts), d, run)
 		d.Kill()
 		for _, c := range sent {
 			written[c.Name] = c
@@ -113,7 +114,7 @@ func crashSafety(t *testing.T, prefix, dsn string, open func(context.Context) (s
 		// Restart on the same database: it must open and serve.
 		d = daemontest.Start(t, serve)
 		pids = append(pids, d.PID)
-		listed := listServers(t, client, d)
+		listed := listServers(t, d.Client(apiOpts))
 		present, extra := 0, 0
 		for _, c := range ack {
 			got, ok := listed[c.Name]
@@ -202,7 +203,7 @@ func crashSafety(t *testing.T, prefix, dsn string, open func(context.Context) (s
 // figures go under prefix. It
 // returns the acknowledged configs and every config whose request was
 // sent (a request may have been committed although its answer was lost).
-func writeUntilKilled(t *testing.T, prefix string, client *http.Client, d *daemontest.Daemon, run int) (acked, sent []*sb.ServerConfig) {
+func writeUntilKilled(t *testing.T, prefix string, c *client.Client, d *daemontest.Daemon, run int) (acked, sent []*sb.ServerConfig) {
 	t.Helper()
 	next := make(chan int)
 	var (
@@ -210,7 +211,7 @@ func writeUntilKilled(t *testing.T, prefix string, client *http.Client, d *daemo
 		acks     atomic.Int64
 		killOnce sync.Once
 		killed   = make(chan struct{})
-		refused  atomic.Int64 // answered, but not 201
+		refused  atomic.Int64 // answered with an error
 		lost     atomic.Int64 // no answer: the process died under it
 		wg       sync.WaitGroup
 	)
@@ -218,19 +219,15 @@ func writeUntilKilled(t *testing.T, prefix string, client *http.Client, d *daemo
 		wg.Go(func() {
 			for i := range next {
 				cfg := crashConfig(run, i)
-				body, _ := json.Marshal(cfg)
 				mu.Lock()
 				sent = append(sent, cfg)
 				mu.Unlock()
-				resp, err := client.Post(d.URL+"/api/v1/servers", "application/json", bytes.NewReader(body))
-				if err != nil {
-					lost.Add(1)
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusCreated {
+				var apiErr *client.Error
+				if _, err := c.CreateServer(context.Background(), cfg); errors.As(err, &apiErr) {
 					refused.Add(1)
+					continue
+				} else if err != nil {
+					lost.Add(1)
 					continue
 				}
 				mu.Lock()
@@ -276,34 +273,23 @@ feeding:
 	return acked, sent
 }
 
-// listServers returns every server d lists, by name, as its config (with
-// the secrets masked, as the API shows them).
-func listServers(t *testing.T, client *http.Client, d *daemontest.Daemon) map[string]*sb.ServerConfig {
+// listServers returns every server the daemon lists, by name, as its
+// config (with the secrets masked, as the API shows them).
+func listServers(t *testing.T, c *client.Client) map[string]*sb.ServerConfig {
 	t.Helper()
-	resp, err := client.Get(d.URL + "/api/v1/servers")
+	servers, err := c.Servers(context.Background())
 	if err != nil {
-		t.Fatalf("GET /api/v1/servers: %v", err)
+		t.Fatalf("listing the servers: %v", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("GET /api/v1/servers: %s: %s", resp.Status, b)
+	out := make(map[string]*sb.ServerConfig, len(servers))
+	for _, v := range servers {
+		cfg := v.ServerConfig
+		out[cfg.Name] = &cfg
 	}
-	var body struct {
-		Servers []sb.ServerView `json:"servers"`
+	if len(out) != len(servers) {
+		t.Errorf("GET /api/v1/servers lists %d servers under %d names", len(servers), len(out))
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatalf("GET /api/v1/servers: decoding: %v", err)
-	}
-	out := make(map[string]*sb.ServerConfig, len(body.Servers))
-	for _, v := range body.Servers {
-		c := v.ServerConfig
-		out[c.Name] = &c
-	}
-	if len(out) != len(body.Servers) {
-		t.Errorf("GET /api/v1/servers lists %d servers under %d names", len(body.Servers), len(out))
-	}
-	if !slices.IsSortedFunc(body.Servers, func(a, b sb.ServerView) int { return strings.Compare(a.Name, b.Name) }) {
+	if !slices.IsSortedFunc(servers, func(a, b sb.ServerView) int { return strings.Compare(a.Name, b.Name) }) {
 		t.Errorf("GET /api/v1/servers is not ordered by name")
 	}
 	return out
