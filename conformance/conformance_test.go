@@ -1,8 +1,7 @@
 package conformance
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 )
 
@@ -77,25 +78,25 @@ func TestConformanceThroughSwitchboard(t *testing.T) {
 	sw := startSwitchboard(t)
 	variants := []struct {
 		name, baseline string
-		config         map[string]any
+		config         sb.ServerConfig
 		// mayGain names scenarios allowed to pass through Switchboard
 		// but not directly, with the reason: they test Switchboard's own
 		// HTTP endpoint rather than what it passes through.
 		mayGain map[string]string
 	}{
 		{name: "everything", baseline: "stateful",
-			config: map[string]any{"transport": "streamable-http", "url": statefulURL}},
+			config: sb.ServerConfig{Transport: sb.TransportStreamableHTTP, URL: statefulURL}},
 		{name: "everything-stateless", baseline: "stateless",
-			config: map[string]any{"transport": "streamable-http", "url": statelessURL},
+			config: sb.ServerConfig{Transport: sb.TransportStreamableHTTP, URL: statelessURL},
 			mayGain: map[string]string{
 				"server-sse-multiple-streams": "Switchboard's /mcp/{name} gives a session ID whatever the upstream; the stateless server gives none, which the suite warns about",
 			}},
 		{name: "everything-stdio", baseline: "stateful",
-			config: map[string]any{"transport": "stdio", "command": everythingBin}},
+			config: sb.ServerConfig{Transport: sb.TransportStdio, Command: everythingBin}},
 	}
 	for _, v := range variants {
-		v.config["name"] = v.name
-		sw.add(t, v.config)
+		v.config.Name = v.name
+		sw.add(t, &v.config)
 	}
 	for _, v := range variants {
 		rt := sw.waitConnected(t, v.name)
@@ -200,8 +201,9 @@ func startEverything(t *testing.T, bin string, stateless bool) string {
 // started.
 type switchboard struct {
 	*daemontest.Daemon
-	client *http.Client
-	stdio  map[int]string // pid -> command of each stdio upstream
+	hc    *http.Client
+	api   *client.Client // through hc
+	stdio map[int]string // pid -> command of each stdio upstream
 }
 
 // startSwitchboard builds switchboard from this repository and runs `serve`
@@ -217,9 +219,10 @@ func startSwitchboard(t *testing.T) *switchboard {
 	}
 	sw := &switchboard{
 		Daemon: daemontest.Start(t, daemontest.Options{Binary: bin, StopGrace: killAfter}),
-		client: &http.Client{Timeout: 10 * time.Second},
+		hc:     &http.Client{Timeout: 10 * time.Second},
 		stdio:  map[int]string{},
 	}
+	sw.api = sw.Client(&client.Options{HTTPClient: sw.hc})
 	t.Cleanup(func() {
 		_ = sw.Stop() // a failure is logged by daemontest's cleanup
 		for pid, command := range sw.stdio {
@@ -230,58 +233,26 @@ func startSwitchboard(t *testing.T) *switchboard {
 }
 
 // add creates a server through the API.
-func (sw *switchboard) add(t *testing.T, config map[string]any) {
+func (sw *switchboard) add(t *testing.T, cfg *sb.ServerConfig) {
 	t.Helper()
-	body, err := json.Marshal(config)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := sw.api.CreateServer(context.Background(), cfg); err != nil {
+		t.Fatalf("creating %s: %v", cfg.Name, err)
 	}
-	resp, err := sw.client.Post(sw.URL+"/api/v1/servers", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("POST /api/v1/servers: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("POST /api/v1/servers %s: HTTP %d: %s", body, resp.StatusCode, b)
-	}
-}
-
-// runtimeInfo is the part of a server view's runtime the test reads.
-type runtimeInfo struct {
-	Status string `json:"status"`
-	Error  *struct {
-		Message string `json:"message"`
-		Phase   string `json:"phase"`
-	} `json:"error"`
-	Transport       string `json:"transport"`
-	ProtocolVersion string `json:"protocol_version"`
-	PID             int    `json:"pid"`
-	ToolCount       int    `json:"tool_count"`
 }
 
 // waitConnected waits until the server's runtime.status is connected.
-func (sw *switchboard) waitConnected(t *testing.T, name string) runtimeInfo {
+func (sw *switchboard) waitConnected(t *testing.T, name string) sb.RuntimeInfo {
 	t.Helper()
 	deadline := time.Now().Add(connectTimeout)
-	var view struct {
-		Command string      `json:"command"`
-		Runtime runtimeInfo `json:"runtime"`
-	}
 	for {
-		resp, err := sw.client.Get(sw.URL + "/api/v1/servers/" + name)
+		view, err := sw.api.Server(context.Background(), name)
 		if err != nil {
-			t.Fatalf("GET /api/v1/servers/%s: %v", name, err)
-		}
-		err = json.NewDecoder(resp.Body).Decode(&view)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET /api/v1/servers/%s: HTTP %d, %v", name, resp.StatusCode, err)
+			t.Fatalf("reading server %s: %v", name, err)
 		}
 		if view.Runtime.PID > 0 {
 			sw.stdio[view.Runtime.PID] = view.Command
 		}
-		if view.Runtime.Status == "connected" {
+		if view.Runtime.Status == sb.StatusConnected {
 			return view.Runtime
 		}
 		if time.Now().After(deadline) {
@@ -309,7 +280,7 @@ func (sw *switchboard) requireMCP(t *testing.T, name string) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Accept", "text/event-stream")
-		resp, err := sw.client.Do(req)
+		resp, err := sw.hc.Do(req)
 		if err != nil {
 			t.Fatalf("GET /mcp/%s: %v", name, err)
 		}
