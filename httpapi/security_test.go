@@ -7,7 +7,6 @@ package httpapi_test
 // binds and warns about.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -30,10 +29,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
+	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
@@ -53,6 +54,7 @@ type secEnv struct {
 	t     *testing.T
 	url   string
 	token string
+	c     *client.Client // of url, with token
 	reg   *registry.Registry
 	logs  *testserver.Buffer
 }
@@ -80,7 +82,12 @@ func newSecEnv(t *testing.T, o secOptions) *secEnv {
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
 	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, Version: "test"})
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: o.token, Logger: log, MCP: gw.Handler()}))
+	c, err := client.New(srv.URL, o.token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
+		c.Close()
 		srv.CloseClientConnections()
 		srv.Close()
 		gw.Close()
@@ -92,7 +99,7 @@ func newSecEnv(t *testing.T, o secOptions) *secEnv {
 			t.Logf("logs:\n%s", logs.String())
 		}
 	})
-	return &secEnv{t: t, url: srv.URL, token: o.token, reg: reg, logs: logs}
+	return &secEnv{t: t, url: srv.URL, token: o.token, c: c, reg: reg, logs: logs}
 }
 
 // do sends a request (body: nil, a string sent as is, or a value sent as
@@ -144,13 +151,9 @@ func (e *secEnv) mustCreate(cfg map[string]any) {
 
 func (e *secEnv) view(name string) sb.ServerView {
 	e.t.Helper()
-	var v sb.ServerView
-	st, _, body := e.do("GET", "/api/v1/servers/"+name, nil)
-	if st != 200 {
-		e.t.Fatalf("GET %s: %d %s", name, st, body)
-	}
-	if err := json.Unmarshal([]byte(body), &v); err != nil {
-		e.t.Fatal(err)
+	v, err := e.c.Server(context.Background(), name)
+	if err != nil {
+		e.t.Fatalf("GET %s: %v", name, err)
 	}
 	return v
 }
@@ -175,6 +178,7 @@ func (e *secEnv) waitStatus(name string, want sb.Status) sb.ServerView {
 	return e.waitFor(name, "status "+string(want), func(r sb.RuntimeInfo) bool { return r.Status == want })
 }
 
+// secEvent is one server-sent event as sent: its name and data.
 type secEvent struct{ name, data string }
 
 // streamCall posts a streamed call and returns its events.
@@ -193,51 +197,31 @@ func (e *secEnv) streamCall(body string) []secEvent {
 	return readSecEvents(resp.Body)
 }
 
+// readSecEvents reads every event of a stream until it ends.
 func readSecEvents(r io.Reader) []secEvent {
 	var out []secEvent
-	var ev secEvent
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			ev.name = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			ev.data = line[6:]
-		case line == "" && ev.name != "":
-			out = append(out, ev)
-			ev = secEvent{}
+	events := sse.NewReader(r)
+	for {
+		ev, err := events.Next()
+		if err != nil {
+			return out
 		}
+		out = append(out, secEvent{ev.Name, string(ev.Data)})
 	}
-	return out
 }
 
 // connectMCP opens a go-sdk client session to path, sending the env's token.
 func (e *secEnv) connectMCP(path string) *mcp.ClientSession {
 	e.t.Helper()
-	hc := &http.Client{Transport: bearer{e.token, http.DefaultTransport}}
+	tr := e.c.MCPTransport()
+	tr.Endpoint = e.url + path
 	c := mcp.NewClient(&mcp.Implementation{Name: "security-test"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.url + path, HTTPClient: hc},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		e.t.Fatalf("connecting to %s: %v", path, err)
 	}
 	e.t.Cleanup(func() { cs.Close() })
 	return cs
-}
-
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if b.token != "" {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+b.token)
-	}
-	return b.next.RoundTrip(r)
 }
 
 func secStdio(t *testing.T, name string, args ...string) map[string]any {
