@@ -1,8 +1,8 @@
 // Package daemontest runs `switchboard serve` as a real process for tests
 // and benchmarks: built once with "go build" ([Build], [Binary]), started on
 // a loopback port in its own process group ([StartProcess], [Start]),
-// waited for until its API answers, and stopped by its pid ([Daemon.Stop],
-// [Daemon.Kill]).
+// waited for until its API answers, talked to ([Daemon.Client]), and
+// stopped by its pid ([Daemon.Stop], [Daemon.Kill]).
 //
 // The core ([Build], [StartProcess] and the [Daemon] methods) needs no
 // testing.TB, so that the benchmark driver (bench/, run by go run) uses the
