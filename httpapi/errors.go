@@ -8,10 +8,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/api"
 )
 
-// ErrorBody is api.ErrorBody, under the name the tests that predate
-// package api still use.
-type ErrorBody = api.ErrorBody
-
 // Errors of the API's own, beside those of the layers below.
 var (
 	errBadRequest = sb.NewError(sb.CodeBadRequest, "bad request")

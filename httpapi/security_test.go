@@ -29,6 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
@@ -328,7 +329,7 @@ func TestTokenIsRequiredAndRefusalsTellNothing(t *testing.T) {
 			}
 		}
 	}
-	var eb httpapi.ErrorBody
+	var eb api.ErrorBody
 	if err := json.Unmarshal([]byte(first), &eb); err != nil || eb.Error.Code != "unauthorized" {
 		t.Errorf("the refusal is not a JSON error: %s", first)
 	}
