@@ -10,63 +10,60 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	sb "github.com/switchboard-mcp/switchboard"
 )
 
-// ArgumentError is a call refused before sending because its arguments do
-// not match the tool's input schema.
-type ArgumentError struct {
-	Server, Tool string
-	Field        string // the offending argument, when it can be named
-	Message      string
+// This file checks a call's arguments before anything is sent: they must
+// be a JSON object that matches the tool's input schema, and the tool must
+// be one the server lists (else the closest names are suggested).
+
+// normalizeArgs turns the caller's arguments into JSON and its decoded
+// object: nil becomes {}, a json.RawMessage or []byte is checked, anything
+// else is marshalled. The object is decoded once, here, for the schema
+// check.
+func normalizeArgs(args any) (json.RawMessage, map[string]any, error) {
+	var raw json.RawMessage
+	switch a := args.(type) {
+	case nil:
+		return json.RawMessage("{}"), map[string]any{}, nil
+	case json.RawMessage:
+		raw = a
+	case []byte:
+		raw = a
+	default:
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("arguments cannot be encoded as JSON: %w", err)
+		}
+		raw = b
+	}
+	if len(raw) == 0 {
+		return json.RawMessage("{}"), map[string]any{}, nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, nil, fmt.Errorf("arguments are not valid JSON: %w", err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("arguments must be a JSON object, not %s", jsonKind(v))
+	}
+	return raw, obj, nil
 }
 
-func (e *ArgumentError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("%s/%s: invalid argument %q: %s", e.Server, e.Tool, e.Field, e.Message)
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
 	}
-	return fmt.Sprintf("%s/%s: invalid arguments: %s", e.Server, e.Tool, e.Message)
-}
-
-func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArguments }
-
-// ErrorCode reports sb.CodeInvalidArguments to sb.CodeOf.
-func (e *ArgumentError) ErrorCode() sb.Code { return sb.CodeInvalidArguments }
-
-// ErrorPhase reports sb.PhaseToolCall to sb.PhaseOf.
-func (e *ArgumentError) ErrorPhase() sb.Phase { return sb.PhaseToolCall }
-
-// UnknownToolError is a call to a tool the server does not list.
-type UnknownToolError struct {
-	Server, Tool string
-	Suggestions  []string // the closest tool names, best first
-}
-
-func (e *UnknownToolError) Error() string {
-	msg := fmt.Sprintf("%s has no tool %q", e.Server, e.Tool)
-	if len(e.Suggestions) > 0 {
-		msg += "; did you mean " + quoteList(e.Suggestions) + "?"
-	}
-	return msg
-}
-
-func (e *UnknownToolError) Is(target error) bool { return target == ErrUnknownTool }
-
-// ErrorCode reports sb.CodeUnknownTool to sb.CodeOf.
-func (e *UnknownToolError) ErrorCode() sb.Code { return sb.CodeUnknownTool }
-
-// ErrorPhase reports sb.PhaseToolCall to sb.PhaseOf.
-func (e *UnknownToolError) ErrorPhase() sb.Phase { return sb.PhaseToolCall }
-
-func quoteList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	if len(q) == 1 {
-		return q[0]
-	}
-	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+	return fmt.Sprintf("%T", v)
 }
 
 // schemaCache holds the resolved input schemas of one catalog, resolved on

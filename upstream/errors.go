@@ -2,20 +2,18 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"net"
-	"net/url"
-	"os"
-	"os/exec"
-	"syscall"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
 )
+
+// This file holds every error the package exports: the sentinels, matched
+// with errors.Is, and the typed errors that carry the details, matched with
+// errors.As. How a failed connection attempt or a dropped connection is
+// classified and worded is in classify.go.
 
 // Errors returned by [Session] methods. They are stable values: test them
 // with errors.Is.
@@ -35,7 +33,8 @@ var (
 
 // Error is a session failure as a caller sees it: the server, the phase
 // where it failed and a message a person can act on (secrets removed).
-// It wraps the underlying cause.
+// It wraps the sentinel that tells what became of the request:
+// ErrUnavailable, ErrStartupTimeout or ErrDisabled.
 type Error struct {
 	Server  string
 	Phase   sb.Phase
@@ -53,27 +52,6 @@ func (e *Error) Unwrap() error { return e.err }
 // ErrorPhase reports Phase to sb.PhaseOf.
 func (e *Error) ErrorPhase() sb.Phase { return e.Phase }
 
-// failure is a classified failure of one connection attempt or of a live
-// connection. msg is already scrubbed of secrets.
-type failure struct {
-	phase sb.Phase
-	code  sb.Code
-	msg   string
-	retry retryClass
-	err   error
-}
-
-func (f *failure) Error() string { return f.msg }
-func (f *failure) Unwrap() error { return f.err }
-
-func (f *failure) info(now time.Time) *sb.ErrorInfo {
-	return &sb.ErrorInfo{Message: f.msg, Phase: f.phase, Code: f.code, At: now}
-}
-
-func fail(phase sb.Phase, code sb.Code, retry retryClass, err error, format string, args ...any) *failure {
-	return &failure{phase: phase, code: code, retry: retry, err: err, msg: fmt.Sprintf(format, args...)}
-}
-
 // HTTPStatusError is the HTTP status a remote server answered a connection
 // attempt with. The go-sdk reports statuses as text only, so the session
 // records them with a wrapping http.RoundTripper.
@@ -86,124 +64,170 @@ func (e *HTTPStatusError) Error() string {
 	return fmt.Sprintf("HTTP %d from %s", e.StatusCode, e.URL)
 }
 
-// classifySpawn turns an error from starting a stdio command into a failure.
-func classifySpawn(command string, err error) *failure {
-	switch {
-	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return fail(sb.PhaseSpawn, sb.CodeCommandNotFound, retrySlow, err,
-			"%s: command not found (is it installed and on PATH?)", command)
-	case errors.Is(err, fs.ErrPermission):
-		return fail(sb.PhaseSpawn, sb.CodePermissionDenied, retrySlow, err,
-			"%s: permission denied (is it executable?)", command)
-	case errors.Is(err, syscall.ENOEXEC):
-		return fail(sb.PhaseSpawn, sb.CodeExecFormat, retrySlow, err,
-			"%s: not an executable for this machine", command)
-	}
-	return fail(sb.PhaseSpawn, sb.CodeSpawnFailed, retryFast, err, "starting %s: %v", command, err)
+// Errors of CallTool. Each failure is a typed value (*TimeoutError,
+// *CallError, *ToolError, *ArgumentError, *UnknownToolError) that matches
+// one of these with errors.Is.
+var (
+	// ErrTimeout: the per-request timeout or the total cap fired. The
+	// server was sent notifications/cancelled.
+	ErrTimeout = sb.NewError(sb.CodeTimeout, "tool call timed out")
+	// ErrCancelled: the caller's context ended. The server was sent
+	// notifications/cancelled.
+	ErrCancelled = sb.NewError(sb.CodeCancelled, "tool call cancelled")
+	// ErrConnectionLost: the connection dropped while the call was in
+	// flight. The call is not retried: the tool may have run.
+	ErrConnectionLost = sb.NewError(sb.CodeConnectionLost, "connection lost during the tool call")
+	// ErrToolError: the tool ran and reported failure (isError). The
+	// *ToolError keeps the whole result.
+	ErrToolError = sb.NewError(sb.CodeToolError, "tool reported an error")
+	// ErrInvalidArguments: the arguments do not match the tool's input
+	// schema; nothing was sent.
+	ErrInvalidArguments = sb.NewError(sb.CodeInvalidArguments, "invalid tool arguments")
+	// ErrUnknownTool: the server has no tool of that name; nothing was sent.
+	ErrUnknownTool = sb.NewError(sb.CodeUnknownTool, "unknown tool")
+	// ErrResultTooLarge: the result exceeded Options.MaxResultBytes.
+	ErrResultTooLarge = sb.NewError(sb.CodeResultTooLarge, "tool result too large")
+	// ErrInvalidOptions: the InvokeOptions were rejected; nothing was sent.
+	ErrInvalidOptions = sb.NewError(sb.CodeInvalidOptions, "invalid invoke options")
+	// ErrServerError: the server answered the call with a JSON-RPC error.
+	ErrServerError = sb.NewError(sb.CodeServerError, "server rejected the tool call")
+)
+
+// Which limit ended a timed-out call.
+const (
+	LimitRequest = "request" // the per-request timeout (InvokeOptions.Timeout)
+	LimitTotal   = "total"   // the hard cap (InvokeOptions.MaxTotalTimeout)
+)
+
+// TimeoutError is a call ended by one of its limits.
+type TimeoutError struct {
+	Server, Tool string
+	Limit        string        // LimitRequest or LimitTotal
+	Timeout      time.Duration // the limit's value
+	Elapsed      time.Duration // since the call started
+	LastProgress *sb.Progress  // nil if none arrived
 }
 
-// classifyRemote turns an error from connecting to a remote server into a
-// failure. status is the last HTTP error status the server answered with
-// during the attempt, or 0.
-func classifyRemote(phase sb.Phase, endpoint string, status int, err error) *failure {
-	switch status {
-	case 401:
-		return fail(sb.PhaseAuth, sb.HTTPStatus(status), retryNever, &HTTPStatusError{status, endpoint},
-			"HTTP 401 from %s: check the Authorization header", endpoint)
-	case 403:
-		return fail(sb.PhaseAuth, sb.HTTPStatus(status), retryNever, &HTTPStatusError{status, endpoint},
-			"HTTP 403 from %s: the credentials are not allowed to use this server", endpoint)
-	case 429:
-		return fail(sb.PhaseConnect, sb.HTTPStatus(status), retryFast, &HTTPStatusError{status, endpoint},
-			"HTTP 429 from %s: the server is rate limiting; retrying later", endpoint)
-	}
-	if status >= 400 {
-		return fail(sb.PhaseConnect, sb.HTTPStatus(status), retryFast, &HTTPStatusError{status, endpoint},
-			"HTTP %d from %s", status, endpoint)
-	}
-	var dnsErr *net.DNSError
-	var opErr *net.OpError
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return fail(sb.PhaseConnect, sb.CodeConnectionRefused, retryFast, err,
-			"connection refused by %s: is the server running?", hostOf(endpoint))
-	case errors.As(err, &dnsErr):
-		return fail(sb.PhaseConnect, sb.CodeDNS, retryFast, err, "cannot resolve host %s", dnsErr.Name)
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		return fail(phase, sb.CodeTimeout, retryFast, err, "%s timed out", phaseVerb(phase))
-	case errors.As(err, &opErr):
-		return fail(sb.PhaseConnect, sb.CodeNetwork, retryFast, err, "cannot reach %s: %v", hostOf(endpoint), opErr.Err)
-	}
-	code := sb.CodeInitializeFailed
-	if phase == sb.PhaseConnect {
-		code = sb.CodeConnectFailed
-	}
-	return fail(phase, code, retryFast, err, "%s failed: %s", phaseVerb(phase), describe(err))
-}
-
-func phaseVerb(p sb.Phase) string {
-	switch p {
-	case sb.PhaseInitialize:
-		return "the MCP initialize handshake"
-	case sb.PhaseDiscover:
-		return "listing the server's tools"
-	case sb.PhaseConnect:
-		return "connecting"
-	}
-	return string(p)
-}
-
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
-}
-
-// describe shortens an SDK error chain to its informative part: the go-sdk
-// prefixes every error with `calling "initialize": sending "initialize":`.
-func describe(err error) string {
-	if err == nil {
-		return "unknown error"
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrConnectionClosed) {
-		return "the server closed the connection"
-	}
-	return err.Error()
-}
-
-func hostOf(endpoint string) string {
-	if u, err := url.Parse(endpoint); err == nil && u.Host != "" {
-		return u.Host
-	}
-	return endpoint
-}
-
-// exitDescription tells how a process ended, e.g. "exited with status 3" or
-// "was killed by signal killed".
-func exitDescription(err error) string {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "was killed by signal " + ws.Signal().String()
+func (e *TimeoutError) Error() string {
+	msg := fmt.Sprintf("%s/%s: %s timeout of %s fired after %s", e.Server, e.Tool, e.Limit, e.Timeout, e.Elapsed.Round(time.Millisecond))
+	if p := e.LastProgress; p != nil {
+		msg += fmt.Sprintf("; last progress %g", p.Progress)
+		if p.Total > 0 {
+			msg += fmt.Sprintf("/%g", p.Total)
 		}
-		return fmt.Sprintf("exited with status %d", ee.ExitCode())
+		if p.Message != "" {
+			msg += " (" + p.Message + ")"
+		}
 	}
-	if err == nil {
-		return "exited with status 0"
-	}
-	return "ended: " + err.Error()
+	return msg
 }
 
-// scrubbed returns f with its message scrubbed of r's secrets.
-func (f *failure) scrubbed(r *sb.Redactor) *failure {
-	if f == nil {
-		return nil
-	}
-	g := *f
-	g.msg = r.String(f.msg)
-	return &g
+func (e *TimeoutError) Is(target error) bool {
+	return target == ErrTimeout || target == context.DeadlineExceeded
 }
 
-// isProcessGone reports whether err says a process no longer exists.
-func isProcessGone(err error) bool {
-	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
+// ErrorCode reports sb.CodeTimeout to sb.CodeOf.
+func (e *TimeoutError) ErrorCode() sb.Code { return sb.CodeTimeout }
+
+// ErrorPhase reports sb.PhaseToolCall to sb.PhaseOf.
+func (e *TimeoutError) ErrorPhase() sb.Phase { return sb.PhaseToolCall }
+
+// CallError is a call that failed without a result: cancelled, connection
+// lost, session unavailable, or rejected by the server.
+type CallError struct {
+	Server, Tool string
+	Phase        sb.Phase
+	Kind         error // one of the Err values above
+	Message      string
+	Err          error // the underlying cause
+}
+
+func (e *CallError) Error() string { return fmt.Sprintf("%s/%s: %s", e.Server, e.Tool, e.Message) }
+
+// Unwrap returns Kind first, so that sb.CodeOf names the call's kind of
+// failure rather than its cause's.
+func (e *CallError) Unwrap() []error { return []error{e.Kind, e.Err} }
+
+// ErrorPhase reports Phase to sb.PhaseOf.
+func (e *CallError) ErrorPhase() sb.Phase { return e.Phase }
+
+// ToolError is a result with isError set. The result is kept whole.
+type ToolError struct {
+	Server, Tool string
+	Result       *mcp.CallToolResult
+}
+
+func (e *ToolError) Error() string {
+	msg := "the tool reported an error"
+	for _, c := range e.Result.Content {
+		if t, ok := c.(*mcp.TextContent); ok && t.Text != "" {
+			msg = t.Text
+			break
+		}
+	}
+	return fmt.Sprintf("%s/%s: %s", e.Server, e.Tool, msg)
+}
+
+func (e *ToolError) Is(target error) bool { return target == ErrToolError }
+
+// ErrorCode reports sb.CodeToolError to sb.CodeOf.
+func (e *ToolError) ErrorCode() sb.Code { return sb.CodeToolError }
+
+// ErrorPhase reports sb.PhaseToolCall to sb.PhaseOf.
+func (e *ToolError) ErrorPhase() sb.Phase { return sb.PhaseToolCall }
+
+// ArgumentError is a call refused before sending because its arguments do
+// not match the tool's input schema.
+type ArgumentError struct {
+	Server, Tool string
+	Field        string // the offending argument, when it can be named
+	Message      string
+}
+
+func (e *ArgumentError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s/%s: invalid argument %q: %s", e.Server, e.Tool, e.Field, e.Message)
+	}
+	return fmt.Sprintf("%s/%s: invalid arguments: %s", e.Server, e.Tool, e.Message)
+}
+
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArguments }
+
+// ErrorCode reports sb.CodeInvalidArguments to sb.CodeOf.
+func (e *ArgumentError) ErrorCode() sb.Code { return sb.CodeInvalidArguments }
+
+// ErrorPhase reports sb.PhaseToolCall to sb.PhaseOf.
+func (e *ArgumentError) ErrorPhase() sb.Phase { return sb.PhaseToolCall }
+
+// UnknownToolError is a call to a tool the server does not list.
+type UnknownToolError struct {
+	Server, Tool string
+	Suggestions  []string // the closest tool names, best first
+}
+
+func (e *UnknownToolError) Error() string {
+	msg := fmt.Sprintf("%s has no tool %q", e.Server, e.Tool)
+	if len(e.Suggestions) > 0 {
+		msg += "; did you mean " + quoteList(e.Suggestions) + "?"
+	}
+	return msg
+}
+
+func (e *UnknownToolError) Is(target error) bool { return target == ErrUnknownTool }
+
+// ErrorCode reports sb.CodeUnknownTool to sb.CodeOf.
+func (e *UnknownToolError) ErrorCode() sb.Code { return sb.CodeUnknownTool }
+
+// ErrorPhase reports sb.PhaseToolCall to sb.PhaseOf.
+func (e *UnknownToolError) ErrorPhase() sb.Phase { return sb.PhaseToolCall }
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }

@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -119,12 +118,7 @@ func (s *Session) dial(ctx context.Context) (*link, *failure) {
 	case s.cfg.Transport == sb.TransportSSE:
 		l, f, _ = s.dialHTTP(ctx, sb.TransportSSE)
 	case s.cfg.Transport == sb.TransportRemote:
-		var fallback bool
-		l, f, fallback = s.dialHTTP(ctx, sb.TransportStreamableHTTP)
-		if fallback {
-			s.log.Info("Streamable HTTP refused; falling back to legacy SSE", "cause", s.redact.String(f.msg))
-			l, f, _ = s.dialHTTP(ctx, sb.TransportSSE)
-		}
+		l, f = s.dialRemote(ctx)
 	default:
 		return nil, fail(sb.PhaseConfig, sb.CodeBadTransport, retryNever, nil, "unknown transport %q", s.cfg.Transport)
 	}
@@ -206,14 +200,6 @@ func (s *Session) probe(ctx context.Context, l *link) *failure {
 		return fail(sb.PhaseRuntime, sb.CodeProbeTimeout, retryFast, err, "health probe got no answer within %s", s.opts.ProbeTimeout)
 	}
 	return fail(sb.PhaseRuntime, sb.CodeProbeFailed, retryFast, err, "health probe failed: %s", describe(err))
-}
-
-func isRPCError(err error) bool {
-	var we interface{ ErrorCode() int64 }
-	if errors.As(err, &we) {
-		return true
-	}
-	return strings.Contains(err.Error(), "method not found")
 }
 
 // refresh re-lists what a list_changed notification said has changed.

@@ -2,11 +2,6 @@ package upstream
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +9,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
 )
+
+// This file is the link: one live connection to the server, whichever
+// transport carries it, and the go-sdk client bound to it. Links are made
+// by the dialers: dialStdio (stdio.go), dialHTTP (remote.go) and dialCustom
+// (transport.go).
 
 // link is one live connection to the server: what a successful dial
 // produces and a drop or Shutdown destroys. Links are never reused; every
@@ -176,241 +176,10 @@ func (s *Session) newClient(l *link) *mcp.Client {
 	return c
 }
 
-type elicitInvokedKey struct{}
-
-// relayUnvalidatedElicitation lets an elicitation through that the go-sdk
-// would refuse before any handler saw it. The go-sdk checks form schemas
-// against its own reading of the spec (it rejects, for instance, untitled
-// enums written with anyOf, which the conformance suite sends); Switchboard
-// relays elicitations to a client that does its own checking, and a relay
-// must not be stricter than the two ends. Schemas the go-sdk accepts still
-// go through it, so that it applies their defaults to the answer.
-func (s *Session) relayUnvalidatedElicitation(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "elicitation/create" {
-			return next(ctx, method, req)
-		}
-		invoked := new(bool)
-		res, err := next(context.WithValue(ctx, elicitInvokedKey{}, invoked), method, req)
-		if err == nil || *invoked {
-			return res, err
-		}
-		er, ok := req.(*mcp.ElicitRequest)
-		if !ok || (er.Params.Mode != "" && er.Params.Mode != "form") {
-			return res, err
-		}
-		s.log.Debug("relaying an elicitation whose schema the go-sdk refused", "error", err)
-		return s.onElicit(ctx, er)
-	}
-}
-
 // notify passes a notification that is not about one call to
 // Options.OnNotification.
 func (s *Session) notify(p mcp.Params) {
 	if s.opts.OnNotification != nil {
 		s.opts.OnNotification(s.cfg.Name, p)
 	}
-}
-
-// dialStdio starts the server process and performs the MCP handshake.
-//
-// The handshake may take as long as the startup timeout while the process
-// lives: a package manager (npx, uvx) installing for tens of seconds is a
-// cold start, not a failure, and killing it to try again would only start
-// the installation over (LangBot's cold-start loop). A process that exits
-// fails the attempt at once.
-func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
-	proc, f := startProcess(s.cfg, s.logs)
-	if f != nil {
-		return nil, f
-	}
-	l := newLink(sb.TransportStdio)
-	l.proc = proc
-	hctx, cancel := context.WithCancelCause(ctx)
-	go func() {
-		select {
-		case <-proc.exited:
-			// Let Connect fail with its own error first (the closed pipe,
-			// or the malformed JSON that made the go-sdk close it); cancel
-			// only if a grandchild holding stdout open keeps it waiting.
-			t := time.NewTimer(exitReapGrace)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				cancel(errProcessExited)
-			case <-hctx.Done():
-			}
-		case <-hctx.Done():
-		}
-	}()
-	cs, err := s.newClient(l).Connect(hctx, s.ioTransport(l, proc.stdout, proc.stdin), s.sessionOptions())
-	cancel(nil)
-	if err != nil {
-		// Did it exit on its own, before we stop it below? Only a closed
-		// pipe says so; other errors (malformed JSON) make the go-sdk close
-		// the server's stdin, and the exit that follows is ours. A closed
-		// pipe is usually seen a moment before the exit is reaped, so give
-		// the reaper a moment.
-		exited := false
-		if isConnectionError(err) && ctx.Err() == nil {
-			exited = proc.waitExit(exitReapGrace)
-		}
-		proc.stop()
-		switch {
-		case exited:
-			return nil, s.exitFailure(sb.PhaseSpawn, proc, "before completing the MCP handshake")
-		case context.Cause(ctx) == errAttemptTimeout:
-			return nil, fail(sb.PhaseInitialize, sb.CodeTimeout, retryFast, err,
-				"%s (pid %d) did not answer initialize within the %s startup timeout%s",
-				s.cfg.Command, proc.pid, s.cfg.StartupTimeout(), s.stderrHint())
-		}
-		return nil, fail(sb.PhaseInitialize, sb.CodeInitializeFailed, retryFast, err,
-			"the MCP handshake with %s failed: %s%s", s.cfg.Command, describe(err), s.stderrHint())
-	}
-	l.cs = cs
-	go s.watchStdio(l)
-	return l, nil
-}
-
-var errProcessExited = errors.New("process exited")
-
-// watchStdio waits for the process to exit or the connection to close,
-// records why, and closes l.done. An exit fails in-flight calls at once by
-// closing the MCP session.
-func (s *Session) watchStdio(l *link) {
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- l.cs.Wait() }()
-	select {
-	case <-l.proc.exited:
-		l.cs.Close()
-		<-waitErr
-	case err := <-waitErr:
-		// A closed stdout usually means the process is exiting; give it a
-		// moment so the cause names the exit status.
-		if !l.proc.waitExit(exitReapGrace) {
-			l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
-				"the connection to %s (pid %d) closed: %s%s", s.cfg.Command, l.proc.pid, describe(err), s.stderrHint())
-		}
-	}
-	if l.cause == nil {
-		l.cause = s.exitFailure(sb.PhaseRuntime, l.proc, "")
-	}
-	close(l.done)
-}
-
-func (s *Session) exitFailure(phase sb.Phase, p *process, when string) *failure {
-	<-p.exited
-	msg := fmt.Sprintf("%s (pid %d) %s", s.cfg.Command, p.pid, exitDescription(p.exitErr))
-	if when != "" {
-		msg += " " + when
-	}
-	return fail(phase, sb.CodeProcessExited, retryFast, p.exitErr, "%s%s", msg, s.stderrHint())
-}
-
-// stderrHint quotes the server's last stderr line, which usually names the
-// real problem ("Error: Cannot find module ...").
-func (s *Session) stderrHint() string {
-	last := s.logs.Tail(1)
-	if len(last) == 0 || strings.TrimSpace(last[0]) == "" {
-		return ""
-	}
-	line := last[0]
-	if len(line) > 300 {
-		line = line[:300] + "…"
-	}
-	return "; last stderr line: " + line
-}
-
-// dialHTTP connects over Streamable HTTP or legacy SSE. For Streamable HTTP
-// it also reports whether the answer calls for the SSE fallback: HTTP 400,
-// 404 or 405, or the session-missing error the go-sdk maps a 404 to. Never
-// on 401/403/406/415/429/5xx, timeouts or refused connections.
-func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *failure, fallback bool) {
-	l = newLink(kind)
-	// The link's context lives as long as the link: the legacy SSE client
-	// ties its stream to the context given to Connect, and every request of
-	// the link ends with it. The attempt's deadline is enforced by cancelling
-	// it if Connect has not returned by then.
-	lctx, cancel := context.WithCancel(s.runCtx)
-	lctx, rec := withStatusRecorder(lctx)
-	hc := &http.Client{Transport: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, linkCtx: lctx, onSSE: s.onWire}}
-	var t mcp.Transport
-	if kind == sb.TransportSSE {
-		t = &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
-	} else {
-		// MaxRetries: the go-sdk's own stream reconnection. Keep its default;
-		// the health probe and our reconnect cover what it gives up on.
-		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
-	}
-
-	stop := context.AfterFunc(ctx, cancel)
-	cs, err := s.newClient(l).Connect(lctx, t, s.sessionOptions())
-	if !stop() && err == nil {
-		cs.Close() // connected just as the deadline passed; treat as timed out
-		err = context.Cause(ctx)
-	}
-	if err != nil {
-		cancel()
-		endpoint := s.redact.String(s.cfg.URL)
-		status := rec.Status()
-		if kind == sb.TransportStreamableHTTP && (status == 400 || status == 404 || status == 405 || errors.Is(err, mcp.ErrSessionMissing)) {
-			fallback = true
-		}
-		if ctx.Err() != nil && status == 0 {
-			return nil, fail(sb.PhaseInitialize, sb.CodeTimeout, retryFast, err,
-				"%s did not complete the MCP handshake within the %s startup timeout", endpoint, s.cfg.StartupTimeout()), fallback
-		}
-		phase := sb.PhaseInitialize
-		if status != 0 {
-			phase = sb.PhaseConnect
-		}
-		return nil, classifyRemote(phase, endpoint, status, err), fallback
-	}
-	l.cs = cs
-	l.cancel = cancel
-	go func() {
-		err := cs.Wait()
-		if isSessionMissing(err) {
-			l.cause = fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
-		} else {
-			l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
-				"the %s connection to %s closed: %s", kind, s.redact.String(s.cfg.URL), describe(err))
-		}
-		close(l.done)
-	}()
-	return l, nil, false
-}
-
-// ioTransport speaks newline-delimited JSON-RPC over r and w, with the
-// progress tap on r and frames bounded by the result size cap. The go-sdk
-// ends the connection on an oversized frame without saying so in a way a
-// caller can test; the tap notes it on the link.
-func (s *Session) ioTransport(l *link, r io.ReadCloser, w io.WriteCloser) mcp.Transport {
-	limit := s.opts.MaxResultBytes + frameOverhead
-	return &mcp.IOTransport{
-		Reader:        &lineTap{r: r, fn: s.onWire, maxLine: limit, onOversize: func() { l.oversized.Store(true) }},
-		Writer:        w,
-		MaxLineLength: limit,
-	}
-}
-
-// dialCustom connects over the byte stream of Options.Dial.
-func (s *Session) dialCustom(ctx context.Context) (*link, *failure) {
-	rwc, err := s.opts.Dial(ctx)
-	if err != nil {
-		return nil, fail(sb.PhaseConnect, sb.CodeDialFailed, retryFast, err, "dialing: %v", err)
-	}
-	l := newLink(sb.TransportInProcess)
-	cs, err := s.newClient(l).Connect(ctx, s.ioTransport(l, rwc, rwc), s.sessionOptions())
-	if err != nil {
-		rwc.Close()
-		return nil, fail(sb.PhaseInitialize, sb.CodeInitializeFailed, retryFast, err, "the MCP handshake failed: %s", describe(err))
-	}
-	l.cs = cs
-	go func() {
-		err := cs.Wait()
-		l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err, "the connection closed: %s", describe(err))
-		close(l.done)
-	}()
-	return l, nil
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -164,6 +165,11 @@ func (p *process) signalGroup(sig syscall.Signal) {
 		// nothing more than trying the leader alone.
 		p.cmd.Process.Signal(sig)
 	}
+}
+
+// isProcessGone reports whether err says a process no longer exists.
+func isProcessGone(err error) bool {
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
 }
 
 // stop ends the process and everything in its group, politely first, and

@@ -1,0 +1,198 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// This file turns what went wrong (a command that cannot start, an HTTP
+// status, an error of the go-sdk, a process exit) into a failure: the phase,
+// the code, how to retry, and a message a person can act on. The go-sdk
+// reports most conditions as text or wrapped sentinels; the predicates at
+// the end of the file are where that text is read.
+
+// failure is a classified failure of one connection attempt or of a live
+// connection. msg is already scrubbed of secrets.
+type failure struct {
+	phase sb.Phase
+	code  sb.Code
+	msg   string
+	retry retryClass
+	err   error
+}
+
+func (f *failure) Error() string { return f.msg }
+func (f *failure) Unwrap() error { return f.err }
+
+func (f *failure) info(now time.Time) *sb.ErrorInfo {
+	return &sb.ErrorInfo{Message: f.msg, Phase: f.phase, Code: f.code, At: now}
+}
+
+func fail(phase sb.Phase, code sb.Code, retry retryClass, err error, format string, args ...any) *failure {
+	return &failure{phase: phase, code: code, retry: retry, err: err, msg: fmt.Sprintf(format, args...)}
+}
+
+// scrubbed returns f with its message scrubbed of r's secrets.
+func (f *failure) scrubbed(r *sb.Redactor) *failure {
+	if f == nil {
+		return nil
+	}
+	g := *f
+	g.msg = r.String(f.msg)
+	return &g
+}
+
+// classifySpawn turns an error from starting a stdio command into a failure.
+func classifySpawn(command string, err error) *failure {
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return fail(sb.PhaseSpawn, sb.CodeCommandNotFound, retrySlow, err,
+			"%s: command not found (is it installed and on PATH?)", command)
+	case errors.Is(err, fs.ErrPermission):
+		return fail(sb.PhaseSpawn, sb.CodePermissionDenied, retrySlow, err,
+			"%s: permission denied (is it executable?)", command)
+	case errors.Is(err, syscall.ENOEXEC):
+		return fail(sb.PhaseSpawn, sb.CodeExecFormat, retrySlow, err,
+			"%s: not an executable for this machine", command)
+	}
+	return fail(sb.PhaseSpawn, sb.CodeSpawnFailed, retryFast, err, "starting %s: %v", command, err)
+}
+
+// classifyRemote turns an error from connecting to a remote server into a
+// failure. status is the last HTTP error status the server answered with
+// during the attempt, or 0.
+func classifyRemote(phase sb.Phase, endpoint string, status int, err error) *failure {
+	switch status {
+	case 401:
+		return fail(sb.PhaseAuth, sb.HTTPStatus(status), retryNever, &HTTPStatusError{status, endpoint},
+			"HTTP 401 from %s: check the Authorization header", endpoint)
+	case 403:
+		return fail(sb.PhaseAuth, sb.HTTPStatus(status), retryNever, &HTTPStatusError{status, endpoint},
+			"HTTP 403 from %s: the credentials are not allowed to use this server", endpoint)
+	case 429:
+		return fail(sb.PhaseConnect, sb.HTTPStatus(status), retryFast, &HTTPStatusError{status, endpoint},
+			"HTTP 429 from %s: the server is rate limiting; retrying later", endpoint)
+	}
+	if status >= 400 {
+		return fail(sb.PhaseConnect, sb.HTTPStatus(status), retryFast, &HTTPStatusError{status, endpoint},
+			"HTTP %d from %s", status, endpoint)
+	}
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fail(sb.PhaseConnect, sb.CodeConnectionRefused, retryFast, err,
+			"connection refused by %s: is the server running?", hostOf(endpoint))
+	case errors.As(err, &dnsErr):
+		return fail(sb.PhaseConnect, sb.CodeDNS, retryFast, err, "cannot resolve host %s", dnsErr.Name)
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return fail(phase, sb.CodeTimeout, retryFast, err, "%s timed out", phaseVerb(phase))
+	case errors.As(err, &opErr):
+		return fail(sb.PhaseConnect, sb.CodeNetwork, retryFast, err, "cannot reach %s: %v", hostOf(endpoint), opErr.Err)
+	}
+	code := sb.CodeInitializeFailed
+	if phase == sb.PhaseConnect {
+		code = sb.CodeConnectFailed
+	}
+	return fail(phase, code, retryFast, err, "%s failed: %s", phaseVerb(phase), describe(err))
+}
+
+func phaseVerb(p sb.Phase) string {
+	switch p {
+	case sb.PhaseInitialize:
+		return "the MCP initialize handshake"
+	case sb.PhaseDiscover:
+		return "listing the server's tools"
+	case sb.PhaseConnect:
+		return "connecting"
+	}
+	return string(p)
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+func hostOf(endpoint string) string {
+	if u, err := url.Parse(endpoint); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return endpoint
+}
+
+// exitDescription tells how a process ended, e.g. "exited with status 3" or
+// "was killed by signal killed".
+func exitDescription(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "was killed by signal " + ws.Signal().String()
+		}
+		return fmt.Sprintf("exited with status %d", ee.ExitCode())
+	}
+	if err == nil {
+		return "exited with status 0"
+	}
+	return "ended: " + err.Error()
+}
+
+// describe shortens an SDK error chain to its informative part: the go-sdk
+// prefixes every error with `calling "initialize": sending "initialize":`.
+func describe(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return "the server closed the connection"
+	}
+	return err.Error()
+}
+
+// isSessionMissing reports whether err comes from the server having
+// forgotten the session (HTTP 404). The go-sdk wraps ErrSessionMissing
+// with %v once the connection has failed, so its text is matched too.
+func isSessionMissing(err error) bool {
+	return err != nil && (errors.Is(err, mcp.ErrSessionMissing) || strings.Contains(err.Error(), mcp.ErrSessionMissing.Error()))
+}
+
+// The go-sdk's JSON-RPC layer reports a connection that is shutting down
+// as wire errors with these codes ("client is closing", "server is
+// closing"), which are not answers from the server.
+const (
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+)
+
+func isConnectionError(err error) bool {
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, mcp.ErrSessionMissing) {
+		return true
+	}
+	var coded interface{ ErrorCode() int64 }
+	if errors.As(err, &coded) {
+		c := coded.ErrorCode()
+		return c == codeClientClosing || c == codeServerClosing
+	}
+	return false
+}
+
+func isRPCError(err error) bool {
+	var we interface{ ErrorCode() int64 }
+	if errors.As(err, &we) {
+		return true
+	}
+	return strings.Contains(err.Error(), "method not found")
+}

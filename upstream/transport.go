@@ -1,0 +1,47 @@
+package upstream
+
+import (
+	"context"
+	"io"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// This file carries MCP over a byte stream: newline-delimited JSON-RPC, on
+// a stdio server's pipes or on the stream that Options.Dial returns (an
+// in-process server).
+
+// ioTransport speaks newline-delimited JSON-RPC over r and w, with the
+// progress tap on r and frames bounded by the result size cap. The go-sdk
+// ends the connection on an oversized frame without saying so in a way a
+// caller can test; the tap notes it on the link.
+func (s *Session) ioTransport(l *link, r io.ReadCloser, w io.WriteCloser) mcp.Transport {
+	limit := s.opts.MaxResultBytes + frameOverhead
+	return &mcp.IOTransport{
+		Reader:        &lineTap{r: r, fn: s.onWire, maxLine: limit, onOversize: func() { l.oversized.Store(true) }},
+		Writer:        w,
+		MaxLineLength: limit,
+	}
+}
+
+// dialCustom connects over the byte stream of Options.Dial.
+func (s *Session) dialCustom(ctx context.Context) (*link, *failure) {
+	rwc, err := s.opts.Dial(ctx)
+	if err != nil {
+		return nil, fail(sb.PhaseConnect, sb.CodeDialFailed, retryFast, err, "dialing: %v", err)
+	}
+	l := newLink(sb.TransportInProcess)
+	cs, err := s.newClient(l).Connect(ctx, s.ioTransport(l, rwc, rwc), s.sessionOptions())
+	if err != nil {
+		rwc.Close()
+		return nil, fail(sb.PhaseInitialize, sb.CodeInitializeFailed, retryFast, err, "the MCP handshake failed: %s", describe(err))
+	}
+	l.cs = cs
+	go func() {
+		err := cs.Wait()
+		l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err, "the connection closed: %s", describe(err))
+		close(l.done)
+	}()
+	return l, nil
+}
