@@ -32,6 +32,10 @@ var sharedTransport = &http.Transport{
 // that never answers that GET would otherwise stall Connect forever.
 const streamHeaderTimeout = 15 * time.Second
 
+// afterCallTimeout bounds a POST sent on behalf of a call that has ended
+// (its notifications/cancelled), which no caller waits for.
+const afterCallTimeout = 10 * time.Second
+
 // roundTripper puts the config's headers on every request, records the
 // HTTP status of failed responses in the request context's statusRecorder,
 // and ties every request to the link's context, so that closing a link
@@ -51,6 +55,17 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	parent := req.Context()
 	sent, _ := parent.Value(sendRecordKey{}).(*sendRecord)
+	afterCall := sent != nil && sent.ctx.Err() != nil
+	if afterCall {
+		// The call is over, so this is what follows it: its
+		// notifications/cancelled, which the go-sdk sends under
+		// context.WithoutCancel of the call's context, values and all.
+		// Tying that POST to the call would abort it before it left: the
+		// server would never hear of the cancellation, and the SSE client
+		// would take the failed write for a broken connection. It is
+		// bounded by the link and by afterCallTimeout instead.
+		sent = nil
+	}
 	if sent != nil && req.Method == http.MethodPost {
 		// A tool call's POST ends with the call or the link, not when the
 		// go-sdk stops waiting for it: when a concurrent request finds the
@@ -64,10 +79,17 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if sent != nil {
 		stopCall = context.AfterFunc(sent.ctx, cancel)
 	}
+	var bound *time.Timer
+	if afterCall {
+		bound = time.AfterFunc(afterCallTimeout, cancel)
+	}
 	release := func() {
 		stop()
 		if stopCall != nil {
 			stopCall()
+		}
+		if bound != nil {
+			bound.Stop()
 		}
 		cancel()
 	}
