@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -173,4 +175,34 @@ func scrape(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// An upstream's JSON-RPC error reaches the client as that JSON-RPC error,
+// through /mcp/{name} and /mcp, scrubbed of the server's secrets; the API
+// calls it server_error (502).
+func TestUpstreamJSONRPCErrorsPassThroughScrubbed(t *testing.T) {
+	const secret = "sekrit-value-123"
+	cfg := stdio(t, "srv")
+	cfg.Env = map[string]string{"API_KEY": secret}
+	e := newEnv(t, "", cfg)
+	args := map[string]any{"code": -32602, "message": "bad key " + secret}
+	for path, tool := range map[string]string{"/mcp/srv": "rpc_error", "/mcp": "srv__rpc_error"} {
+		cs := e.connect(path, nil)
+		waitTools(t, cs, tool)
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+		var rpc *jsonrpc.Error
+		if !errors.As(err, &rpc) || rpc.Code != -32602 || rpc.Message != "bad key ***" {
+			t.Errorf("%s: err = %v, want JSON-RPC error -32602 %q", path, err, "bad key ***")
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"tool": "srv/rpc_error", "arguments": args})
+	resp, err := http.Post(e.url+"/api/v1/call", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(raw), `"code":"server_error"`) || strings.Contains(string(raw), secret) {
+		t.Errorf("API: %d %s, want 502 server_error without the secret", resp.StatusCode, raw)
+	}
 }

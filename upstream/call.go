@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
 )
@@ -150,10 +151,18 @@ func (s *Session) unavailable(tool string, ctx context.Context, err error) error
 
 // callFailed classifies an error from the go-sdk's CallTool.
 func (s *Session) callFailed(tool string, l *link, err error) error {
-	var rpc interface{ ErrorCode() int64 }
-	if errors.As(err, &rpc) && !isConnectionError(err) {
+	if rpc, ok := rpcError(err); ok {
+		// The server answered: the connection is fine. Its message is
+		// shown to people and, through /mcp, to models: scrub it, and keep
+		// only the scrubbed copy in the chain.
+		scrubbed := &jsonrpc.Error{Code: rpc.Code, Message: s.redact.String(rpc.Message)}
+		if len(rpc.Data) > 0 {
+			if data := s.redact.String(string(rpc.Data)); json.Valid([]byte(data)) {
+				scrubbed.Data = json.RawMessage(data)
+			}
+		}
 		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
-			Message: "the server rejected the call: " + err.Error(), Err: err}
+			Message: fmt.Sprintf("the server answered with JSON-RPC error %d: %s", scrubbed.Code, scrubbed.Message), Err: scrubbed}
 	}
 	if l.oversized.Load() {
 		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,

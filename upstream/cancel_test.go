@@ -3,9 +3,12 @@ package upstream_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
@@ -99,6 +102,47 @@ func TestCancellationReachesTheServerOnEveryTransport(t *testing.T) {
 			}
 			if inits != 1 {
 				t.Errorf("the server was initialized %d times; want one session throughout", inits)
+			}
+		})
+	}
+}
+
+// A JSON-RPC error from the server is its answer, not a broken connection:
+// ErrServerError with the server's code, its message scrubbed of the
+// config's secrets, and the session untouched; on every transport.
+func TestJSONRPCErrorIsAServerErrorOnEveryTransport(t *testing.T) {
+	const secret = "sekrit-value-123"
+	for transport, config := range transports(t) {
+		t.Run(string(transport), func(t *testing.T) {
+			cfg := config(testserver.EventsFile(t))
+			if cfg.IsStdio() {
+				cfg.Env = map[string]string{"API_KEY": secret}
+			} else {
+				cfg.Headers = map[string]string{"X-Api-Key": secret}
+			}
+			s, rec := newSession(t, cfg, nil)
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.CallTool(context.Background(), "rpc_error", map[string]any{"code": -32602, "message": "bad key " + secret}, sb.InvokeOptions{})
+			var rpc *jsonrpc.Error
+			switch {
+			case !errors.Is(err, upstream.ErrServerError) || errors.Is(err, upstream.ErrConnectionLost):
+				t.Fatalf("err = %v, want ErrServerError", err)
+			case sb.CodeOf(err) != sb.CodeServerError:
+				t.Fatalf("code %s, want server_error", sb.CodeOf(err))
+			case !errors.As(err, &rpc) || rpc.Code != -32602:
+				t.Fatalf("err = %#v, want the server's JSON-RPC error -32602 in the chain", err)
+			case strings.Contains(err.Error(), secret) || strings.Contains(rpc.Message, secret):
+				t.Fatalf("the secret is shown: %q / %q", err.Error(), rpc.Message)
+			case !strings.Contains(rpc.Message, "bad key ***"):
+				t.Fatalf("the server's message is lost: %q", rpc.Message)
+			}
+			if _, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "x"}, sb.InvokeOptions{}); err != nil {
+				t.Fatalf("the session is not usable after a JSON-RPC error: %v", err)
+			}
+			if n := rec.count(sb.ReasonDropped); n != 0 || s.Info().Reconnects != 0 {
+				t.Errorf("%d drops, %d reconnects after a JSON-RPC error; want none", n, s.Info().Reconnects)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
 )
@@ -181,18 +182,22 @@ func isConnectionError(err error) bool {
 		errors.Is(err, mcp.ErrSessionMissing) {
 		return true
 	}
-	var coded interface{ ErrorCode() int64 }
-	if errors.As(err, &coded) {
-		c := coded.ErrorCode()
-		return c == codeClientClosing || c == codeServerClosing
+	var we *jsonrpc.Error
+	return errors.As(err, &we) && (we.Code == codeClientClosing || we.Code == codeServerClosing)
+}
+
+// rpcError returns the JSON-RPC error the server answered a request with,
+// if err carries one. (The go-sdk's *jsonrpc.Error has no method to match
+// on, so it is matched by type.)
+func rpcError(err error) (*jsonrpc.Error, bool) {
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || isConnectionError(err) {
+		return nil, false
 	}
-	return false
+	return we, true
 }
 
 func isRPCError(err error) bool {
-	var we interface{ ErrorCode() int64 }
-	if errors.As(err, &we) {
-		return true
-	}
-	return strings.Contains(err.Error(), "method not found")
+	_, ok := rpcError(err)
+	return ok
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -90,6 +91,14 @@ func (s *server) newMCPServer() *mcp.Server {
 			"message": prop("string", "error message"),
 		}),
 	}, s.fail)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "rpc_error",
+		Description: "Answers the call with a JSON-RPC error (not a result) of the given code and message.",
+		InputSchema: objectSchema(map[string]any{
+			"code":    prop("integer", "JSON-RPC error code; -32602 (invalid params) if zero"),
+			"message": prop("string", "error message"),
+		}),
+	}, s.rpcError)
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "sample",
 		Description: "Asks the client's model (sampling/createMessage) to answer the message, and returns its text.",
@@ -372,6 +381,20 @@ func (s *server) big(_ context.Context, _ *mcp.CallToolRequest, in bigArgs) (*mc
 		return nil, nil, fmt.Errorf("bytes must be at most %d", maxBigBytes)
 	}
 	return textResult(strings.Repeat("x", in.Bytes)), nil, nil
+}
+
+type rpcErrorArgs struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+}
+
+// rpcError answers with a protocol error: the go-sdk sends a *jsonrpc.Error
+// returned by a tool handler as the JSON-RPC error of the response.
+func (s *server) rpcError(_ context.Context, _ *mcp.CallToolRequest, in rpcErrorArgs) (*mcp.CallToolResult, any, error) {
+	if in.Code == 0 {
+		in.Code = jsonrpc.CodeInvalidParams
+	}
+	return nil, nil, &jsonrpc.Error{Code: in.Code, Message: in.Message}
 }
 
 func (s *server) fail(_ context.Context, _ *mcp.CallToolRequest, in messageArgs) (*mcp.CallToolResult, any, error) {
