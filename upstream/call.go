@@ -42,6 +42,8 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 	if err != nil {
 		return nil, &ArgumentError{Server: s.cfg.Name, Tool: name, Message: err.Error()}
 	}
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 
 	start := time.Now()
 	ctx, cancelTotal := withTotalCap(ctx, opts.MaxTotalTimeout)
@@ -99,7 +101,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			params.Meta[mcp.MetaKeyLogLevel] = relayLogLevel
 		}
 		sent := &sendRecord{ctx: rctx}
+		l.calls.Add(1)
 		res, err := l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
+		l.calls.Add(-1)
 		if err == nil {
 			c.finish()
 			return s.checkResult(name, res)
@@ -112,6 +116,12 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseToolCall, Kind: ErrCancelled,
 				Message: "cancelled by the caller: " + context.Cause(ctx).Error(), Err: context.Cause(ctx)}
 		}
+		if try == 0 && neverSent(err) {
+			// The link died between our picking it and the go-sdk sending
+			// on it; nothing was sent. Wait for the replacement, once.
+			stale = l
+			continue
+		}
 		if try == 0 && l.transport == sb.TransportStreamableHTTP && (isSessionMissing(err) || l.sessionGone()) &&
 			sent.neverRan(closeTimeout) {
 			// The server has forgotten the session, and this request either
@@ -123,6 +133,11 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			continue
 		}
 		c.finish()
+		if sent.wasRefused(closeTimeout) {
+			return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseRuntime, Kind: ErrUnavailable,
+				Message: fmt.Sprintf("connection refused by %s: the server is no longer running; the call never ran",
+					hostOf(s.redact.String(s.cfg.URL))), Err: err}
+		}
 		return nil, s.callFailed(name, l, err)
 	}
 }
@@ -164,7 +179,8 @@ func (s *Session) callFailed(tool string, l *link, err error) error {
 		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
 			Message: fmt.Sprintf("the server answered with JSON-RPC error %d: %s", scrubbed.Code, scrubbed.Message), Err: scrubbed}
 	}
-	if l.oversized.Load() {
+	if l.oversized.Load() && !l.sharedBlame.Load() {
+		// This was the only call in flight, so the frame was its result.
 		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,
 			Message: fmt.Sprintf("the server sent a message over the %d-byte limit (the result is too large); the connection was reset",
 				s.opts.MaxResultBytes+frameOverhead), Err: ErrResultTooLarge}
@@ -172,15 +188,19 @@ func (s *Session) callFailed(tool string, l *link, err error) error {
 	// The connection failed under the call. Name the real cause (the
 	// process's exit status, the closed stream) once the link knows it.
 	msg := describe(err)
-	t := time.NewTimer(exitReapGrace)
-	select {
-	case <-l.done:
-		if l.cause != nil {
-			msg = s.redact.String(l.cause.msg)
+	if l.oversized.Load() {
+		msg = l.deadCause.msg + " (the result of another call in flight, or of this one)"
+	} else {
+		t := time.NewTimer(exitReapGrace)
+		select {
+		case <-l.done:
+			if l.cause != nil {
+				msg = s.redact.String(l.cause.msg)
+			}
+		case <-t.C:
 		}
-	case <-t.C:
+		t.Stop()
 	}
-	t.Stop()
 	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseRuntime, Kind: ErrConnectionLost,
 		Message: "connection lost during the call; it may or may not have run: " + msg, Err: err}
 }

@@ -186,6 +186,23 @@ func isConnectionError(err error) bool {
 	return errors.As(err, &we) && (we.Code == codeClientClosing || we.Code == codeServerClosing)
 }
 
+// neverSent reports whether the go-sdk refused to send a request because
+// its connection was already shutting down ("client is closing", which its
+// JSON-RPC layer returns from Call before writing anything): the request
+// cannot have reached the server. The mcp package wraps that error with %v
+// once the connection has failed, so its text is matched too.
+func neverSent(err error) bool {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return we.Code == codeClientClosing
+	}
+	return err != nil && strings.HasSuffix(err.Error(), ": "+clientClosingText)
+}
+
+// clientClosingText is the message of the go-sdk's "client is closing"
+// error (jsonrpc2.ErrClientClosing, code -32003).
+const clientClosingText = "client is closing"
+
 // rpcError returns the JSON-RPC error the server answered a request with,
 // if err carries one. (The go-sdk's *jsonrpc.Error has no method to match
 // on, so it is matched by type.)

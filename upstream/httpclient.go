@@ -2,11 +2,13 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -47,6 +49,9 @@ type roundTripper struct {
 	headers map[string]string
 	linkCtx context.Context
 	onSSE   func(msg []byte) // sees every server-sent event's data (the progress tap)
+	// onRefused hears of every request that found nothing listening: the
+	// server is gone, whatever the go-sdk makes of the failed request.
+	onRefused func(err error)
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -105,12 +110,16 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		sent.begin()
 	}
 	resp, err := t.base.RoundTrip(req)
+	refused := errors.Is(err, syscall.ECONNREFUSED)
 	if sent != nil && req.Method == http.MethodPost {
 		status := -1 // no answer: the request may have reached the server
 		if err == nil {
 			status = resp.StatusCode
 		}
-		sent.end(status)
+		sent.end(status, refused)
+	}
+	if refused && t.onRefused != nil && t.linkCtx.Err() == nil {
+		t.onRefused(err)
 	}
 	if err != nil {
 		release()
@@ -205,6 +214,7 @@ type sendRecord struct {
 	mu       sync.Mutex
 	inflight int
 	accepted bool // some POST got an answer other than 404, or none at all
+	refused  bool // some POST found nothing listening
 }
 
 type sendRecordKey struct{}
@@ -215,12 +225,42 @@ func (r *sendRecord) begin() {
 	r.mu.Unlock()
 }
 
-func (r *sendRecord) end(status int) {
+// end records the answer to one POST: its status, or -1 for none. A
+// refused connection is no answer, and proves the POST never left.
+func (r *sendRecord) end(status int, refused bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inflight--
-	if status != http.StatusNotFound {
+	switch {
+	case refused:
+		r.refused = true
+	case status != http.StatusNotFound:
 		r.accepted = true
+	}
+}
+
+// wasRefused reports whether the call's POSTs found nothing listening and
+// none of them got through: the call never reached the server. Like
+// neverRan, it waits at most d for POSTs still in flight (the go-sdk may
+// fail the call on the closed event stream first).
+func (r *sendRecord) wasRefused(d time.Duration) bool {
+	r.settle(d)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused && !r.accepted && r.inflight == 0
+}
+
+// settle waits until no POST of the call is in flight, or d has passed.
+func (r *sendRecord) settle(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		r.mu.Lock()
+		inflight := r.inflight
+		r.mu.Unlock()
+		if inflight == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

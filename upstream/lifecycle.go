@@ -136,10 +136,12 @@ var errAttemptTimeout = errors.New("attempt timed out")
 
 // serve watches a live connection until it drops, the session is restarted
 // or shut down. It refreshes the lists on list_changed notifications and
-// probes remote servers' health. It returns why the connection ended.
+// probes the server's health: a remote server can vanish without closing
+// anything, and a stdio process can live on without answering (stopped,
+// deadlocked). It returns why the connection ended.
 func (s *Session) serve(ctx context.Context, l *link) *failure {
 	var health <-chan time.Time
-	if l.proc == nil && s.opts.HealthInterval > 0 {
+	if s.opts.HealthInterval > 0 {
 		t := time.NewTicker(s.opts.HealthInterval)
 		defer t.Stop()
 		health = t.C
@@ -155,6 +157,8 @@ func (s *Session) serve(ctx context.Context, l *link) *failure {
 		case <-l.expired:
 			return fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, mcp.ErrSessionMissing,
 				"the server ended the session (HTTP 404)")
+		case <-l.dead:
+			return l.deadCause
 		case kinds := <-l.listChanged:
 			s.refresh(ctx, l, kinds)
 		case <-health:
@@ -165,7 +169,7 @@ func (s *Session) serve(ctx context.Context, l *link) *failure {
 	}
 }
 
-// probe checks that a remote server still answers. Only a probe that gets
+// probe checks that the server still answers. Only a probe that gets
 // no answer (timeout, closed connection, the session forgotten by the
 // server) means down: a 401 or 429 is an answer from a live server, and
 // tearing the session down for it would make things worse.
@@ -196,6 +200,11 @@ func (s *Session) probe(ctx context.Context, l *link) *failure {
 		return nil
 	case isRPCError(err):
 		return nil // the server answered, if only to say it has no ping
+	case pctx.Err() != nil && l.proc != nil && s.inflight.Load() > 0:
+		// A stdio server that runs one request at a time is busy, not
+		// hung, while a call is in flight; the call has its own timeout.
+		s.log.Warn("health probe got no answer while calls are in flight; not treating the server as hung", "timeout", s.opts.ProbeTimeout)
+		return nil
 	case pctx.Err() != nil:
 		return fail(sb.PhaseRuntime, sb.CodeProbeTimeout, retryFast, err, "health probe got no answer within %s", s.opts.ProbeTimeout)
 	}

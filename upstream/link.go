@@ -27,8 +27,13 @@ type link struct {
 
 	listChanged chan listKind // list_changed notifications, coalesced
 	oversized   atomic.Bool   // the server sent a stdio frame over the size cap
+	calls       atomic.Int64  // tool calls in flight on this link
+	sharedBlame atomic.Bool   // other calls were in flight when the oversized frame came
 	expired     chan struct{} // closed by expire: the server forgot the session
 	expireOnce  sync.Once
+	dead        chan struct{} // closed by markDead: a request found the connection gone
+	deadCause   *failure      // why; valid once dead is closed
+	deadOnce    sync.Once
 
 	done  chan struct{} // closed when the connection has ended on its own
 	cause *failure      // why; valid once done is closed
@@ -46,7 +51,7 @@ const (
 
 func newLink(t sb.Transport) *link {
 	return &link{transport: t, listChanged: make(chan listKind, 1), expired: make(chan struct{}),
-		done: make(chan struct{}), cancel: func() {}}
+		dead: make(chan struct{}), done: make(chan struct{}), cancel: func() {}}
 }
 
 // alive reports whether the link can still carry a call: it has not ended
@@ -56,6 +61,8 @@ func (l *link) alive() bool {
 	case <-l.done:
 		return false
 	case <-l.expired:
+		return false
+	case <-l.dead:
 		return false
 	default:
 		return true
@@ -79,6 +86,18 @@ func (l *link) sessionGone() bool {
 // 404). However many callers report it, the link is dropped and replaced
 // once.
 func (l *link) expire() { l.expireOnce.Do(func() { close(l.expired) }) }
+
+// markDead reports that the connection can carry nothing more, before the
+// go-sdk notices (if it ever does): a request was refused a connection, or
+// the server sent a frame over the size cap. From then on no call is sent
+// on the link, and the lifecycle drops it with cause f; the first cause
+// reported wins.
+func (l *link) markDead(f *failure) {
+	l.deadOnce.Do(func() {
+		l.deadCause = f
+		close(l.dead)
+	})
+}
 
 // notify records a list_changed notification without blocking the SDK's
 // notification goroutine: pending kinds are merged.

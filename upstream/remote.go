@@ -37,7 +37,12 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	// it if Connect has not returned by then.
 	lctx, cancel := context.WithCancel(s.runCtx)
 	lctx, rec := withStatusRecorder(lctx)
-	hc := &http.Client{Transport: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, linkCtx: lctx, onSSE: s.onWire}}
+	host := hostOf(s.redact.String(s.cfg.URL))
+	hc := &http.Client{Transport: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, linkCtx: lctx, onSSE: s.onWire,
+		onRefused: func(err error) {
+			l.markDead(fail(sb.PhaseRuntime, sb.CodeConnectionRefused, retryFast, err,
+				"connection refused by %s: the server is no longer running", host))
+		}}}
 	var t mcp.Transport
 	if kind == sb.TransportSSE {
 		t = &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}

@@ -51,7 +51,7 @@ type Options struct {
 	// value means {Name: "switchboard"}.
 	ClientInfo mcp.Implementation
 
-	// HealthInterval is the period of the health probe of remote sessions.
+	// HealthInterval is the period of the health probe (every transport).
 	// If zero, DefaultHealthInterval is used; negative disables the probe.
 	HealthInterval time.Duration
 	// ProbeTimeout bounds one health probe and one list refresh. If zero,
@@ -137,7 +137,8 @@ type Session struct {
 	catalog catalog
 	changed chan struct{} // closed and replaced on every change, for waiters
 
-	calls calls // calls in flight that want progress or elicitation
+	calls    calls        // calls in flight that want progress or elicitation
+	inflight atomic.Int64 // every call in flight
 
 	// Call defaults, changeable without a reconnect (SetCallDefaults).
 	callTimeout     atomic.Int64 // time.Duration

@@ -19,7 +19,14 @@ import (
 func (s *Session) ioTransport(l *link, r io.ReadCloser, w io.WriteCloser) mcp.Transport {
 	limit := s.opts.MaxResultBytes + frameOverhead
 	return &mcp.IOTransport{
-		Reader:        &lineTap{r: r, fn: s.onWire, maxLine: limit, onOversize: func() { l.oversized.Store(true) }},
+		Reader: &lineTap{r: r, fn: s.onWire, maxLine: limit, onOversize: func() {
+			// No call is sent on the link from here on: calls wait for the
+			// reconnect instead of failing on a connection being reset.
+			l.markDead(fail(sb.PhaseRuntime, sb.CodeResultTooLarge, retryFast, ErrResultTooLarge,
+				"the server sent a message over the %d-byte limit; the connection was reset", limit))
+			l.sharedBlame.Store(l.calls.Load() > 1)
+			l.oversized.Store(true) // last: it publishes the two above
+		}},
 		Writer:        w,
 		MaxLineLength: limit,
 	}
