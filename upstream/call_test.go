@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,32 +21,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
-
-// inProcess returns a started session to the test server running in this
-// process over in-memory pipes, for testing/synctest bubbles: a real
-// process's I/O would keep the fake clock from advancing.
-func inProcess(t *testing.T, opts testserver.Options) *upstream.Session {
-	t.Helper()
-	srv, err := testserver.NewInProcess(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := upstream.New(&sb.ServerConfig{Name: "mem", Transport: sb.TransportStdio, Command: "in-process"}, &upstream.Options{
-		Logger: slog.New(slog.DiscardHandler),
-		Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
-			client, server := net.Pipe()
-			if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
-				return nil, err
-			}
-			return client, nil
-		},
-	})
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func slowArgs(durationMS, intervalMS int) map[string]any {
 	return map[string]any{"duration_ms": durationMS, "interval_ms": intervalMS}
