@@ -683,33 +683,65 @@ func adminPost(t *testing.T, srv *testserver.Process, op string) {
 	}
 }
 
+// TestHealthProbeDetectsBlackHoleAndHeals: a server that goes silent (its
+// connection black-holed: nothing the session sends arrives, so nothing is
+// answered) is found by the first health probe after it went silent, at
+// that tick plus the probe timeout on the fake clock, and reported as a
+// probe timeout; the reconnect that follows waits while the server cannot
+// be reached, and the session heals as soon as it can.
 func TestHealthProbeDetectsBlackHoleAndHeals(t *testing.T) {
-	srv := testserver.StartHTTP(t)
-	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStreamableHTTP, URL: srv.URL, StartupTimeoutMS: 1000}
-	s, rec := newSession(t, cfg, &upstream.Options{HealthInterval: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond})
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	adminPost(t, srv, "blackhole")
-	begin := time.Now()
-	waitFor(t, s, "the probe to notice", func(i sb.RuntimeInfo) bool { return i.Status != sb.StatusConnected })
-	if d := time.Since(begin); d > 2*time.Second {
-		t.Errorf("a black-holed server was noticed after %v; interval 200ms + probe timeout 300ms", d)
-	}
-	var drop sb.Event
-	for _, e := range rec.all() {
-		if e.Reason == sb.ReasonDropped {
-			drop = e
+	synctest.Test(t, func(t *testing.T) {
+		const interval, probeTimeout = 200 * time.Millisecond, 300 * time.Millisecond
+		d := newMemDialer(t, testserver.Options{})
+		reachable := make(chan struct{})
+		d.before = func(ctx context.Context, n int) error {
+			if n == 1 {
+				return nil
+			}
+			select { // a new connection gets through once the test says so
+			case <-reachable:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
-	}
-	if drop.Error == nil || drop.Error.Code != "probe_timeout" || drop.Error.Phase != sb.PhaseRuntime {
-		t.Fatalf("drop event %+v, want a probe timeout in phase runtime", drop)
-	}
-	adminPost(t, srv, "heal")
-	info := waitFor(t, s, "the session to heal", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected })
-	if info.Reconnects != 1 {
-		t.Errorf("reconnects = %d, want 1", info.Reconnects)
-	}
+		s, rec := newSession(t, memConfig(), &upstream.Options{Dial: d.dial, HealthInterval: interval, ProbeTimeout: probeTimeout})
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		connectedAt := time.Now()
+		time.Sleep(3*interval + 50*time.Millisecond) // three probes, answered
+		if info := s.Info(); info.Status != sb.StatusConnected || rec.count(sb.ReasonDropped) != 0 {
+			t.Fatalf("a server that answers its probes was taken for down: %+v", info)
+		}
+
+		d.conn(1).blackHole()
+		info := waitFor(t, s, "the probe to notice", func(i sb.RuntimeInfo) bool { return i.Status != sb.StatusConnected })
+		var drops []sb.Event
+		for _, e := range rec.all() {
+			if e.Reason == sb.ReasonDropped {
+				drops = append(drops, e)
+			}
+		}
+		// Silent since 3.25 intervals: the tick at 4 intervals sends the
+		// probe that goes unanswered.
+		detectedAt := connectedAt.Add(4*interval + probeTimeout)
+		if len(drops) != 1 || drops[0].Error == nil || drops[0].Error.Code != sb.CodeProbeTimeout ||
+			drops[0].Error.Phase != sb.PhaseRuntime || !drops[0].At.Equal(detectedAt) {
+			t.Fatalf("drops %+v, want one probe timeout in phase runtime at %v", drops, detectedAt)
+		}
+		if info.Status != sb.StatusConnecting || info.Reconnects != 1 {
+			t.Errorf("after the drop: status %s reconnects %d, want connecting and 1", info.Status, info.Reconnects)
+		}
+
+		time.Sleep(time.Second) // unreachable for a second
+		healedAt := time.Now()
+		close(reachable)
+		info = waitFor(t, s, "the session to heal", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected })
+		if info.Reconnects != 1 || info.Attempt != 0 || info.ConnectedSince == nil || !info.ConnectedSince.Equal(healedAt) {
+			t.Errorf("healed: %+v, want 1 reconnect, attempt 0, connected since %v", info, healedAt)
+		}
+	})
 }
 
 func TestForgottenHTTPSessionReconnects(t *testing.T) {
