@@ -2,20 +2,26 @@ package registry_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/store/sqlite"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 func TestMain(m *testing.M) {
@@ -43,62 +49,117 @@ func seed(t *testing.T, n int, args ...string) *sqlite.Store {
 	return st
 }
 
+// TestLoadStartsWithBoundedConcurrencyWithoutBlocking: Load returns before
+// any server has connected, and the servers then start StartConcurrency at
+// a time: never more, and a slot that frees is taken at once. Every
+// connection (Options.Dial to the in-process test server) is held until
+// the test lets one through, so the order is the test's; under synctest
+// "before" and "at once" are exact, and synctest.Wait shows every dial
+// that is waiting.
 func TestLoadStartsWithBoundedConcurrencyWithoutBlocking(t *testing.T) {
 	const n, limit = 40, 16
-	st := seed(t, n, "-startup-delay", "300ms")
-	var (
-		mu                sync.Mutex
-		inFlight, maxSeen int
-	)
-	reg := registry.New(st, &registry.Options{Logger: slog.New(slog.DiscardHandler), StartConcurrency: limit})
-	events, cancel := reg.Subscribe()
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for e := range events {
+	synctest.Test(t, func(t *testing.T) {
+		srv, err := testserver.NewInProcess(testserver.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			mu                  sync.Mutex
+			dialing, maxDialing int
+			through             = make(chan struct{}) // each value lets one held dial connect
+		)
+		dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
 			mu.Lock()
-			switch e.Reason {
-			case sb.ReasonStarting:
-				inFlight++
-				maxSeen = max(maxSeen, inFlight)
-			case sb.ReasonConnected, sb.ReasonAttemptFailed:
-				inFlight--
-			}
+			dialing++
+			maxDialing = max(maxDialing, dialing)
 			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				dialing--
+				mu.Unlock()
+			}()
+			select {
+			case <-through:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			client, server := net.Pipe()
+			if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
+				return nil, err
+			}
+			return client, nil
 		}
-	}()
-	begin := time.Now()
-	if err := reg.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(begin); d > 250*time.Millisecond {
-		t.Errorf("Load took %v: it must not wait for servers to connect", d)
-	}
-	select {
-	case <-reg.Loaded():
-	case <-time.After(30 * time.Second):
-		t.Fatal("servers did not all start")
-	}
-	elapsed := time.Since(begin)
-	for _, v := range reg.List() {
-		if v.Runtime.Status != sb.StatusConnected {
-			t.Errorf("%s: %s %+v", v.Name, v.Runtime.Status, v.Runtime.Error)
+		held := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return dialing
 		}
-	}
-	if err := reg.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	<-done
-	if maxSeen != limit {
-		t.Errorf("at most %d sessions started at once, want exactly %d (the bound, reached)", maxSeen, limit)
-	}
-	// Three waves of 300 ms cold starts: at least 900 ms.
-	if elapsed < 900*time.Millisecond {
-		t.Errorf("all %d started in %v: the bound was not applied", n, elapsed)
-	}
+		var st listStore
+		for i := range n {
+			st = append(st, sb.StoredServer{Version: 1, Config: sb.ServerConfig{
+				Name: fmt.Sprintf("s%03d", i), Transport: sb.TransportStdio, Command: "in-process"}})
+		}
+		reg := registry.New(st, &registry.Options{Logger: slog.New(slog.DiscardHandler), StartConcurrency: limit,
+			Session: upstream.Options{Dial: dial, HealthInterval: -1}})
+		t.Cleanup(func() { reg.Shutdown(context.Background()) }) // ends held dials too, if the test fails
+
+		begin := time.Now()
+		if err := reg.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(begin); d != 0 {
+			t.Errorf("Load returned after %v, with every connection held: it waited for servers to connect", d)
+		}
+		synctest.Wait()
+		if got := held(); got != limit {
+			t.Fatalf("%d servers dialing at once, want %d (the bound, reached)", got, limit)
+		}
+		select {
+		case <-reg.Loaded():
+			t.Fatal("Loaded is closed while every server is still connecting")
+		default:
+		}
+		for i := range n {
+			through <- struct{}{}
+			synctest.Wait()
+			if got, want := held(), min(limit, n-i-1); got != want {
+				t.Fatalf("after %d connected: %d servers dialing, want %d", i+1, got, want)
+			}
+		}
+		select {
+		case <-reg.Loaded():
+		default:
+			t.Fatal("every server has connected, and Loaded is not closed")
+		}
+		for _, v := range reg.List() {
+			if v.Runtime.Status != sb.StatusConnected {
+				t.Errorf("%s: %s %+v", v.Name, v.Runtime.Status, v.Runtime.Error)
+			}
+		}
+		if maxDialing != limit {
+			t.Errorf("at most %d servers dialed at once, want %d", maxDialing, limit)
+		}
+		if err := reg.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
+
+// listStore is a Store of fixed servers, for tests that only Load.
+type listStore []sb.StoredServer
+
+func (s listStore) List(context.Context) ([]sb.StoredServer, error) { return s, nil }
+func (listStore) Get(context.Context, string) (sb.StoredServer, error) {
+	return sb.StoredServer{}, sb.ErrNotFound
+}
+func (listStore) Create(context.Context, *sb.ServerConfig) (sb.StoredServer, error) {
+	return sb.StoredServer{}, errors.ErrUnsupported
+}
+func (listStore) Update(context.Context, *sb.ServerConfig, int64) (sb.StoredServer, error) {
+	return sb.StoredServer{}, errors.ErrUnsupported
+}
+func (listStore) Delete(context.Context, string, int64) error { return errors.ErrUnsupported }
+func (listStore) Close() error                                { return nil }
 
 func TestStartupOf100StdioServers(t *testing.T) {
 	if testing.Short() {

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,32 +22,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
-
-// inProcess returns a started session to the test server running in this
-// process over in-memory pipes, for testing/synctest bubbles: a real
-// process's I/O would keep the fake clock from advancing.
-func inProcess(t *testing.T, opts testserver.Options) *upstream.Session {
-	t.Helper()
-	srv, err := testserver.NewInProcess(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := upstream.New(&sb.ServerConfig{Name: "mem", Transport: sb.TransportStdio, Command: "in-process"}, &upstream.Options{
-		Logger: slog.New(slog.DiscardHandler),
-		Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
-			client, server := net.Pipe()
-			if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
-				return nil, err
-			}
-			return client, nil
-		},
-	})
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func slowArgs(durationMS, intervalMS int) map[string]any {
 	return map[string]any{"duration_ms": durationMS, "interval_ms": intervalMS}
@@ -289,37 +261,112 @@ func TestTimeoutAgainstARealProcessIsSeenByTheServer(t *testing.T) {
 	}
 }
 
+// TestServerKilledMidCallFailsFast: kill -9 of a stdio server fails the
+// call in flight with ErrConnectionLost, naming the kill. "Fast" is told by
+// cause, not by a clock: the call has a timeout, and it must be the kill
+// that ends it (a call that only its timeout ended would return ErrTimeout
+// 30 s later), with the exit status the session reaped (a failure that did
+// not wait for the link's cause would not name the signal). That no timer
+// is waited on is pinned under synctest by
+// TestConnectionLostMidCallFailsAtOnce; BenchmarkServerKilledMidCall
+// measures the latency.
 func TestServerKilledMidCallFailsFast(t *testing.T) {
-	s, _ := newSession(t, stdioConfig(t), nil)
+	events := filepath.Join(t.TempDir(), "events")
+	s, _ := newSession(t, stdioConfig(t, "-events", events), nil)
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	pid := s.Info().PID
 	errc := make(chan error, 1)
-	var failedAt time.Time
 	go func() {
-		_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": 30000}, sb.InvokeOptions{})
-		failedAt = time.Now()
+		// The tool would sleep for ten minutes; the call's timeout is 30 s.
+		_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": 600000}, sb.InvokeOptions{Timeout: 30 * time.Second})
 		errc <- err
 	}()
-	time.Sleep(300 * time.Millisecond) // the call is in flight
-	killedAt := time.Now()
-	syscall.Kill(pid, syscall.SIGKILL)
-	var err error
-	select {
-	case err = <-errc:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the call hangs after the server was killed")
+	testserver.WaitEvent(t, events, func(e testserver.Event) bool { return e.Event == "call" && e.Tool == "sleep" }, 10*time.Second)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
 	}
-	lag := failedAt.Sub(killedAt)
-	t.Logf("kill -9 to connection-lost error: %v", lag.Round(time.Microsecond))
+	err := <-errc
 	var ce *upstream.CallError
-	if !errors.As(err, &ce) || !errors.Is(err, upstream.ErrConnectionLost) || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("err = %v, want ErrConnectionLost naming the kill", err)
+	if !errors.As(err, &ce) || !errors.Is(err, upstream.ErrConnectionLost) || ce.Phase != sb.PhaseRuntime ||
+		!strings.Contains(err.Error(), "was killed by signal killed") {
+		t.Fatalf("err = %v, want ErrConnectionLost in phase runtime naming the kill", err)
 	}
-	if lag > 100*time.Millisecond {
-		t.Errorf("the call failed %v after the kill, want within 100ms", lag)
+}
+
+// TestConnectionLostMidCallFailsAtOnce: a call whose connection drops
+// fails at that instant of the fake clock, waiting on no timer (not its
+// own timeout, not the grace the session gives a process exit to be
+// reaped), with the cause the link recorded.
+func TestConnectionLostMidCallFailsAtOnce(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	synctest.Test(t, func(t *testing.T) {
+		d := newMemDialer(t, testserver.Options{EventsFile: events})
+		s, _ := newSession(t, memConfig(), &upstream.Options{Dial: d.dial, HealthInterval: -1})
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() {
+			_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": 600000}, sb.InvokeOptions{Timeout: time.Hour})
+			errc <- err
+		}()
+		synctest.Wait()
+		if !hasEvent(t, events, "call", "sleep") {
+			t.Fatal("the call did not reach the tool")
+		}
+		droppedAt := time.Now()
+		d.conn(1).drop()
+		err := <-errc
+		if d := time.Since(droppedAt); d != 0 {
+			t.Errorf("the call failed %v after its connection dropped, want at once", d)
+		}
+		var ce *upstream.CallError
+		if !errors.As(err, &ce) || !errors.Is(err, upstream.ErrConnectionLost) || ce.Phase != sb.PhaseRuntime ||
+			!strings.Contains(err.Error(), "the connection closed") {
+			t.Fatalf("err = %v, want ErrConnectionLost in phase runtime with the link's cause", err)
+		}
+	})
+}
+
+// BenchmarkServerKilledMidCall measures how soon after kill -9 of a stdio
+// server its call in flight fails: ns/kill-to-error. (ns/op is the whole
+// cycle: the call, the kill and the reconnect.)
+func BenchmarkServerKilledMidCall(b *testing.B) {
+	events := filepath.Join(b.TempDir(), "events")
+	cfg := &sb.ServerConfig{Name: "bench", Transport: sb.TransportStdio, Command: testserver.Binary(b),
+		Args: []string{"-events", events}, ProtocolVersion: "2025-11-25"}
+	s := upstream.New(cfg, &upstream.Options{Logger: slog.New(slog.DiscardHandler)})
+	b.Cleanup(func() { s.Shutdown(context.Background()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		b.Fatal(err)
 	}
+	var total time.Duration
+	for b.Loop() {
+		info, err := s.WaitFor(ctx, func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected })
+		if err != nil {
+			b.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() {
+			_, err := s.CallTool(ctx, "sleep", map[string]any{"ms": 600000}, sb.InvokeOptions{Timeout: time.Minute})
+			errc <- err
+		}()
+		testserver.WaitEvent(b, events, func(e testserver.Event) bool {
+			return e.Event == "call" && e.Tool == "sleep" && e.PID == info.PID
+		}, 10*time.Second)
+		killed := time.Now()
+		syscall.Kill(info.PID, syscall.SIGKILL)
+		err = <-errc
+		total += time.Since(killed)
+		if !errors.Is(err, upstream.ErrConnectionLost) {
+			b.Fatalf("err = %v, want ErrConnectionLost", err)
+		}
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/kill-to-error")
 }
 
 func TestSessionTerminatedUnderConcurrentCallers(t *testing.T) {
@@ -473,20 +520,32 @@ func TestResultSizeCap(t *testing.T) {
 	}
 }
 
+// TestCallToAServerInErrorFailsFast: a call to a session in error fails
+// at once with the session's cause. It waits neither for its own timeout
+// nor for the session's next (slow) retry, and starts no attempt of its
+// own. Under synctest "at once" is exact: no fake time passes.
 func TestCallToAServerInErrorFailsFast(t *testing.T) {
-	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStdio, Command: "switchboard-no-such-command"}
-	s, _ := newSession(t, cfg, nil)
-	s.Start(context.Background())
-	start := time.Now()
-	_, err := s.CallTool(context.Background(), "echo", nil, sb.InvokeOptions{Timeout: 10 * time.Second})
-	var ce *upstream.CallError
-	if !errors.As(err, &ce) || !errors.Is(err, upstream.ErrUnavailable) || ce.Phase != sb.PhaseSpawn ||
-		!strings.Contains(err.Error(), "command not found") {
-		t.Fatalf("err = %v, want unavailable with the spawn cause", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("failing fast took %v", d)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStdio, Command: "switchboard-no-such-command"}
+		s, rec := newSession(t, cfg, nil)
+		s.Start(context.Background())
+		if info := s.Info(); info.Status != sb.StatusError || info.NextRetryAt == nil {
+			t.Fatalf("want a session in error waiting for its slow retry: %+v", info)
+		}
+		start := time.Now()
+		_, err := s.CallTool(context.Background(), "echo", nil, sb.InvokeOptions{Timeout: 10 * time.Second})
+		if d := time.Since(start); d != 0 {
+			t.Errorf("the call returned after %v, want at once", d)
+		}
+		var ce *upstream.CallError
+		if !errors.As(err, &ce) || !errors.Is(err, upstream.ErrUnavailable) || ce.Phase != sb.PhaseSpawn ||
+			!strings.Contains(err.Error(), "command not found") {
+			t.Fatalf("err = %v, want unavailable with the spawn cause", err)
+		}
+		if n := rec.count(sb.ReasonStarting); n != 1 {
+			t.Errorf("%d attempts, want 1: the call started one of its own", n)
+		}
+	})
 }
 
 func TestCallWaitsForAConnectingSession(t *testing.T) {

@@ -111,6 +111,7 @@ func waitFor(t *testing.T, s *upstream.Session, what string, pred func(sb.Runtim
 	defer cancel()
 	info, err := s.WaitFor(ctx, pred)
 	if err != nil {
+		info.Tools = nil // their schemas would bury the rest
 		t.Fatalf("waiting for %s: %v; last info: %+v", what, err, info)
 	}
 	return info
@@ -207,6 +208,87 @@ func TestReconnectAfterProcessKilled(t *testing.T) {
 		!strings.Contains(dropped.Error.Message, "killed") {
 		t.Fatalf("drop event %+v, want phase runtime naming the kill", dropped)
 	}
+}
+
+// TestConnectedSinceIsTheMomentOfTheCurrentConnection: RuntimeInfo's
+// ConnectedSince (connected_since) is there only while the session is
+// connected, and it is the moment the current connection was made: not
+// the start of its attempt, not the moment it is read, and a new moment
+// after each reconnect.
+func TestConnectedSinceIsTheMomentOfTheCurrentConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newMemDialer(t, testserver.Options{})
+		release := make(chan struct{})
+		d.before = func(ctx context.Context, n int) error {
+			switch n {
+			case 1:
+				time.Sleep(2 * time.Second) // a slow first handshake
+			case 2:
+				select { // the reconnect waits for the test
+				case <-release:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return nil
+		}
+		cfg := memConfig()
+		cfg.Retry = &sb.RetryConfig{MaxAttempts: 1}
+		s, rec := newSession(t, cfg, &upstream.Options{Dial: d.dial, HealthInterval: -1})
+		if cs := s.Info().ConnectedSince; cs != nil {
+			t.Errorf("before Start: connected_since %v, want none", cs)
+		}
+
+		begin := time.Now()
+		started := make(chan error, 1)
+		go func() { started <- s.Start(context.Background()) }()
+		synctest.Wait() // the first handshake is under way
+		if info := s.Info(); info.Status != sb.StatusConnecting || info.ConnectedSince != nil {
+			t.Errorf("while connecting: status %s connected_since %v, want connecting and none", info.Status, info.ConnectedSince)
+		}
+		if err := <-started; err != nil {
+			t.Fatal(err)
+		}
+		connectedAt := begin.Add(2 * time.Second)
+		time.Sleep(5 * time.Second)
+		if cs := s.Info().ConnectedSince; cs == nil || !cs.Equal(connectedAt) {
+			t.Errorf("connected: connected_since %v, want %v (when the handshake completed, 2s after the attempt began and 5s ago)", cs, connectedAt)
+		}
+
+		dropAt := time.Now()
+		d.conn(1).drop()
+		synctest.Wait() // the session has seen the drop; its reconnect is held
+		if info := s.Info(); info.Status != sb.StatusConnecting || info.Reconnects != 1 || info.ConnectedSince != nil {
+			t.Errorf("reconnecting after a drop: status %s reconnects %d connected_since %v, want connecting, 1 and none",
+				info.Status, info.Reconnects, info.ConnectedSince)
+		}
+		time.Sleep(3 * time.Second)
+		close(release)
+		info := waitFor(t, s, "the reconnect", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected })
+		reconnectedAt := dropAt.Add(3 * time.Second)
+		if cs := info.ConnectedSince; cs == nil || !cs.Equal(reconnectedAt) {
+			t.Errorf("reconnected: connected_since %v, want %v (the reconnect, not the first connection at %v)", cs, reconnectedAt, connectedAt)
+		}
+
+		// Dropped again at once: a flap, which with one attempt allowed
+		// ends in status error.
+		d.conn(2).drop()
+		info = waitFor(t, s, "status error", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusError })
+		if info.ConnectedSince != nil {
+			t.Errorf("in error: connected_since %v, want none", info.ConnectedSince)
+		}
+
+		// Each value is the time of its connected event.
+		var at []time.Time
+		for _, e := range rec.all() {
+			if e.Reason == sb.ReasonConnected {
+				at = append(at, e.At)
+			}
+		}
+		if len(at) != 2 || !at[0].Equal(connectedAt) || !at[1].Equal(reconnectedAt) {
+			t.Errorf("connected events at %v, want %v and %v", at, connectedAt, reconnectedAt)
+		}
+	})
 }
 
 func TestFailedAttemptsBackOff2_4_8ThenError(t *testing.T) {
@@ -601,33 +683,65 @@ func adminPost(t *testing.T, srv *testserver.Process, op string) {
 	}
 }
 
+// TestHealthProbeDetectsBlackHoleAndHeals: a server that goes silent (its
+// connection black-holed: nothing the session sends arrives, so nothing is
+// answered) is found by the first health probe after it went silent, at
+// that tick plus the probe timeout on the fake clock, and reported as a
+// probe timeout; the reconnect that follows waits while the server cannot
+// be reached, and the session heals as soon as it can.
 func TestHealthProbeDetectsBlackHoleAndHeals(t *testing.T) {
-	srv := testserver.StartHTTP(t)
-	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStreamableHTTP, URL: srv.URL, StartupTimeoutMS: 1000}
-	s, rec := newSession(t, cfg, &upstream.Options{HealthInterval: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond})
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	adminPost(t, srv, "blackhole")
-	begin := time.Now()
-	waitFor(t, s, "the probe to notice", func(i sb.RuntimeInfo) bool { return i.Status != sb.StatusConnected })
-	if d := time.Since(begin); d > 2*time.Second {
-		t.Errorf("a black-holed server was noticed after %v; interval 200ms + probe timeout 300ms", d)
-	}
-	var drop sb.Event
-	for _, e := range rec.all() {
-		if e.Reason == sb.ReasonDropped {
-			drop = e
+	synctest.Test(t, func(t *testing.T) {
+		const interval, probeTimeout = 200 * time.Millisecond, 300 * time.Millisecond
+		d := newMemDialer(t, testserver.Options{})
+		reachable := make(chan struct{})
+		d.before = func(ctx context.Context, n int) error {
+			if n == 1 {
+				return nil
+			}
+			select { // a new connection gets through once the test says so
+			case <-reachable:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
-	}
-	if drop.Error == nil || drop.Error.Code != "probe_timeout" || drop.Error.Phase != sb.PhaseRuntime {
-		t.Fatalf("drop event %+v, want a probe timeout in phase runtime", drop)
-	}
-	adminPost(t, srv, "heal")
-	info := waitFor(t, s, "the session to heal", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected })
-	if info.Reconnects != 1 {
-		t.Errorf("reconnects = %d, want 1", info.Reconnects)
-	}
+		s, rec := newSession(t, memConfig(), &upstream.Options{Dial: d.dial, HealthInterval: interval, ProbeTimeout: probeTimeout})
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		connectedAt := time.Now()
+		time.Sleep(3*interval + 50*time.Millisecond) // three probes, answered
+		if info := s.Info(); info.Status != sb.StatusConnected || rec.count(sb.ReasonDropped) != 0 {
+			t.Fatalf("a server that answers its probes was taken for down: %+v", info)
+		}
+
+		d.conn(1).blackHole()
+		info := waitFor(t, s, "the probe to notice", func(i sb.RuntimeInfo) bool { return i.Status != sb.StatusConnected })
+		var drops []sb.Event
+		for _, e := range rec.all() {
+			if e.Reason == sb.ReasonDropped {
+				drops = append(drops, e)
+			}
+		}
+		// Silent since 3.25 intervals: the tick at 4 intervals sends the
+		// probe that goes unanswered.
+		detectedAt := connectedAt.Add(4*interval + probeTimeout)
+		if len(drops) != 1 || drops[0].Error == nil || drops[0].Error.Code != sb.CodeProbeTimeout ||
+			drops[0].Error.Phase != sb.PhaseRuntime || !drops[0].At.Equal(detectedAt) {
+			t.Fatalf("drops %+v, want one probe timeout in phase runtime at %v", drops, detectedAt)
+		}
+		if info.Status != sb.StatusConnecting || info.Reconnects != 1 {
+			t.Errorf("after the drop: status %s reconnects %d, want connecting and 1", info.Status, info.Reconnects)
+		}
+
+		time.Sleep(time.Second) // unreachable for a second
+		healedAt := time.Now()
+		close(reachable)
+		info = waitFor(t, s, "the session to heal", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected })
+		if info.Reconnects != 1 || info.Attempt != 0 || info.ConnectedSince == nil || !info.ConnectedSince.Equal(healedAt) {
+			t.Errorf("healed: %+v, want 1 reconnect, attempt 0, connected since %v", info, healedAt)
+		}
+	})
 }
 
 func TestForgottenHTTPSessionReconnects(t *testing.T) {
@@ -653,19 +767,86 @@ func TestForgottenHTTPSessionReconnects(t *testing.T) {
 	}
 }
 
+// TestMalformedJSONEndsInAnErrorPhase: a line that is not JSON ends what
+// it interrupts, and the error says where: the handshake, the first
+// listing, or a live connection (which is then replaced). The bad line is
+// put exactly where each case needs it, in place of the server's response
+// to one method. (The real stdio server's -malformed writes it right after
+// the initialize response, where the go-sdk races its own
+// notifications/initialized against reading the bad line, so the phase is
+// initialize or discover from run to run: see
+// TestMalformedStdioErrorNamesTheJSON.)
 func TestMalformedJSONEndsInAnErrorPhase(t *testing.T) {
-	cfg := stdioConfig(t, "-malformed")
-	cfg.Retry = &sb.RetryConfig{MaxAttempts: 1}
-	s, _ := newSession(t, cfg, nil)
-	err := s.Start(context.Background())
-	info := s.Info()
-	if err == nil {
-		// The bad line may arrive after the handshake: then the live session drops.
-		info = waitFor(t, s, "the drop", func(i sb.RuntimeInfo) bool { return i.Error != nil })
+	for _, tc := range []struct {
+		method string // whose response is not JSON
+		phase  sb.Phase
+		code   sb.Code
+	}{
+		{"initialize", sb.PhaseInitialize, sb.CodeInitializeFailed},
+		{"tools/list", sb.PhaseDiscover, sb.CodeListFailed},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				d := newMemDialer(t, testserver.Options{})
+				d.corrupt = tc.method
+				cfg := memConfig()
+				cfg.Retry = &sb.RetryConfig{MaxAttempts: 1}
+				s, rec := newSession(t, cfg, &upstream.Options{Dial: d.dial})
+				err := s.Start(context.Background())
+				var uerr *upstream.Error
+				if !errors.As(err, &uerr) || !errors.Is(err, upstream.ErrUnavailable) {
+					t.Fatalf("Start = %v, want an *upstream.Error wrapping ErrUnavailable", err)
+				}
+				if uerr.Phase != tc.phase || uerr.Code != tc.code || !strings.Contains(uerr.Message, "invalid character") {
+					t.Errorf("Start: phase %s code %s %q; want phase %s code %s naming the JSON error",
+						uerr.Phase, uerr.Code, uerr.Message, tc.phase, tc.code)
+				}
+				info := s.Info()
+				if info.Status != sb.StatusError || info.Error == nil || info.Error.Phase != tc.phase || info.Error.Code != tc.code {
+					t.Errorf("runtime info %+v error %+v, want status error in phase %s code %s", info, info.Error, tc.phase, tc.code)
+				}
+				if info.ConnectedSince != nil {
+					t.Errorf("in error: connected_since %v, want none", info.ConnectedSince)
+				}
+				if n := rec.count(sb.ReasonConnected); n != 0 {
+					t.Errorf("%d connected events: a session that never listed its tools was reported connected", n)
+				}
+			})
+		})
 	}
-	if info.Error == nil || info.Error.Phase == "" {
-		t.Fatalf("malformed JSON gave no error phase: %+v", info)
-	}
+
+	// On a live connection: the call in flight is lost, the session drops
+	// the connection (phase runtime) and connects again.
+	t.Run("tools/call", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			d := newMemDialer(t, testserver.Options{})
+			d.corrupt = "tools/call"
+			s, rec := newSession(t, memConfig(), &upstream.Options{Dial: d.dial, HealthInterval: -1})
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "x"}, sb.InvokeOptions{})
+			var ce *upstream.CallError
+			if !errors.As(err, &ce) || !errors.Is(err, upstream.ErrConnectionLost) || ce.Phase != sb.PhaseRuntime ||
+				!strings.Contains(err.Error(), "invalid character") {
+				t.Fatalf("CallTool = %v, want ErrConnectionLost in phase runtime naming the JSON error", err)
+			}
+			info := waitFor(t, s, "the reconnect", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected && i.Reconnects == 1 })
+			if info.Attempt != 0 || d.dials() != 2 {
+				t.Errorf("attempt %d after %d dials, want a transparent reconnect (0 after 2)", info.Attempt, d.dials())
+			}
+			var drops []*sb.ErrorInfo
+			for _, e := range rec.all() {
+				if e.Reason == sb.ReasonDropped {
+					drops = append(drops, e.Error)
+				}
+			}
+			if len(drops) != 1 || drops[0] == nil || drops[0].Phase != sb.PhaseRuntime || drops[0].Code != sb.CodeConnectionClosed ||
+				!strings.Contains(drops[0].Message, "invalid character") {
+				t.Fatalf("drops %+v, want one in phase runtime, code connection_closed, naming the JSON error", drops)
+			}
+		})
+	})
 }
 
 func TestSSEStreamOutlivesTheConnectDeadline(t *testing.T) {
