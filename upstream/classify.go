@@ -178,12 +178,19 @@ const (
 )
 
 func isConnectionError(err error) bool {
-	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, mcp.ErrSessionMissing) {
+	if pipeClosed(err) || errors.Is(err, mcp.ErrSessionMissing) {
 		return true
 	}
 	var we *jsonrpc.Error
 	return errors.As(err, &we) && (we.Code == codeClientClosing || we.Code == codeServerClosing)
+}
+
+// pipeClosed reports whether err says the other end closed the stream:
+// the go-sdk's closed connection, or the end of the input. "Client is
+// closing" alone is not that: the go-sdk also closes its side on its own,
+// after malformed JSON for one.
+func pipeClosed(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // neverSent reports whether the go-sdk refused to send a request because

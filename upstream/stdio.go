@@ -55,7 +55,7 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 		// pipe is usually seen a moment before the exit is reaped, so give
 		// the reaper a moment.
 		exited := false
-		if isConnectionError(err) && ctx.Err() == nil {
+		if pipeClosed(err) && ctx.Err() == nil {
 			exited = proc.waitExit(exitReapGrace)
 		}
 		proc.stop()
