@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +36,11 @@ type Source interface {
 	Session(name string) (*upstream.Session, bool)
 	Subscribe() (<-chan sb.Event, func())
 	SubscribeNotifications() (<-chan registry.Notification, func())
+	// WaitSettled waits until the first connection attempt of every
+	// enabled server in names (every one if none) has had an outcome, for
+	// none beyond limit after it was started (see
+	// registry.Registry.WaitSettled).
+	WaitSettled(ctx context.Context, limit time.Duration, names ...string) error
 }
 
 // Options configure a Gateway. Executor is required.
@@ -50,12 +57,28 @@ type Options struct {
 	// SessionTimeout closes downstream Streamable HTTP sessions idle this
 	// long. If zero, DefaultSessionTimeout is used.
 	SessionTimeout time.Duration
+	// ReadyTimeout is how long a server that is making its first
+	// connection attempt may keep clients waiting, counted from when the
+	// server was started. A request that needs the lists (tools/list,
+	// prompts/list, resources/list, resources/templates/list, or a call,
+	// prompts/get or resources/read of a name not listed yet) is answered
+	// once every server it can see has connected or failed an attempt, or
+	// has been starting for ReadyTimeout; meanwhile list_changed
+	// notifications are held, so that servers starting together reach each
+	// client as one. If zero, DefaultReadyTimeout is used; if negative,
+	// nothing waits.
+	ReadyTimeout time.Duration
 }
 
 // Defaults for Options.
 const (
 	DefaultResyncInterval = 30 * time.Second
 	DefaultSessionTimeout = 30 * time.Minute
+	// DefaultReadyTimeout covers a server that starts from a warm cache
+	// (npx, uvx, docker: a few seconds) and stays well within the request
+	// timeouts of MCP clients (60 s in the TypeScript SDK): a slower server
+	// is announced by list_changed when it connects.
+	DefaultReadyTimeout = 10 * time.Second
 )
 
 // Gateway mirrors upstream servers as MCP servers. Create it with New and
@@ -89,6 +112,10 @@ func New(src Source, opts Options) *Gateway {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.ReadyTimeout == 0 {
+		opts.ReadyTimeout = DefaultReadyTimeout
+	}
+
 	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror), done: make(chan struct{})}
 	g.agg = g.newMirror("")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,12 +144,52 @@ func (g *Gateway) Close() {
 // Aggregate returns the aggregated server, for serving over stdio.
 func (g *Gateway) Aggregate() *mcp.Server { return g.agg.server }
 
+// changeWindow is how long the gateway collects the servers' changes
+// before it applies them to the mirrors, so that a burst (servers created
+// together, an upstream outage) reaches each client as one list_changed.
+// The go-sdk's own debounce (10 ms) only joins changes made together.
+const changeWindow = 200 * time.Millisecond
+
 // follow keeps the mirrors in step with the servers' events, relays their
 // notifications, and resyncs everything periodically in case an event was
 // missed.
+//
+// Changes are applied when the change window closes, and not while servers
+// are making their first connection attempt (within ReadyTimeout): N
+// servers starting together then cost each client one list_changed, not N.
 func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-chan registry.Notification) {
 	tick := time.NewTicker(g.opts.ResyncInterval)
 	defer tick.Stop()
+	window := time.NewTimer(changeWindow)
+	window.Stop()
+	defer window.Stop()
+	var holds sync.WaitGroup
+	defer holds.Wait()
+
+	pending := make(map[string]bool) // servers changed since the last flush
+	windowOpen := false
+	var settled chan struct{} // non-nil while holding for first attempts
+	hold := func() {
+		if settled != nil || g.opts.ReadyTimeout < 0 {
+			return
+		}
+		ch := make(chan struct{})
+		settled = ch
+		holds.Go(func() {
+			defer close(ch)
+			g.src.WaitSettled(ctx, g.opts.ReadyTimeout) // nil, or ctx ended and so does follow
+		})
+	}
+	flush := func(servers []string) {
+		for _, server := range servers {
+			g.syncServer(server)
+		}
+		clear(pending)
+		window.Stop()
+		windowOpen = false
+	}
+
+	hold()
 	for {
 		select {
 		case <-ctx.Done():
@@ -133,21 +200,45 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 			}
 			switch ev.Reason {
 			case sb.ReasonStarting:
-				// Nothing changed that a client can see.
+				// Nothing changed that a client can see; but a new session
+				// may be starting, whose first attempt the lists wait for.
+				// (Reconnects and restarts start at attempt 0 too; the
+				// wait passes them at once. Retries need no look.)
+				if ev.Attempt == 0 {
+					hold()
+				}
 			case sb.ReasonDeleted:
 				g.syncServer(ev.Server)
 				g.mu.Lock()
 				delete(g.per, ev.Server) // its clients get 404 from now on
 				g.mu.Unlock()
 			default:
-				g.syncServer(ev.Server)
+				pending[ev.Server] = true
+				if !windowOpen {
+					window.Reset(changeWindow)
+					windowOpen = true
+				}
 			}
+		case <-window.C:
+			windowOpen = false
+			if settled == nil {
+				flush(slices.Collect(maps.Keys(pending)))
+			}
+		case <-settled:
+			// Every server, not only those whose events came in: the
+			// event of the last outcome may still be on its way, and
+			// would cost a second list_changed.
+			settled = nil
+			flush(g.src.Names())
 		case n, ok := <-notes:
 			if !ok {
 				return
 			}
 			g.relay(ctx, n)
 		case <-tick.C:
+			if settled != nil {
+				continue // the end of the hold syncs what changed
+			}
 			for _, name := range g.src.Names() {
 				g.syncServer(name)
 			}
