@@ -41,6 +41,8 @@ type Source interface {
 	// none beyond limit after it was started (see
 	// registry.Registry.WaitSettled).
 	WaitSettled(ctx context.Context, limit time.Duration, names ...string) error
+	// MaxTotalTimeout is a server's max_total_timeout_ms, zero if unset.
+	MaxTotalTimeout(name string) time.Duration
 }
 
 // Options configure a Gateway. Executor is required.
@@ -68,6 +70,12 @@ type Options struct {
 	// client as one. If zero, DefaultReadyTimeout is used; if negative,
 	// nothing waits.
 	ReadyTimeout time.Duration
+	// MaxTotalTimeout caps a tool call through the gateway, progress or
+	// not, for a server whose config sets no max_total_timeout_ms (a
+	// server's own setting applies as it is). If zero,
+	// DefaultMaxTotalTimeout is used; if negative, there is no cap. It is
+	// at most sb.MaxInvokeTimeout.
+	MaxTotalTimeout time.Duration
 }
 
 // Defaults for Options.
@@ -79,6 +87,9 @@ const (
 	// timeouts of MCP clients (60 s in the TypeScript SDK): a slower server
 	// is announced by list_changed when it connects.
 	DefaultReadyTimeout = 10 * time.Second
+	// DefaultMaxTotalTimeout is long for a tool call and short for a tool
+	// that reports progress forever.
+	DefaultMaxTotalTimeout = 10 * time.Minute
 )
 
 // Gateway mirrors upstream servers as MCP servers. Create it with New and
@@ -115,7 +126,10 @@ func New(src Source, opts Options) *Gateway {
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
-
+	if opts.MaxTotalTimeout == 0 {
+		opts.MaxTotalTimeout = DefaultMaxTotalTimeout
+	}
+	opts.MaxTotalTimeout = min(opts.MaxTotalTimeout, sb.MaxInvokeTimeout)
 	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror), done: make(chan struct{})}
 	g.agg = g.newMirror("")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -364,9 +378,11 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, server, to
 	}
 	opts := sb.InvokeOptions{
 		// A client of the MCP endpoint cannot pass timeouts; the server's
-		// call_timeout_ms applies, kept alive by progress, capped by
-		// max_total_timeout_ms.
+		// call_timeout_ms applies, kept alive by progress, and the whole
+		// call is capped, so that a tool that reports progress forever does
+		// not hold the client forever.
 		ResetTimeoutOnProgress: true,
+		MaxTotalTimeout:        g.totalCap(server),
 		OnElicitation: func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
 			ctx, done := onCall(ctx)
 			defer done()
@@ -420,12 +436,27 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, server, to
 	}
 	// Switchboard's own failures (timeout, connection lost, unavailable)
 	// are results the model can read, marked as errors, with the code and
-	// phase in _meta for programs.
+	// phase (and which limit a timeout hit) in _meta for programs.
+	meta := map[string]any{"code": sb.CodeOf(err), "phase": sb.PhaseOf(err)}
+	var te *upstream.TimeoutError
+	if errors.As(err, &te) {
+		meta["limit"] = te.Limit
+	}
 	return &mcp.CallToolResult{
 		IsError: true,
 		Content: []mcp.Content{&mcp.TextContent{Text: "switchboard: " + err.Error()}},
-		Meta:    mcp.Meta{"switchboard/error": map[string]any{"code": sb.CodeOf(err), "phase": sb.PhaseOf(err)}},
+		Meta:    mcp.Meta{"switchboard/error": meta},
 	}, nil
+}
+
+// totalCap is the max_total_timeout of a call to server through the
+// gateway: the server's own, else Options.MaxTotalTimeout (none if
+// negative).
+func (g *Gateway) totalCap(server string) time.Duration {
+	if d := g.src.MaxTotalTimeout(server); d > 0 {
+		return d
+	}
+	return max(g.opts.MaxTotalTimeout, 0)
 }
 
 // progressBacklog bounds the progress notifications queued for a slow
