@@ -181,6 +181,7 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 	defer holds.Wait()
 
 	pending := make(map[string]bool) // servers changed since the last flush
+	all := false                     // sync every server at the next flush
 	windowOpen := false
 	var settled chan struct{} // non-nil while holding for first attempts
 	hold := func() {
@@ -194,11 +195,16 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 			g.src.WaitSettled(ctx, g.opts.ReadyTimeout) // nil, or ctx ended and so does follow
 		})
 	}
-	flush := func(servers []string) {
+	flush := func() {
+		servers := slices.Collect(maps.Keys(pending))
+		if all {
+			servers = g.src.Names()
+		}
 		for _, server := range servers {
 			g.syncServer(server)
 		}
 		clear(pending)
+		all = false
 		window.Stop()
 		windowOpen = false
 	}
@@ -236,14 +242,18 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 		case <-window.C:
 			windowOpen = false
 			if settled == nil {
-				flush(slices.Collect(maps.Keys(pending)))
+				flush()
 			}
 		case <-settled:
 			// Every server, not only those whose events came in: the
 			// event of the last outcome may still be on its way, and
-			// would cost a second list_changed.
-			settled = nil
-			flush(g.src.Names())
+			// would cost a second list_changed. An open window still
+			// gathers the rest of a burst (a hold that ends at once, for
+			// reconnects after an outage, must not cut it short).
+			settled, all = nil, true
+			if !windowOpen {
+				flush()
+			}
 		case n, ok := <-notes:
 			if !ok {
 				return

@@ -479,3 +479,30 @@ func TestServersAddedTogetherCostOneListChanged(t *testing.T) {
 		})
 	}
 }
+
+func TestServersRestartedTogetherCostOneListChanged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		servers := []string{"a", "b", "c"}
+		cfgs, so := fleet(t, map[string]script{"a": {after: 100 * time.Millisecond}, "b": {after: 100 * time.Millisecond}, "c": {after: 100 * time.Millisecond}})
+		var changed atomic.Int32
+		b := newBubble(t, gateway.Options{}, so, countListChanged(&changed), values(cfgs, servers...)...)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		changed.Store(0)
+		// As in an upstream outage: every server drops at once and is back
+		// 100 ms later.
+		for _, name := range servers {
+			if err := b.reg.Restart(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := changed.Load(); n != 1 {
+			t.Errorf("%d tools/list_changed for 3 servers dropping and returning together, want 1", n)
+		}
+		if names := listToolNames(t, context.Background(), b.cs); !hasAll(names, echoes(servers...)...) {
+			t.Errorf("tools/list = %v", names)
+		}
+	})
+}
