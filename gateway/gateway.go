@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +36,13 @@ type Source interface {
 	Session(name string) (*upstream.Session, bool)
 	Subscribe() (<-chan sb.Event, func())
 	SubscribeNotifications() (<-chan registry.Notification, func())
+	// WaitSettled waits until the first connection attempt of every
+	// enabled server in names (every one if none) has had an outcome, for
+	// none beyond limit after it was started (see
+	// registry.Registry.WaitSettled).
+	WaitSettled(ctx context.Context, limit time.Duration, names ...string) error
+	// MaxTotalTimeout is a server's max_total_timeout_ms, zero if unset.
+	MaxTotalTimeout(name string) time.Duration
 }
 
 // Options configure a Gateway. Executor is required.
@@ -50,12 +59,37 @@ type Options struct {
 	// SessionTimeout closes downstream Streamable HTTP sessions idle this
 	// long. If zero, DefaultSessionTimeout is used.
 	SessionTimeout time.Duration
+	// ReadyTimeout is how long a server that is making its first
+	// connection attempt may keep clients waiting, counted from when the
+	// server was started. A request that needs the lists (tools/list,
+	// prompts/list, resources/list, resources/templates/list, or a call,
+	// prompts/get or resources/read of a name not listed yet) is answered
+	// once every server it can see has connected or failed an attempt, or
+	// has been starting for ReadyTimeout; meanwhile list_changed
+	// notifications are held, so that servers starting together reach each
+	// client as one. If zero, DefaultReadyTimeout is used; if negative,
+	// nothing waits.
+	ReadyTimeout time.Duration
+	// MaxTotalTimeout caps a tool call through the gateway, progress or
+	// not, for a server whose config sets no max_total_timeout_ms (a
+	// server's own setting applies as it is). If zero,
+	// DefaultMaxTotalTimeout is used; if negative, there is no cap. It is
+	// at most sb.MaxInvokeTimeout.
+	MaxTotalTimeout time.Duration
 }
 
 // Defaults for Options.
 const (
 	DefaultResyncInterval = 30 * time.Second
 	DefaultSessionTimeout = 30 * time.Minute
+	// DefaultReadyTimeout covers a server that starts from a warm cache
+	// (npx, uvx, docker: a few seconds) and stays well within the request
+	// timeouts of MCP clients (60 s in the TypeScript SDK): a slower server
+	// is announced by list_changed when it connects.
+	DefaultReadyTimeout = 10 * time.Second
+	// DefaultMaxTotalTimeout is long for a tool call and short for a tool
+	// that reports progress forever.
+	DefaultMaxTotalTimeout = 10 * time.Minute
 )
 
 // Gateway mirrors upstream servers as MCP servers. Create it with New and
@@ -89,6 +123,13 @@ func New(src Source, opts Options) *Gateway {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.ReadyTimeout == 0 {
+		opts.ReadyTimeout = DefaultReadyTimeout
+	}
+	if opts.MaxTotalTimeout == 0 {
+		opts.MaxTotalTimeout = DefaultMaxTotalTimeout
+	}
+	opts.MaxTotalTimeout = min(opts.MaxTotalTimeout, sb.MaxInvokeTimeout)
 	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror), done: make(chan struct{})}
 	g.agg = g.newMirror("")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,12 +158,58 @@ func (g *Gateway) Close() {
 // Aggregate returns the aggregated server, for serving over stdio.
 func (g *Gateway) Aggregate() *mcp.Server { return g.agg.server }
 
+// changeWindow is how long the gateway collects the servers' changes
+// before it applies them to the mirrors, so that a burst (servers created
+// together, an upstream outage) reaches each client as one list_changed.
+// The go-sdk's own debounce (10 ms) only joins changes made together.
+const changeWindow = 200 * time.Millisecond
+
 // follow keeps the mirrors in step with the servers' events, relays their
 // notifications, and resyncs everything periodically in case an event was
 // missed.
+//
+// Changes are applied when the change window closes, and not while servers
+// are making their first connection attempt (within ReadyTimeout): N
+// servers starting together then cost each client one list_changed, not N.
 func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-chan registry.Notification) {
 	tick := time.NewTicker(g.opts.ResyncInterval)
 	defer tick.Stop()
+	window := time.NewTimer(changeWindow)
+	window.Stop()
+	defer window.Stop()
+	var holds sync.WaitGroup
+	defer holds.Wait()
+
+	pending := make(map[string]bool) // servers changed since the last flush
+	all := false                     // sync every server at the next flush
+	windowOpen := false
+	var settled chan struct{} // non-nil while holding for first attempts
+	hold := func() {
+		if settled != nil || g.opts.ReadyTimeout < 0 {
+			return
+		}
+		ch := make(chan struct{})
+		settled = ch
+		holds.Go(func() {
+			defer close(ch)
+			g.src.WaitSettled(ctx, g.opts.ReadyTimeout) // nil, or ctx ended and so does follow
+		})
+	}
+	flush := func() {
+		servers := slices.Collect(maps.Keys(pending))
+		if all {
+			servers = g.src.Names()
+		}
+		for _, server := range servers {
+			g.syncServer(server)
+		}
+		clear(pending)
+		all = false
+		window.Stop()
+		windowOpen = false
+	}
+
+	hold()
 	for {
 		select {
 		case <-ctx.Done():
@@ -133,14 +220,39 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 			}
 			switch ev.Reason {
 			case sb.ReasonStarting:
-				// Nothing changed that a client can see.
+				// Nothing changed that a client can see; but a new session
+				// may be starting, whose first attempt the lists wait for.
+				// (Reconnects and restarts start at attempt 0 too; the
+				// wait passes them at once. Retries need no look.)
+				if ev.Attempt == 0 {
+					hold()
+				}
 			case sb.ReasonDeleted:
 				g.syncServer(ev.Server)
 				g.mu.Lock()
 				delete(g.per, ev.Server) // its clients get 404 from now on
 				g.mu.Unlock()
 			default:
-				g.syncServer(ev.Server)
+				pending[ev.Server] = true
+				if !windowOpen {
+					window.Reset(changeWindow)
+					windowOpen = true
+				}
+			}
+		case <-window.C:
+			windowOpen = false
+			if settled == nil {
+				flush()
+			}
+		case <-settled:
+			// Every server, not only those whose events came in: the
+			// event of the last outcome may still be on its way, and
+			// would cost a second list_changed. An open window still
+			// gathers the rest of a burst (a hold that ends at once, for
+			// reconnects after an outage, must not cut it short).
+			settled, all = nil, true
+			if !windowOpen {
+				flush()
 			}
 		case n, ok := <-notes:
 			if !ok {
@@ -148,6 +260,9 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 			}
 			g.relay(ctx, n)
 		case <-tick.C:
+			if settled != nil {
+				continue // the end of the hold syncs what changed
+			}
 			for _, name := range g.src.Names() {
 				g.syncServer(name)
 			}
@@ -273,9 +388,11 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, server, to
 	}
 	opts := sb.InvokeOptions{
 		// A client of the MCP endpoint cannot pass timeouts; the server's
-		// call_timeout_ms applies, kept alive by progress, capped by
-		// max_total_timeout_ms.
+		// call_timeout_ms applies, kept alive by progress, and the whole
+		// call is capped, so that a tool that reports progress forever does
+		// not hold the client forever.
 		ResetTimeoutOnProgress: true,
+		MaxTotalTimeout:        g.totalCap(server),
 		OnElicitation: func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
 			ctx, done := onCall(ctx)
 			defer done()
@@ -329,12 +446,27 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, server, to
 	}
 	// Switchboard's own failures (timeout, connection lost, unavailable)
 	// are results the model can read, marked as errors, with the code and
-	// phase in _meta for programs.
+	// phase (and which limit a timeout hit) in _meta for programs.
+	meta := map[string]any{"code": sb.CodeOf(err), "phase": sb.PhaseOf(err)}
+	var te *upstream.TimeoutError
+	if errors.As(err, &te) {
+		meta["limit"] = te.Limit
+	}
 	return &mcp.CallToolResult{
 		IsError: true,
 		Content: []mcp.Content{&mcp.TextContent{Text: "switchboard: " + err.Error()}},
-		Meta:    mcp.Meta{"switchboard/error": map[string]any{"code": sb.CodeOf(err), "phase": sb.PhaseOf(err)}},
+		Meta:    mcp.Meta{"switchboard/error": meta},
 	}, nil
+}
+
+// totalCap is the max_total_timeout of a call to server through the
+// gateway: the server's own, else Options.MaxTotalTimeout (none if
+// negative).
+func (g *Gateway) totalCap(server string) time.Duration {
+	if d := g.src.MaxTotalTimeout(server); d > 0 {
+		return d
+	}
+	return max(g.opts.MaxTotalTimeout, 0)
 }
 
 // progressBacklog bounds the progress notifications queued for a slow

@@ -62,6 +62,7 @@ func (g *Gateway) newMirror(only string) *mirror {
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
+	m.server.AddReceivingMiddleware(m.awaitReady)
 	return m
 }
 
@@ -258,6 +259,11 @@ func (m *mirror) serverOf(uri string) (string, bool) {
 	if m.only != "" {
 		return m.only, true
 	}
+	return m.shows(uri)
+}
+
+// shows finds the server that lists uri, or a template that fits it.
+func (m *mirror) shows(uri string) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.uris[uri]; ok {

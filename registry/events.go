@@ -1,9 +1,13 @@
 package registry
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
 )
 
 // Notification is a server's notification that is not about one call: a
@@ -57,4 +61,54 @@ func (b *broadcaster[T]) publish(e T) {
 		default: // full: this subscriber misses the event
 		}
 	}
+}
+
+// firstOutcome is the outcome of a session's first connection attempt, fed
+// with the session's events: done is closed when the session connects,
+// when an attempt fails (the session may go on retrying: the failure is
+// still an answer), or when it stops.
+type firstOutcome struct {
+	since time.Time // when the session was created
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newFirstOutcome(now time.Time) *firstOutcome {
+	return &firstOutcome{since: now, done: make(chan struct{})}
+}
+
+// observe settles f on the first event that is an outcome. It runs on the
+// session's goroutine and never blocks.
+func (f *firstOutcome) observe(ev sb.Event) {
+	switch ev.Reason {
+	case sb.ReasonConnected, sb.ReasonAttemptFailed, sb.ReasonStopped:
+		f.settle()
+	}
+}
+
+func (f *firstOutcome) settle() { f.once.Do(func() { close(f.done) }) }
+
+// awaited reports whether the outcome is still to come at now, and to be
+// waited for: within limit of the session's creation.
+func (f *firstOutcome) awaited(now time.Time, limit time.Duration) bool {
+	select {
+	case <-f.done:
+		return false
+	default:
+		return now.Before(f.since.Add(limit))
+	}
+}
+
+// wait waits for the outcome, at most until limit after the session's
+// creation, or until ctx ends (then it returns the cause).
+func (f *firstOutcome) wait(ctx context.Context, limit time.Duration) error {
+	timer := time.NewTimer(time.Until(f.since.Add(limit)))
+	defer timer.Stop()
+	select {
+	case <-f.done:
+	case <-timer.C:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
 }

@@ -67,6 +67,7 @@ type entry struct {
 	mu      sync.Mutex // serialises changes to this server
 	stored  sb.StoredServer
 	session *upstream.Session // nil while disabled
+	first   *firstOutcome     // of session; nil while disabled
 }
 
 // New returns a registry over store. Call Load to start the servers.
@@ -99,7 +100,7 @@ func (r *Registry) Load(ctx context.Context) error {
 	for _, st := range all {
 		e := &entry{stored: st}
 		if st.Config.IsEnabled() {
-			e.session = r.newSession(&st.Config)
+			r.newSession(e, &st.Config)
 			toStart = append(toStart, e.session)
 		}
 		r.servers[st.Config.Name] = e
@@ -129,12 +130,29 @@ func (r *Registry) Load(ctx context.Context) error {
 // or passed its startup timeout.
 func (r *Registry) Loaded() <-chan struct{} { return r.loaded }
 
-func (r *Registry) newSession(cfg *sb.ServerConfig) *upstream.Session {
+// newSession gives e a new, unstarted session for cfg.
+func (r *Registry) newSession(e *entry, cfg *sb.ServerConfig) {
+	first := newFirstOutcome(time.Now())
 	o := r.opts.Session
 	o.Logger = r.log
-	o.OnEvent = r.subs.publish
+	o.OnEvent = func(ev sb.Event) {
+		first.observe(ev)
+		r.subs.publish(ev)
+	}
 	o.OnNotification = func(server string, p mcp.Params) { r.notes.publish(Notification{Server: server, Params: p}) }
-	return upstream.New(cfg, &o)
+	e.session, e.first = upstream.New(cfg, &o), first
+}
+
+// stopSession stops e's session, if any; e.mu is held.
+func (r *Registry) stopSession(e *entry) {
+	if e.session == nil {
+		return
+	}
+	r.stop(e.session)
+	// A session stopped before it ever ran reports nothing: its wait ends
+	// here.
+	e.first.settle()
+	e.session, e.first = nil, nil
 }
 
 // startAsync starts a session without waiting for it to connect.
@@ -248,7 +266,7 @@ func (r *Registry) Create(ctx context.Context, cfg *sb.ServerConfig) (sb.ServerV
 	}
 	e.stored = st
 	if cfg.IsEnabled() {
-		e.session = r.newSession(&st.Config)
+		r.newSession(e, &st.Config)
 		r.startAsync(e.session)
 	}
 	r.log.Info("server created", "server", cfg.Name, "enabled", cfg.IsEnabled())
@@ -322,15 +340,12 @@ func (r *Registry) apply(e *entry, prev, next *sb.ServerConfig) {
 	switch {
 	case !next.IsEnabled():
 		if e.session != nil {
-			r.stop(e.session)
-			e.session = nil
+			r.stopSession(e)
 			r.log.Info("server disabled", "server", next.Name)
 		}
 	case e.session == nil || connectionChanged(prev, next):
-		if e.session != nil {
-			r.stop(e.session)
-		}
-		e.session = r.newSession(next)
+		r.stopSession(e)
+		r.newSession(e, next)
 		r.startAsync(e.session)
 		r.log.Info("server (re)started for a changed config", "server", next.Name)
 	default:
@@ -381,10 +396,7 @@ func (r *Registry) Delete(ctx context.Context, name string, version int64) error
 	r.mu.Lock()
 	delete(r.servers, name)
 	r.mu.Unlock()
-	if e.session != nil {
-		r.stop(e.session)
-		e.session = nil
-	}
+	r.stopSession(e)
 	r.log.Info("server deleted", "server", name)
 	r.subs.publish(sb.Event{Server: name, Reason: sb.ReasonDeleted, Status: sb.StatusDisabled, At: time.Now()})
 	return nil
@@ -510,6 +522,77 @@ func (r *Registry) Session(name string) (s *upstream.Session, ok bool) {
 	return e.session, true
 }
 
+// WaitSettled waits until the first connection attempt of every enabled
+// server in names (of every enabled server, if names is empty) has had an
+// outcome: the server connected, or the attempt failed (also when the
+// session goes on retrying), or the session stopped. It waits for no
+// server beyond limit after that server's session was created (at Load,
+// Create, or a change of config that reconnects it): a server that hangs
+// in its first attempt holds nobody longer than that, and one created
+// longer than limit ago is not waited for at all.
+//
+// It returns nil then, or the cause of ctx's end if that comes first.
+// Unknown and disabled servers count as settled. A session replaced during
+// the wait (its config changed) is waited for in its new session, and a
+// wait for every server also waits for the servers created meanwhile.
+//
+// It lets a client's first look at the servers (tools/list just after
+// startup) find the servers that are about to connect rather than none.
+func (r *Registry) WaitSettled(ctx context.Context, limit time.Duration, names ...string) error {
+	for {
+		pending := r.unsettled(limit, names)
+		if len(pending) == 0 {
+			return nil
+		}
+		for _, f := range pending {
+			if err := f.wait(ctx, limit); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// unsettled returns the first outcomes, among the enabled servers in names
+// (every server if empty), that are still awaited within limit.
+func (r *Registry) unsettled(limit time.Duration, names []string) []*firstOutcome {
+	r.mu.RLock()
+	var entries []*entry
+	if len(names) == 0 {
+		entries = slices.Collect(maps.Values(r.servers))
+	}
+	for _, name := range names {
+		if e, ok := r.servers[name]; ok {
+			entries = append(entries, e)
+		}
+	}
+	r.mu.RUnlock()
+	// Each entry is locked after r.mu is released: the lock order is entry,
+	// then registry (see Shutdown).
+	now := time.Now()
+	var pending []*firstOutcome
+	for _, e := range entries {
+		e.mu.Lock()
+		f := e.first
+		e.mu.Unlock()
+		if f != nil && f.awaited(now, limit) {
+			pending = append(pending, f)
+		}
+	}
+	return pending
+}
+
+// MaxTotalTimeout returns the max_total_timeout_ms of a server's config:
+// zero if it sets none or there is no such server.
+func (r *Registry) MaxTotalTimeout(name string) time.Duration {
+	e, err := r.get(name)
+	if err != nil {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stored.Config.MaxTotalTimeout()
+}
+
 // Names returns the names of every configured server, sorted.
 func (r *Registry) Names() []string {
 	r.mu.RLock()
@@ -532,6 +615,7 @@ func (r *Registry) Shutdown(ctx context.Context) error {
 		e.mu.Lock()
 		if e.session != nil {
 			sessions = append(sessions, e.session)
+			e.first.settle() // nothing is awaited from a registry shutting down
 		}
 		e.mu.Unlock()
 	}

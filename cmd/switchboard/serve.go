@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
@@ -45,6 +47,7 @@ func newServeCommand() *cobra.Command {
 	var (
 		listen, dsn, token string
 		logLevel           string
+		mcpFlags           endpointFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--listen ADDR] [--db DSN] [--token T]",
@@ -59,7 +62,13 @@ PostgreSQL with a postgres:// DSN.
 
 It listens on loopback only unless told otherwise. Bound to another address
 without a token, it warns: anyone who can reach it can run the configured
-commands' tools.`,
+commands' tools.
+
+The MCP endpoint (/mcp, /mcp/NAME) answers a list, or a call of a tool not
+listed yet, once every server it shows has connected or failed its first
+attempt, for at most --ready-timeout after the server started; and caps
+every tool call, progress or not, at --max-total-timeout unless the
+server's max_total_timeout_ms says otherwise.`,
 		Example: `  switchboard serve
   switchboard serve --listen 127.0.0.1:8080 --db sqlite:/var/lib/switchboard/db
   SWITCHBOARD_TOKEN=$(openssl rand -hex 16) switchboard serve --db postgres://sb@db/switchboard`,
@@ -74,7 +83,12 @@ commands' tools.`,
 				// by --help, and a token must never be.
 				token = os.Getenv("SWITCHBOARD_TOKEN")
 			}
-			return serve(cmd.Context(), log, listen, dsn, token)
+			gwOpts, err := mcpFlags.options()
+			if err != nil {
+				return err
+			}
+			gwOpts.Logger, gwOpts.Version = log, version
+			return serve(cmd.Context(), log, listen, dsn, token, gwOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -82,7 +96,40 @@ commands' tools.`,
 	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
 	f.StringVar(&token, "token", "", "bearer token required on the API and /mcp (env SWITCHBOARD_TOKEN)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	mcpFlags.register(f)
 	return cmd
+}
+
+// endpointFlags are the flags of the MCP endpoint, shared by serve and
+// stdio; 0 turns each off, as a person would expect of a timeout flag.
+type endpointFlags struct {
+	readyTimeout, maxTotalTimeout time.Duration
+}
+
+func (ef *endpointFlags) register(f *pflag.FlagSet) {
+	f.DurationVar(&ef.readyTimeout, "ready-timeout", gateway.DefaultReadyTimeout,
+		"how long a list (or a call of a tool not listed yet) waits for servers still making their first attempt, from their start; 0: answer at once")
+	f.DurationVar(&ef.maxTotalTimeout, "max-total-timeout", gateway.DefaultMaxTotalTimeout,
+		"cap on one tool call through MCP, progress or not, for servers without max_total_timeout_ms; 0: no cap")
+}
+
+// options returns the gateway options the flags ask for.
+func (ef *endpointFlags) options() (gateway.Options, error) {
+	switch {
+	case ef.readyTimeout < 0:
+		return gateway.Options{}, fmt.Errorf("--ready-timeout %s: must not be negative", ef.readyTimeout)
+	case ef.maxTotalTimeout < 0 || ef.maxTotalTimeout > sb.MaxInvokeTimeout:
+		return gateway.Options{}, fmt.Errorf("--max-total-timeout %s: must be between 0 (no cap) and %s", ef.maxTotalTimeout, sb.MaxInvokeTimeout)
+	}
+	o := gateway.Options{ReadyTimeout: ef.readyTimeout, MaxTotalTimeout: ef.maxTotalTimeout}
+	// The gateway's zero value is its default; "off" is negative.
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = -1
+	}
+	if o.MaxTotalTimeout == 0 {
+		o.MaxTotalTimeout = -1
+	}
+	return o, nil
 }
 
 func newLogger(cmd *cobra.Command, level string) (*slog.Logger, error) {
@@ -93,7 +140,7 @@ func newLogger(cmd *cobra.Command, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: l})), nil
 }
 
-func serve(ctx context.Context, log *slog.Logger, listen, dsn, token string) error {
+func serve(ctx context.Context, log *slog.Logger, listen, dsn, token string, gwOpts gateway.Options) error {
 	started := time.Now()
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
@@ -104,7 +151,8 @@ func serve(ctx context.Context, log *slog.Logger, listen, dsn, token string) err
 	reg := registry.New(st, &registry.Options{Logger: log})
 	m := metrics.New(reg)
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
-	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, Version: version})
+	gwOpts.Executor = ex
+	gw := gateway.New(reg, gwOpts)
 	defer gw.Close()
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: token, Logger: log, MCP: gw.Handler()})
 

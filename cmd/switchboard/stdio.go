@@ -16,7 +16,10 @@ import (
 )
 
 func newStdioCommand() *cobra.Command {
-	var dsn, logLevel string
+	var (
+		dsn, logLevel string
+		mcpFlags      endpointFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "stdio [--db DSN]",
 		Short: "Serve every configured server as one MCP server on stdin/stdout",
@@ -25,13 +28,25 @@ Desktop, IDEs): it runs the servers configured in the database itself (no
 "switchboard serve" needed) and speaks MCP on stdin and stdout, with every
 server's tools and prompts named "<server>__<name>" and resources under
 their own URIs. Logs go to stderr. It exits when stdin closes, stopping
-every server it started.`,
+every server it started.
+
+The servers start with it, so the client's first tools/list (and prompts
+and resources lists, and a call of a tool not listed yet) is answered once
+every enabled server has connected or failed its first attempt, or after
+--ready-timeout; a server that connects later is announced with
+notifications/tools/list_changed, one for the servers that start together.
+A tool call is capped at --max-total-timeout, progress or not, unless the
+server's max_total_timeout_ms says otherwise.`,
 		Example: `  # in claude_desktop_config.json:
   # "mcpServers": {"switchboard": {"command": "switchboard", "args": ["stdio", "--db", "sqlite:/home/me/switchboard.db"]}}
   switchboard stdio --db sqlite:./switchboard.db`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(cmd, logLevel)
+			if err != nil {
+				return err
+			}
+			gwOpts, err := mcpFlags.options()
 			if err != nil {
 				return err
 			}
@@ -43,7 +58,8 @@ every server it started.`,
 			defer st.Close()
 			reg := registry.New(st, &registry.Options{Logger: log})
 			ex := executor.New(executor.NewMCP(reg))
-			gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, Version: version})
+			gwOpts.Executor, gwOpts.Logger, gwOpts.Version = ex, log, version
+			gw := gateway.New(reg, gwOpts)
 			defer gw.Close()
 			if err := reg.Load(ctx); err != nil {
 				return err
@@ -63,6 +79,7 @@ every server it started.`,
 	f := cmd.Flags()
 	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
 	f.StringVar(&logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	mcpFlags.register(f)
 	return cmd
 }
 

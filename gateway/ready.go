@@ -1,0 +1,78 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A client that connects while the servers start (switchboard stdio is
+// started by the client itself; serve was just restarted) would otherwise
+// see whatever had connected by then, often nothing. Many clients list
+// once and ignore list_changed, and one-shot clients (mcp-inspector --cli)
+// cannot wait for it; so requests that need the lists wait, bounded by
+// Options.ReadyTimeout, for the servers still making their first attempt.
+
+// awaitReady is the mirror's receiving middleware: a request that needs
+// the lists first waits for the servers the mirror shows to settle (see
+// settle).
+func (m *mirror) awaitReady(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if m.needsLists(method, req) {
+			m.settle(ctx)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// needsLists reports whether the answer to a request depends on what the
+// servers list: a list, or a name the mirror does not show (yet).
+func (m *mirror) needsLists(method string, req mcp.Request) bool {
+	switch r := req.(type) {
+	case *mcp.ListToolsRequest, *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
+		return true
+	case *mcp.CallToolRequest:
+		return r.Params != nil && !m.has(m.tools, r.Params.Name)
+	case *mcp.GetPromptRequest:
+		return r.Params != nil && !m.has(m.prompts, r.Params.Name)
+	case *mcp.ReadResourceRequest:
+		if r.Params == nil {
+			return false
+		}
+		_, ok := m.shows(r.Params.URI)
+		return !ok
+	}
+	return false
+}
+
+// has reports whether names (m.tools or m.prompts) shows name.
+func (m *mirror) has(names map[string]origin, name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := names[name]
+	return ok
+}
+
+// settle waits until every server the mirror shows has had the outcome of
+// its first connection attempt, or has been starting for ReadyTimeout,
+// and brings the mirror in step with them: the answer then shows every
+// server connected by now, without waiting for the change window.
+func (m *mirror) settle(ctx context.Context) {
+	if m.g.opts.ReadyTimeout < 0 {
+		return
+	}
+	var only []string
+	if m.only != "" {
+		only = []string{m.only}
+	}
+	if err := m.g.src.WaitSettled(ctx, m.g.opts.ReadyTimeout, only...); err != nil {
+		return // the request is cancelled; its handler answers it so
+	}
+	names := only
+	if m.only == "" {
+		names = m.g.src.Names()
+	}
+	for _, name := range names {
+		m.sync(name)
+	}
+}

@@ -1,0 +1,508 @@
+package gateway_test
+
+// Tests of the first look at the servers (a list, or a call of a tool not
+// listed yet, waits for the servers still making their first attempt,
+// within Options.ReadyTimeout) and of the list_changed notifications that
+// the servers' startups cause. The first half runs real server processes
+// over HTTP; the second runs in-process servers in testing/synctest
+// bubbles, where the times are exact.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/executor"
+	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/store/sqlite"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// newEnvWith is newEnv with gateway options: real server processes, the
+// gateway served through the API's handler on 127.0.0.1, wired in the
+// order serve wires it (gateway first, then Load).
+func newEnvWith(t *testing.T, opts gateway.Options, servers ...*sb.ServerConfig) *env {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sb.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range servers {
+		if _, err := st.Create(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	reg := registry.New(st, &registry.Options{Logger: log})
+	ex := executor.New(executor.NewMCP(reg))
+	opts.Executor, opts.Logger = ex, log
+	gw := gateway.New(reg, opts)
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Logger: log, MCP: gw.Handler()}))
+	if err := reg.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		gw.Close()
+		reg.Shutdown(context.Background())
+		st.Close()
+	})
+	return &env{t: t, reg: reg, url: srv.URL}
+}
+
+// listToolNames lists the tools once (every page), sorted.
+func listToolNames(t *testing.T, ctx context.Context, cs *mcp.ClientSession) []string {
+	t.Helper()
+	names := []string{}
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		names = append(names, tool.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// countListChanged returns client options that count the
+// tools/list_changed notifications the client receives.
+func countListChanged(n *atomic.Int32) *mcp.ClientOptions {
+	return &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { n.Add(1) }}
+}
+
+func TestFirstListOverHTTPShowsServersStillStarting(t *testing.T) {
+	var servers []*sb.ServerConfig
+	var want []string
+	for i := range 5 {
+		name := fmt.Sprintf("s%d", i)
+		servers = append(servers, stdio(t, name, "-startup-delay", fmt.Sprintf("%dms", 300+100*i)))
+		want = append(want, name+"__echo")
+	}
+	e := newEnvWith(t, gateway.Options{}, servers...)
+	var changed atomic.Int32
+	cs := e.connect("/mcp", countListChanged(&changed))
+	// One list, as a one-shot client makes it: no polling.
+	names := listToolNames(t, context.Background(), cs)
+	for _, w := range want {
+		if !slices.Contains(names, w) {
+			t.Fatalf("first tools/list = %v, want every server's tools (%v)", names, want)
+		}
+	}
+	// The five startups cost the client at most one list_changed (none if
+	// every server was up before the client's session existed). A few
+	// hundred milliseconds give a stray notification the time to arrive.
+	time.Sleep(500 * time.Millisecond)
+	if n := changed.Load(); n > 1 {
+		t.Errorf("%d tools/list_changed for 5 servers starting, want at most 1", n)
+	}
+}
+
+func TestCallOfAToolNotListedYetWaitsForItsServer(t *testing.T) {
+	e := newEnvWith(t, gateway.Options{}, stdio(t, "late", "-startup-delay", "500ms"))
+	cs := e.connect("/mcp", nil)
+	// No tools/list first: the client calls a tool it knows from before.
+	if got := text(t)(cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "late__echo", Arguments: map[string]any{"text": "here"}})); got != "here" {
+		t.Fatalf("late__echo = %q", got)
+	}
+}
+
+func TestPerServerEndpointWaitsForAServerAddedAtRuntime(t *testing.T) {
+	e := newEnvWith(t, gateway.Options{})
+	if _, err := e.reg.Create(context.Background(), stdio(t, "fresh", "-startup-delay", "500ms")); err != nil {
+		t.Fatal(err)
+	}
+	cs := e.connect("/mcp/fresh", nil)
+	if names := listToolNames(t, context.Background(), cs); !slices.Contains(names, "echo") {
+		t.Fatalf("first tools/list on /mcp/fresh = %v, want its tools", names)
+	}
+}
+
+func TestFailedFirstAttemptDoesNotHoldTheList(t *testing.T) {
+	e := newEnvWith(t, gateway.Options{ReadyTimeout: time.Minute},
+		stdio(t, "broken", "-exit-at-startup", "1"),
+		stdio(t, "fine", "-startup-delay", "200ms"))
+	cs := e.connect("/mcp", nil)
+	names := listToolNames(t, context.Background(), cs)
+	if !slices.Contains(names, "fine__echo") {
+		t.Fatalf("first tools/list = %v, want fine's tools", names)
+	}
+	// The answer came during broken's first backoff (2 s): its first
+	// failure was enough, and its retries did not hold the list.
+	v, err := e.reg.Get("broken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt := v.Runtime; rt.Attempt != 1 || rt.NextRetryAt == nil {
+		t.Errorf("broken when the list was answered: attempt %d, next retry %v; want its first backoff", rt.Attempt, rt.NextRetryAt)
+	}
+}
+
+func TestHungFirstAttemptHoldsTheListOnlyForTheReadyTimeout(t *testing.T) {
+	e := newEnvWith(t, gateway.Options{ReadyTimeout: time.Second},
+		stdio(t, "hung", "-hang-initialize"), // 120 s startup timeout
+		stdio(t, "fine"))
+	cs := e.connect("/mcp", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := listToolNames(t, ctx, cs)
+	if !slices.Contains(names, "fine__echo") || slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "hung__") }) {
+		t.Fatalf("tools/list = %v, want fine's tools only", names)
+	}
+	if v, _ := e.reg.Get("hung"); v.Runtime.Status != sb.StatusConnecting {
+		t.Errorf("hung is %s, want still connecting", v.Runtime.Status)
+	}
+}
+
+func TestReadyTimeoutOffAnswersAtOnce(t *testing.T) {
+	e := newEnvWith(t, gateway.Options{ReadyTimeout: -1}, stdio(t, "slowstart", "-startup-delay", "3s"))
+	cs := e.connect("/mcp", nil)
+	if names := listToolNames(t, context.Background(), cs); len(names) != 0 {
+		t.Fatalf("tools/list = %v, want none yet (no wait)", names)
+	}
+}
+
+// The rest runs in testing/synctest bubbles, with in-process servers.
+
+// script is how an in-process server's connection attempts go, in fake
+// time.
+type script struct {
+	after     time.Duration // an attempt takes this long
+	failFirst bool          // the first attempt fails (after after); the next ones succeed
+	hang      bool          // every attempt hangs until its startup timeout
+}
+
+// fleet returns a config per script and the session options that run them
+// in process. A session's Dial cannot see which server it dials; but in a
+// bubble it runs exactly one startup timeout before its deadline, and each
+// server here has its own startup timeout.
+func fleet(t *testing.T, scripts map[string]script) (map[string]*sb.ServerConfig, upstream.Options) {
+	t.Helper()
+	srv, err := testserver.NewInProcess(testserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgs := make(map[string]*sb.ServerConfig)
+	byTimeout := make(map[time.Duration]script)
+	var mu sync.Mutex
+	attempts := make(map[time.Duration]int)
+	for i, name := range slices.Sorted(maps.Keys(scripts)) {
+		ms := int64(60_000 + i)
+		cfgs[name] = &sb.ServerConfig{Name: name, Transport: sb.TransportStdio, Command: "in-process", StartupTimeoutMS: ms}
+		byTimeout[time.Duration(ms)*time.Millisecond] = scripts[name]
+	}
+	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
+		deadline, _ := ctx.Deadline()
+		key := time.Until(deadline)
+		sc, ok := byTimeout[key]
+		if !ok {
+			return nil, fmt.Errorf("no script for a startup timeout of %s", key)
+		}
+		mu.Lock()
+		attempts[key]++
+		n := attempts[key]
+		mu.Unlock()
+		if sc.hang {
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		}
+		select {
+		case <-time.After(sc.after):
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		if sc.failFirst && n == 1 {
+			return nil, fmt.Errorf("scripted failure")
+		}
+		client, server := net.Pipe()
+		if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
+			return nil, err
+		}
+		return client, nil
+	}
+	return cfgs, upstream.Options{Logger: slog.New(slog.DiscardHandler), Dial: dial}
+}
+
+// bubble is a registry of in-process servers and a gateway, with a client
+// of the aggregate over in-memory transports, as switchboard stdio wires
+// them; everything lives in the calling synctest bubble.
+type bubble struct {
+	reg *registry.Registry
+	cs  *mcp.ClientSession
+}
+
+// newBubble stores cfgs (the others of a fleet can be created later),
+// starts the registry and the gateway, and connects a client at once.
+func newBubble(t *testing.T, opts gateway.Options, so upstream.Options, copts *mcp.ClientOptions, cfgs ...*sb.ServerConfig) *bubble {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sb.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, cfg := range cfgs {
+		if _, err := st.Create(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := slog.New(slog.DiscardHandler)
+	reg := registry.New(st, &registry.Options{Logger: log, Session: so})
+	t.Cleanup(func() { reg.Shutdown(ctx) })
+	opts.Executor, opts.Logger = executor.New(executor.NewMCP(reg)), log
+	gw := gateway.New(reg, opts)
+	t.Cleanup(gw.Close)
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clientT, serverT := mcp.NewInMemoryTransports()
+	ss, err := gw.Aggregate().Connect(ctx, serverT, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ide"}, copts).Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return &bubble{reg: reg, cs: cs}
+}
+
+// values returns the configs of names, in that order.
+func values(cfgs map[string]*sb.ServerConfig, names ...string) []*sb.ServerConfig {
+	var out []*sb.ServerConfig
+	for _, n := range names {
+		out = append(out, cfgs[n])
+	}
+	return out
+}
+
+// echoes returns "<server>__echo" for each server.
+func echoes(servers ...string) []string {
+	var out []string
+	for _, s := range servers {
+		out = append(out, s+"__echo")
+	}
+	return out
+}
+
+// hasAll reports whether names holds every one of want.
+func hasAll(names []string, want ...string) bool {
+	for _, w := range want {
+		if !slices.Contains(names, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFirstListWaitsForEveryFirstAttemptAndCostsOneListChanged(t *testing.T) {
+	servers := []string{"s1", "s2", "s3", "s4", "s5"}
+	scripts := make(map[string]script)
+	for i, s := range servers {
+		scripts[s] = script{after: time.Duration(i+1) * time.Second}
+	}
+	for _, tc := range []struct {
+		name        string
+		ready       time.Duration
+		list        bool // the client lists at once
+		wantAt      time.Duration
+		wantTools   []string
+		wantChanged int32
+	}{
+		{"waits", 0, true, 5 * time.Second, echoes(servers...), 1},
+		{"holds list_changed without a request", 0, false, 0, nil, 1},
+		// The old behaviour: an answer at once, then one list_changed per
+		// server (they start a second apart, beyond the change window).
+		{"off", -1, true, 0, nil, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfgs, so := fleet(t, scripts)
+				var changed atomic.Int32
+				b := newBubble(t, gateway.Options{ReadyTimeout: tc.ready}, so, countListChanged(&changed), values(cfgs, servers...)...)
+				if tc.list {
+					start := time.Now()
+					names := listToolNames(t, context.Background(), b.cs)
+					if d := time.Since(start); d != tc.wantAt {
+						t.Errorf("first tools/list answered after %v, want %v", d, tc.wantAt)
+					}
+					if !hasAll(names, tc.wantTools...) || (tc.wantTools == nil && len(names) != 0) {
+						t.Errorf("first tools/list = %v, want %v", names, tc.wantTools)
+					}
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				if n := changed.Load(); n != tc.wantChanged {
+					t.Errorf("%d tools/list_changed while 5 servers started, want %d", n, tc.wantChanged)
+				}
+				if names := listToolNames(t, context.Background(), b.cs); !hasAll(names, echoes(servers...)...) {
+					t.Errorf("tools/list in the end = %v", names)
+				}
+			})
+		})
+	}
+}
+
+func TestFailedFirstAttemptEndsTheWaitForItsServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]script{
+			"ok":  {after: time.Second},
+			"bad": {after: 2 * time.Second, failFirst: true}, // retried 2 s (±20 %) later
+		})
+		b := newBubble(t, gateway.Options{ReadyTimeout: time.Minute}, so, nil, values(cfgs, "ok", "bad")...)
+		start := time.Now()
+		names := listToolNames(t, context.Background(), b.cs)
+		if d := time.Since(start); d != 2*time.Second {
+			t.Errorf("answered after %v, want 2s: the failure of bad's first attempt", d)
+		}
+		if !hasAll(names, "ok__echo") || hasAll(names, "bad__echo") {
+			t.Errorf("tools/list = %v, want ok's tools only", names)
+		}
+	})
+}
+
+func TestReadyTimeoutBoundsTheWaitFromTheServersStart(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		ready        time.Duration
+		listAt       time.Duration // when the client lists, after the start
+		wantAnswerAt time.Duration
+	}{
+		{"default", 0, 0, gateway.DefaultReadyTimeout},
+		{"configured", 3 * time.Second, 0, 3 * time.Second},
+		{"counted from the start", 3 * time.Second, 2 * time.Second, 3 * time.Second},
+		{"past", 3 * time.Second, 5 * time.Second, 5 * time.Second},
+		{"off", -1, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfgs, so := fleet(t, map[string]script{"hung": {hang: true}, "ok": {after: time.Second}})
+				start := time.Now()
+				b := newBubble(t, gateway.Options{ReadyTimeout: tc.ready}, so, nil, values(cfgs, "hung", "ok")...)
+				time.Sleep(tc.listAt)
+				names := listToolNames(t, context.Background(), b.cs)
+				if d := time.Since(start); d != tc.wantAnswerAt {
+					t.Errorf("answered %v after the start, want %v", d, tc.wantAnswerAt)
+				}
+				if tc.ready >= 0 && !hasAll(names, "ok__echo") {
+					t.Errorf("tools/list = %v, want ok's tools", names)
+				}
+				// Once answered, the hung server holds nothing any more.
+				again := time.Now()
+				listToolNames(t, context.Background(), b.cs)
+				if d := time.Since(again); d != 0 {
+					t.Errorf("the next tools/list waited %v", d)
+				}
+			})
+		})
+	}
+}
+
+func TestCallOfAToolNotListedYetWaitsInFakeTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]script{"late": {after: 2 * time.Second}})
+		b := newBubble(t, gateway.Options{}, so, nil, cfgs["late"])
+		start := time.Now()
+		res, err := b.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "late__echo", Arguments: map[string]any{"text": "x"}})
+		if err != nil || res.IsError {
+			t.Fatalf("late__echo: %v %+v", err, res)
+		}
+		if d := time.Since(start); d != 2*time.Second {
+			t.Errorf("answered after %v, want 2s (when late connected)", d)
+		}
+		// A tool that no server has is still unknown, at once now.
+		again := time.Now()
+		if _, err := b.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "nobody__echo"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+			t.Errorf("nobody__echo: %v, want unknown tool", err)
+		}
+		if d := time.Since(again); d != 0 {
+			t.Errorf("the unknown tool waited %v", d)
+		}
+	})
+}
+
+func TestServersAddedTogetherCostOneListChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ready       time.Duration
+		spread      time.Duration // between one server's connection and the next's
+		wantChanged int32
+	}{
+		{"held for the first attempts", 0, 300 * time.Millisecond, 1},
+		{"within the change window", -1, 50 * time.Millisecond, 1},
+		{"beyond the change window", -1, 300 * time.Millisecond, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfgs, so := fleet(t, map[string]script{
+					"base": {}, "a": {}, "b": {after: tc.spread}, "c": {after: 2 * tc.spread},
+				})
+				var changed atomic.Int32
+				b := newBubble(t, gateway.Options{ReadyTimeout: tc.ready}, so, countListChanged(&changed), cfgs["base"])
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				changed.Store(0)
+				for _, name := range []string{"a", "b", "c"} {
+					if _, err := b.reg.Create(context.Background(), cfgs[name]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				if n := changed.Load(); n != tc.wantChanged {
+					t.Errorf("%d tools/list_changed for 3 servers added together, want %d", n, tc.wantChanged)
+				}
+				if names := listToolNames(t, context.Background(), b.cs); !hasAll(names, echoes("base", "a", "b", "c")...) {
+					t.Errorf("tools/list = %v", names)
+				}
+			})
+		})
+	}
+}
+
+func TestServersRestartedTogetherCostOneListChanged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		servers := []string{"a", "b", "c"}
+		cfgs, so := fleet(t, map[string]script{"a": {after: 100 * time.Millisecond}, "b": {after: 100 * time.Millisecond}, "c": {after: 100 * time.Millisecond}})
+		var changed atomic.Int32
+		b := newBubble(t, gateway.Options{}, so, countListChanged(&changed), values(cfgs, servers...)...)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		changed.Store(0)
+		// As in an upstream outage: every server drops at once and is back
+		// 100 ms later.
+		for _, name := range servers {
+			if err := b.reg.Restart(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := changed.Load(); n != 1 {
+			t.Errorf("%d tools/list_changed for 3 servers dropping and returning together, want 1", n)
+		}
+		if names := listToolNames(t, context.Background(), b.cs); !hasAll(names, echoes(servers...)...) {
+			t.Errorf("tools/list = %v", names)
+		}
+	})
+}

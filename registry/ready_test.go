@@ -1,0 +1,227 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/store/sqlite"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// script is how an in-process server's connection attempts go, in fake
+// time.
+type script struct {
+	after     time.Duration // an attempt takes this long
+	failFirst bool          // the first attempt fails (after after); the next ones succeed
+	hang      bool          // every attempt hangs until its startup timeout
+}
+
+// fleet returns a config per script and the session options that run them
+// in process, for testing/synctest bubbles. A session's Dial cannot see
+// which server it dials; but in a bubble it runs exactly one startup
+// timeout before its deadline, and each server here has its own startup
+// timeout.
+func fleet(t *testing.T, scripts map[string]script) (map[string]*sb.ServerConfig, upstream.Options) {
+	t.Helper()
+	srv, err := testserver.NewInProcess(testserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgs := make(map[string]*sb.ServerConfig)
+	byTimeout := make(map[time.Duration]script)
+	var mu sync.Mutex
+	attempts := make(map[time.Duration]int)
+	for i, name := range slices.Sorted(maps.Keys(scripts)) {
+		ms := int64(60_000 + i)
+		cfgs[name] = &sb.ServerConfig{Name: name, Transport: sb.TransportStdio, Command: "in-process", StartupTimeoutMS: ms}
+		byTimeout[time.Duration(ms)*time.Millisecond] = scripts[name]
+	}
+	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
+		deadline, _ := ctx.Deadline()
+		key := time.Until(deadline)
+		sc, ok := byTimeout[key]
+		if !ok {
+			return nil, fmt.Errorf("no script for a startup timeout of %s", key)
+		}
+		mu.Lock()
+		attempts[key]++
+		n := attempts[key]
+		mu.Unlock()
+		if sc.hang {
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		}
+		select {
+		case <-time.After(sc.after):
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		if sc.failFirst && n == 1 {
+			return nil, fmt.Errorf("scripted failure")
+		}
+		client, server := net.Pipe()
+		if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
+			return nil, err
+		}
+		return client, nil
+	}
+	return cfgs, upstream.Options{Logger: slog.New(slog.DiscardHandler), Dial: dial}
+}
+
+// loaded stores cfgs and returns a registry over them, loaded, all in the
+// calling bubble.
+func loaded(t *testing.T, so upstream.Options, cfgs ...*sb.ServerConfig) *registry.Registry {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sb.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, cfg := range cfgs {
+		if _, err := st.Create(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := registry.New(st, &registry.Options{Logger: slog.New(slog.DiscardHandler), Session: so})
+	t.Cleanup(func() { reg.Shutdown(ctx) })
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// settleTime returns how long WaitSettled(limit, names...) takes, failing
+// the test on an error.
+func settleTime(t *testing.T, reg *registry.Registry, limit time.Duration, names ...string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if err := reg.WaitSettled(context.Background(), limit, names...); err != nil {
+		t.Fatalf("WaitSettled(%v, %q): %v", limit, names, err)
+	}
+	return time.Since(start)
+}
+
+func TestWaitSettledWaitsForEveryFirstAttemptOnly(t *testing.T) {
+	scripts := map[string]script{
+		"ok":   {after: time.Second},
+		"bad":  {after: 2 * time.Second, failFirst: true}, // retried 2 s (±20 %) later
+		"slow": {after: 3 * time.Second},
+		"off":  {hang: true},
+	}
+	for _, tc := range []struct {
+		names []string
+		want  time.Duration
+	}{
+		{nil, 3 * time.Second},
+		{[]string{"ok"}, time.Second},
+		{[]string{"bad"}, 2 * time.Second}, // its failure, not its retry
+		{[]string{"ok", "bad"}, 2 * time.Second},
+		{[]string{"off", "nobody"}, 0}, // disabled and unknown: nothing to wait for
+	} {
+		t.Run(fmt.Sprint(tc.names), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfgs, so := fleet(t, scripts)
+				disabled := false
+				cfgs["off"].Enabled = &disabled
+				reg := loaded(t, so, slices.Collect(maps.Values(cfgs))...)
+				if d := settleTime(t, reg, time.Minute, tc.names...); d != tc.want {
+					t.Errorf("settled after %v, want %v", d, tc.want)
+				}
+			})
+		})
+	}
+}
+
+func TestWaitSettledIsBoundedFromEachServersStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]script{"hung": {hang: true}, "later": {hang: true}})
+		reg := loaded(t, so, cfgs["hung"])
+		if d := settleTime(t, reg, 10*time.Second); d != 10*time.Second {
+			t.Errorf("settled after %v, want the 10s limit", d)
+		}
+		if v, _ := reg.Get("hung"); v.Runtime.Status != sb.StatusConnecting {
+			t.Errorf("hung is %s, want still connecting", v.Runtime.Status)
+		}
+		// Its start is 10 s ago: nothing is awaited from it any more.
+		if d := settleTime(t, reg, 10*time.Second); d != 0 {
+			t.Errorf("second wait took %v, want 0", d)
+		}
+		// A server created now gets its own 10 s.
+		time.Sleep(5 * time.Second)
+		if _, err := reg.Create(context.Background(), cfgs["later"]); err != nil {
+			t.Fatal(err)
+		}
+		if d := settleTime(t, reg, 10*time.Second); d != 10*time.Second {
+			t.Errorf("wait for a server created at runtime took %v, want 10s", d)
+		}
+	})
+}
+
+func TestWaitSettledFollowsAReplacedSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]script{"a": {hang: true}, "b": {after: time.Second}})
+		reg := loaded(t, so, cfgs["a"])
+		go func() {
+			time.Sleep(2 * time.Second)
+			// A new startup timeout reconnects a, now with b's script.
+			next := cfgs["b"].Clone()
+			next.Name = "a"
+			if _, err := reg.Update(context.Background(), "a", next, 0); err != nil {
+				t.Error(err)
+			}
+		}()
+		if d := settleTime(t, reg, time.Minute, "a"); d != 3*time.Second {
+			t.Errorf("settled after %v, want 3s: the replacement connected 1s after the update", d)
+		}
+	})
+}
+
+func TestWaitSettledEndsWithItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]script{"hung": {hang: true}})
+		reg := loaded(t, so, cfgs["hung"])
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := reg.WaitSettled(ctx, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("WaitSettled = %v, want the context's deadline", err)
+		}
+	})
+}
+
+func TestMaxTotalTimeoutIsTheStoredConfigs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]script{"p": {}})
+		reg := loaded(t, so, cfgs["p"])
+		if d := reg.MaxTotalTimeout("p"); d != 0 {
+			t.Errorf("unset: %v", d)
+		}
+		next := cfgs["p"].Clone()
+		next.MaxTotalTimeoutMS = 90_000
+		if _, err := reg.Update(context.Background(), "p", next, 0); err != nil {
+			t.Fatal(err)
+		}
+		if d := reg.MaxTotalTimeout("p"); d != 90*time.Second {
+			t.Errorf("after an update: %v, want 1m30s", d)
+		}
+		if d := reg.MaxTotalTimeout("nobody"); d != 0 {
+			t.Errorf("unknown server: %v", d)
+		}
+	})
+}
