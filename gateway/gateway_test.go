@@ -370,6 +370,9 @@ func TestServerLeavingAndReturningUpdatesTheList(t *testing.T) {
 
 func TestHungUpstreamDoesNotDelayTheAggregateList(t *testing.T) {
 	hung := stdio(t, "hung", "-hang-tools-list")
+	// Its first attempt fails after a second, which ends the wait of the
+	// first list (the ready timeout) early.
+	hung.StartupTimeoutMS = 1000
 	e := newEnv(t, "", stdio(t, "fine"), hung)
 	cs := e.connect("/mcp", nil)
 	waitTools(t, cs, "fine__echo")

@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/store"
 )
@@ -49,7 +49,7 @@ func TestStdioFirstListShowsServersStillStarting(t *testing.T) {
 		{"no wait", []string{"--ready-timeout", "0"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := testCommand(t, append([]string{"stdio", "--db", db}, tc.args...)...)
+			cmd := daemontest.Command(t, append([]string{"stdio", "--db", db}, tc.args...)...)
 			cmd.Stderr = t.Output()
 			start := time.Now()
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "one-shot"}, nil).Connect(context.Background(),
@@ -85,25 +85,10 @@ func TestStdioRejectsBadTimeouts(t *testing.T) {
 		{"--max-total-timeout", "-1s"},
 		{"--max-total-timeout", "25h"},
 	} {
-		cmd := testCommand(t, append([]string{"stdio", "--db", "sqlite:" + filepath.Join(t.TempDir(), "sb.db")}, args...)...)
+		cmd := daemontest.Command(t, append([]string{"stdio", "--db", "sqlite:" + filepath.Join(t.TempDir(), "sb.db")}, args...)...)
 		out, err := cmd.CombinedOutput()
 		if _, ok := err.(*exec.ExitError); !ok || !strings.Contains(string(out), args[0]) {
 			t.Errorf("stdio %v: %v, %s; want an error naming the flag", args, err, out)
 		}
 	}
-}
-
-// testCommand returns an unstarted switchboard command in its own process
-// group, killed with its group when the test ends.
-func testCommand(t *testing.T, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(sbBin, args...)
-	cmd.Env = cleanEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	t.Cleanup(func() {
-		if cmd.Process != nil {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-	})
-	return cmd
 }
