@@ -56,8 +56,11 @@ type ToolInfo struct {
 // RuntimeInfo is the live view of one upstream session, included in every
 // server view of the API as "runtime".
 type RuntimeInfo struct {
-	Status          Status      `json:"status"`
-	Error           *ErrorInfo  `json:"error"`
+	Status Status     `json:"status"`
+	Error  *ErrorInfo `json:"error"`
+	// LastDrop is why the last connected session was lost (phase runtime),
+	// kept after a reconnect clears Error; nil if it never dropped.
+	LastDrop        *ErrorInfo  `json:"last_drop"`
 	Attempt         int         `json:"attempt"`
 	Reconnects      int         `json:"reconnects"`
 	NextRetryAt     *time.Time  `json:"next_retry_at"`

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // mirror is one MCP server that shows upstream servers' tools, prompts and
@@ -364,28 +365,38 @@ func (m *mirror) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	return cs.Complete(ctx, &p)
 }
 
+// subscribe and unsubscribe go through the upstream session, which counts
+// them (many clients may subscribe to one resource) and subscribes again
+// after every reconnect.
 func (m *mirror) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	server, ok := m.serverOf(req.Params.URI)
-	if !ok {
-		return fmt.Errorf("unknown resource %q", req.Params.URI)
-	}
-	cs, ctx, cancel, err := m.client(ctx, server)
+	s, err := m.sessionOf(req.Params.URI)
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.Config().CallTimeout())
 	defer cancel()
-	return cs.Subscribe(ctx, req.Params)
+	return s.Subscribe(ctx, req.Params.URI)
 }
 
 func (m *mirror) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	server, ok := m.serverOf(req.Params.URI)
-	if !ok {
-		return fmt.Errorf("unknown resource %q", req.Params.URI)
-	}
-	cs, ctx, cancel, err := m.client(ctx, server)
+	s, err := m.sessionOf(req.Params.URI)
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.Config().CallTimeout())
 	defer cancel()
-	return cs.Unsubscribe(ctx, req.Params)
+	return s.Unsubscribe(ctx, req.Params.URI)
+}
+
+// sessionOf returns the session of the server that serves the resource.
+func (m *mirror) sessionOf(uri string) (*upstream.Session, error) {
+	server, ok := m.serverOf(uri)
+	if !ok {
+		return nil, fmt.Errorf("unknown resource %q", uri)
+	}
+	s, ok := m.g.src.Session(server)
+	if !ok || s == nil {
+		return nil, fmt.Errorf("server %q is not available", server)
+	}
+	return s, nil
 }

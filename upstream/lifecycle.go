@@ -129,6 +129,7 @@ func (s *Session) dial(ctx context.Context) (*link, *failure) {
 		l.close(closeDead)
 		return nil, f
 	}
+	s.resubscribe(ctx, l)
 	return l, nil
 }
 

@@ -50,6 +50,9 @@ func TestHungStdioServerIsDroppedAndReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if d := info.LastDrop; d == nil || d.Code != sb.CodeProbeTimeout || info.Error != nil {
+		t.Errorf("after the reconnect: last drop %+v, error %+v; want the probe timeout kept, the error cleared", d, info.Error)
+	}
 	if proc.Alive(hung) {
 		syscall.Kill(hung, syscall.SIGKILL)
 		t.Errorf("the hung process %d was left running", hung)

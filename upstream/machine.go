@@ -63,6 +63,7 @@ type machine struct {
 	attempt         int // failed attempts in the current retry cycle
 	reconnects      int // transparent reconnects since the session started
 	err             *sb.ErrorInfo
+	lastDrop        *sb.ErrorInfo // why the last connected session was lost; kept across reconnects
 	connectedSince  time.Time
 	nextRetryAt     time.Time
 	slowDelay       time.Duration // next slow-retry wait; 0 = p.slowFirst
@@ -130,6 +131,7 @@ func (m *machine) connected(now time.Time) {
 func (m *machine) dropped(now time.Time, f *failure) (wait time.Duration, retry bool) {
 	up := now.Sub(m.connectedSince)
 	m.connectedSince = time.Time{}
+	m.lastDrop = f.info(now)
 	if up >= m.p.stableAfter {
 		m.attempt = 0
 		m.slowDelay = 0

@@ -162,3 +162,25 @@ func TestMachineRestartGivesFreshBudget(t *testing.T) {
 		t.Fatalf("after restart: %+v", m)
 	}
 }
+
+// The last drop's cause outlives the reconnect that clears the error, and
+// a failed attempt does not overwrite it.
+func TestMachineKeepsTheLastDropAcrossReconnects(t *testing.T) {
+	m := testMachine()
+	m.attemptStarted()
+	m.connected(t0)
+	if m.lastDrop != nil {
+		t.Fatalf("last drop %+v before any drop", m.lastDrop)
+	}
+	m.dropped(t0.Add(time.Minute), dropCause)
+	m.attemptStarted()
+	m.attemptFailed(t0.Add(61*time.Second), transient)
+	m.attemptStarted()
+	m.connected(t0.Add(65 * time.Second))
+	if m.err != nil {
+		t.Fatalf("error %+v after reconnecting", m.err)
+	}
+	if d := m.lastDrop; d == nil || d.Code != "process_exited" || d.Phase != sb.PhaseRuntime || !d.At.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("last drop %+v, want the runtime drop at t0+1m", d)
+	}
+}

@@ -137,8 +137,9 @@ type Session struct {
 	catalog catalog
 	changed chan struct{} // closed and replaced on every change, for waiters
 
-	calls    calls        // calls in flight that want progress or elicitation
-	inflight atomic.Int64 // every call in flight
+	subs     map[string]int // resource subscriptions by URI, counted; guarded by mu
+	calls    calls          // calls in flight that want progress or elicitation
+	inflight atomic.Int64   // every call in flight
 
 	// Call defaults, changeable without a reconnect (SetCallDefaults).
 	callTimeout     atomic.Int64 // time.Duration
@@ -164,6 +165,7 @@ func New(cfg *sb.ServerConfig, opts *Options) *Session {
 		done:    make(chan struct{}),
 		restart: make(chan struct{}, 1),
 		changed: make(chan struct{}),
+		subs:    make(map[string]int),
 		m: machine{
 			status: sb.StatusConnecting,
 			p: policy{
@@ -330,6 +332,10 @@ func (s *Session) Info() sb.RuntimeInfo {
 	if m.err != nil {
 		e := *m.err
 		info.Error = &e
+	}
+	if m.lastDrop != nil {
+		d := *m.lastDrop
+		info.LastDrop = &d
 	}
 	if !m.nextRetryAt.IsZero() {
 		t := m.nextRetryAt
