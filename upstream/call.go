@@ -101,6 +101,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			params.Meta[mcp.MetaKeyLogLevel] = relayLogLevel
 		}
 		sent := &sendRecord{ctx: rctx}
+		if opts.OnElicitation != nil || opts.OnSampling != nil {
+			sent.tok = tok
+		}
 		l.calls.Add(1)
 		res, err := l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
 		l.calls.Add(-1)

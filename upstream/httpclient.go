@@ -134,7 +134,11 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp.Body = &releaseOnClose{ReadCloser: resp.Body, release: release}
-	if t.onSSE != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	if stream && sent != nil && sent.tok != "" {
+		resp.Body = newCallTagger(resp.Body, sent.tok)
+	}
+	if t.onSSE != nil && stream {
 		resp.Body = &lineTap{r: resp.Body, fn: t.onSSE, sse: true}
 	}
 	return resp, nil
@@ -211,6 +215,7 @@ func (r *statusRecorder) Status() int {
 // never ran, and may be retried after the session is re-established.
 type sendRecord struct {
 	ctx      context.Context // the call's: ends its POSTs
+	tok      string          // the call's token, if it answers server requests (calltag.go)
 	mu       sync.Mutex
 	inflight int
 	accepted bool // some POST got an answer other than 404, or none at all

@@ -36,8 +36,16 @@ func (cs *calls) only(accepts func(*call) bool) (*call, int) {
 	return found, 1
 }
 
-// serverRequestCall finds the call a server request belongs to.
-func (s *Session) serverRequestCall(kind string, accepts func(*call) bool) (*call, error) {
+// serverRequestCall finds the call a server request belongs to: the one
+// whose event stream carried it (Streamable HTTP: its token is in meta,
+// see calltag.go), else the one call that accepts such requests.
+func (s *Session) serverRequestCall(kind string, meta mcp.Meta, accepts func(*call) bool) (*call, error) {
+	if tok, ok := callToken(meta); ok {
+		if c := s.calls.byToken(tok); c != nil && accepts(c) {
+			return c, nil
+		}
+		return nil, fmt.Errorf("the call to %s that this %s request belongs to has ended", s.cfg.Name, kind)
+	}
 	c, n := s.calls.only(accepts)
 	switch {
 	case c != nil:
@@ -62,7 +70,7 @@ func (c *call) during(ctx context.Context, fn func(ctx context.Context) error) e
 
 // onSample is the go-sdk's sampling handler for every link of the session.
 func (s *Session) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	c, err := s.serverRequestCall("sampling", func(c *call) bool { return c.opts.OnSampling != nil })
+	c, err := s.serverRequestCall("sampling", req.Params.Meta, func(c *call) bool { return c.opts.OnSampling != nil })
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +97,7 @@ func (s *Session) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.El
 	if invoked, ok := ctx.Value(elicitInvokedKey{}).(*bool); ok {
 		*invoked = true
 	}
-	c, err := s.serverRequestCall("elicitation", func(c *call) bool { return c.opts.OnElicitation != nil })
+	c, err := s.serverRequestCall("elicitation", req.Params.Meta, func(c *call) bool { return c.opts.OnElicitation != nil })
 	if err != nil {
 		return nil, err
 	}
