@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Transport names a way to reach an MCP server.
@@ -238,16 +239,23 @@ func (c *ServerConfig) Validate() error {
 		bad("transport", `must be "stdio", "remote", "streamable-http" or "sse", not %q`, c.Transport)
 	}
 	// NUL cannot travel in an argv, an environment or an HTTP header, and
-	// PostgreSQL's JSONB refuses it: refuse it here, naming the field.
+	// PostgreSQL's JSONB refuses it; bytes that are not UTF-8 would be
+	// stored as U+FFFD and run as something else than was written. Refuse
+	// both here, naming the field.
 	noNUL := func(field string, vals ...string) {
 		for _, v := range vals {
 			if strings.ContainsRune(v, 0) {
 				bad(field, "must not contain a NUL character")
 				return
 			}
+			if !utf8.ValidString(v) {
+				bad(field, "must be valid UTF-8")
+				return
+			}
 		}
 	}
 	noNUL("name", c.Name)
+	noNUL("command", c.Command)
 	noNUL("args", c.Args...)
 	noNUL("cwd", c.Cwd)
 	noNUL("url", c.URL)

@@ -94,11 +94,14 @@ func TestCloneIsDeep(t *testing.T) {
 
 func TestMaskURLAndUnmask(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://h.example/mcp":                   "https://h.example/mcp",
-		"https://bob:hunter2@h.example/mcp":       "https://bob:%2A%2A%2A@h.example/mcp",
-		"https://h.example/mcp?api_key=k&page=2":  "https://h.example/mcp?api_key=%2A%2A%2A&page=2",
-		"https://h.example/mcp?AccessToken=k&x=y": "https://h.example/mcp?AccessToken=%2A%2A%2A&x=y",
-		"https://bob@h.example/mcp":               "https://bob@h.example/mcp",
+		"https://h.example/mcp":                                "https://h.example/mcp",
+		"https://bob:hunter2@h.example/mcp":                    "https://bob:***@h.example/mcp",
+		"https://h.example/mcp?api_key=k&page=2":               "https://h.example/mcp?api_key=***&page=2",
+		"https://h.example/mcp?AccessToken=k&x=y":              "https://h.example/mcp?AccessToken=***&x=y",
+		"https://tok3n@h.example/mcp":                          "https://***@h.example/mcp",
+		"https://h.example/mcp?user=me&pass=p&pwd=q":           "https://h.example/mcp?user=me&pass=***&pwd=***",
+		"https://h.example/mcp/sk-ak-9f8e7d6c5b4a3f2e1d0c/sse": "https://h.example/mcp/***/sse",
+		"https://h.example/v1/mcp-server/sse":                  "https://h.example/v1/mcp-server/sse",
 	} {
 		if got := MaskURL(in); got != want {
 			t.Errorf("MaskURL(%q) = %q, want %q", in, got, want)
@@ -117,5 +120,13 @@ func TestMaskURLAndUnmask(t *testing.T) {
 	edited.URL = "https://h.example/other"
 	if back, _ := edited.Unmask(prev); back.URL != "https://h.example/other" {
 		t.Fatalf("an edited URL was replaced: %q", back.URL)
+	}
+}
+
+func TestConfigRefusesInvalidUTF8(t *testing.T) {
+	cfg := &ServerConfig{Name: "x", Transport: TransportStdio, Command: "/bin/\xff", Args: []string{"ok", "\xc3"}}
+	var ve *ValidationError
+	if err := cfg.Validate(); !errors.As(err, &ve) || !strings.Contains(err.Error(), "command: must be valid UTF-8") || !strings.Contains(err.Error(), "args: must be valid UTF-8") {
+		t.Fatalf("Validate = %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
@@ -180,6 +181,11 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return fmt.Errorf("%w: the request body is empty; send a JSON object", errBadRequest)
+	}
+	// encoding/json would turn bytes that are not UTF-8 into U+FFFD
+	// without a word: a command would be stored as something else.
+	if !utf8.Valid(body) {
+		return fmt.Errorf("%w: the body is not valid UTF-8", errBadRequest)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -22,6 +22,11 @@ func invokeOptions(c api.CallOptions) (sb.InvokeOptions, error) {
 	if c.TimeoutMS < 0 || c.MaxTotalTimeoutMS < 0 {
 		return sb.InvokeOptions{}, fmt.Errorf("%w: timeouts must not be negative", upstream.ErrInvalidOptions)
 	}
+	// Checked before converting: a huge value would overflow the Duration
+	// and read as negative.
+	if maxMS := sb.MaxInvokeTimeout.Milliseconds(); c.TimeoutMS > maxMS || c.MaxTotalTimeoutMS > maxMS {
+		return sb.InvokeOptions{}, fmt.Errorf("%w: timeouts must be at most %d ms (%s)", upstream.ErrInvalidOptions, maxMS, sb.MaxInvokeTimeout)
+	}
 	return sb.InvokeOptions{
 		Timeout:                time.Duration(c.TimeoutMS) * time.Millisecond,
 		MaxTotalTimeout:        time.Duration(c.MaxTotalTimeoutMS) * time.Millisecond,

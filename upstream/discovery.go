@@ -48,6 +48,7 @@ func (s *Session) discover(ctx context.Context, l *link) *failure {
 	if c.err != nil {
 		s.log.Warn("listing resources or prompts failed; serving tools only", "error", s.redact.String(c.err.Error()))
 	}
+	s.warnTruncated(c)
 	l.catalog = c.catalog
 	// Servers send log messages only once a level is set. "info" lets
 	// Switchboard log them and relay them to its own clients (who filter
@@ -62,7 +63,16 @@ func (s *Session) discover(ctx context.Context, l *link) *failure {
 
 type listResult struct {
 	catalog
-	err error // a non-fatal failure listing resources or prompts
+	err       error    // a non-fatal failure listing resources or prompts
+	truncated []string // the lists cut at maxListItems
+}
+
+// warnTruncated says which lists were cut: the rest of them is not served.
+func (s *Session) warnTruncated(r listResult) {
+	if len(r.truncated) > 0 {
+		s.log.Warn("the server lists more items than Switchboard keeps; the rest are not served",
+			"lists", r.truncated, "kept", maxListItems)
+	}
 }
 
 // list re-lists the kinds named, keeping the others from prev. Only the
@@ -74,9 +84,12 @@ func (l *link) list(ctx context.Context, kinds listKind, prev catalog) (listResu
 		caps = &mcp.ServerCapabilities{}
 	}
 	if kinds&listTools != 0 && caps.Tools != nil {
-		tools, err := collect(l.cs.Tools(ctx, nil))
+		tools, cut, err := collect(l.cs.Tools(ctx, nil))
 		if err != nil {
 			return r, err
+		}
+		if cut {
+			r.truncated = append(r.truncated, "tools/list")
 		}
 		r.tools = tools
 		r.schemas = &schemaCache{}
@@ -92,29 +105,32 @@ func (l *link) list(ctx context.Context, kinds listKind, prev catalog) (listResu
 	return r, nil
 }
 
-// collect gathers every page of a list, up to maxListItems.
-func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
-	var out []T
+// collect gathers every page of a list, up to maxListItems; cut reports
+// that there was more.
+func collect[T any](seq iter.Seq2[T, error]) (out []T, cut bool, err error) {
 	for v, err := range seq {
 		if err != nil {
-			return nil, err
+			return nil, false, err
+		}
+		if len(out) == maxListItems {
+			return out, true, nil
 		}
 		out = append(out, v)
-		if len(out) >= maxListItems {
-			break
-		}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // relist replaces *dst with every page of seq. On failure the previous list
 // stays, so a transient error while refreshing does not make everything
 // disappear; the error is recorded in r.
 func relist[T any](r *listResult, name string, dst *[]T, seq iter.Seq2[T, error]) {
-	v, err := collect(seq)
+	v, cut, err := collect(seq)
 	if err != nil {
 		r.err = fmt.Errorf("%s: %w", name, err)
 		return
+	}
+	if cut {
+		r.truncated = append(r.truncated, name)
 	}
 	*dst = v
 }

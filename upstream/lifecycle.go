@@ -223,6 +223,7 @@ func (s *Session) refresh(ctx context.Context, l *link, kinds listKind) {
 	if err != nil {
 		s.log.Warn("refreshing lists after list_changed failed", "error", s.redact.String(err.Error()))
 	}
+	s.warnTruncated(r)
 	l.catalog = r.catalog
 	s.mu.Lock()
 	if s.link == l {

@@ -3,6 +3,8 @@ package upstream_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -163,4 +165,21 @@ func TestOversizedFrameDoesNotFailOtherCalls(t *testing.T) {
 		t.Errorf("a small call failed with %v", err)
 	}
 	t.Logf("%d small calls succeeded around the reset", ok)
+}
+
+// A server that lists more tools than Switchboard keeps is served its
+// first maxListItems, and the cut is said in the log, not done silently.
+func TestListCutAtTheCapIsLogged(t *testing.T) {
+	var logs testserver.Buffer
+	s := upstream.New(stdioConfig(t, "-tools", "10005"), &upstream.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Info().ToolCount; n != 10000 {
+		t.Errorf("%d tools kept, want 10000", n)
+	}
+	if !strings.Contains(logs.String(), "the server lists more items than Switchboard keeps") || !strings.Contains(logs.String(), "tools/list") {
+		t.Errorf("no warning about the cut in the log:\n%s", logs.String())
+	}
 }

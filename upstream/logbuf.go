@@ -22,7 +22,8 @@ type LogBuffer struct {
 	lines   []string // ring of at most max entries, grown as lines arrive
 	next    int      // index of the oldest line once the ring is full
 	partial []byte
-	cut     bool // the partial line exceeded maxLogLineBytes
+	cut     bool                // the partial line exceeded maxLogLineBytes
+	redact  func(string) string // applied to each line as it is kept; nil = none
 }
 
 // NewLogBuffer returns a buffer keeping the last n lines (DefaultLogLines if
@@ -74,6 +75,9 @@ func (b *LogBuffer) endLine() {
 		line += truncatedLineMark
 	}
 	b.partial, b.cut = b.partial[:0], false
+	if b.redact != nil {
+		line = b.redact(line)
+	}
 	if len(b.lines) < b.max {
 		b.lines = append(b.lines, line)
 		return

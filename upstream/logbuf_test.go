@@ -1,10 +1,15 @@
 package upstream
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
 
 func TestLogBufferKeepsTheLastLines(t *testing.T) {
@@ -54,5 +59,29 @@ func TestLookPathUsesTheChildsPath(t *testing.T) {
 	}
 	if _, err := lookPath("/etc", "", ""); err == nil {
 		t.Error("a directory was taken for a command")
+	}
+}
+
+// A server that prints a secret of its config on stderr: the kept line,
+// which the logs route and test results show, has it masked.
+func TestStderrLinesAreRedacted(t *testing.T) {
+	const secret = "sk-live-0123456789abcdef"
+	bin := testserver.Binary(t)
+	cfg := &sb.ServerConfig{Name: "chatty", Transport: sb.TransportStdio, Command: "/bin/sh",
+		Args: []string{"-c", `echo "starting with key $API_KEY" >&2; exec "$0"`, bin},
+		Env:  map[string]string{"API_KEY": secret}, ProtocolVersion: "2025-11-25"}
+	s := New(cfg, &Options{Logger: slog.New(slog.DiscardHandler)})
+	defer s.Shutdown(context.Background())
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lines := s.Logs()
+	if !slices.Contains(lines, "starting with key ***") {
+		t.Fatalf("stderr lines %q, want the key masked", lines)
+	}
+	for _, l := range lines {
+		if strings.Contains(l, secret) {
+			t.Fatalf("a stderr line shows the secret: %q", l)
+		}
 	}
 }

@@ -179,6 +179,9 @@ func New(cfg *sb.ServerConfig, opts *Options) *Session {
 			},
 		},
 	}
+	// A server may print its own secrets (a key from its env) on stderr;
+	// the lines are shown by the logs route and test results.
+	s.logs.redact = s.redact.String
 	if !cfg.IsEnabled() {
 		s.m.status = sb.StatusDisabled
 	}

@@ -22,10 +22,16 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCommand().ExecuteContext(ctx)
+	// Upstream servers' words reach the terminal escaped (terminal.go).
+	// "switchboard stdio" speaks MCP on os.Stdout itself, unfiltered.
+	stdout, stderr := newTerminalWriter(os.Stdout), newTerminalWriter(os.Stderr)
+	root := newRootCommand()
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "switchboard:", err)
+		fmt.Fprintln(stderr, "switchboard:", err)
 		os.Exit(1)
 	}
 }

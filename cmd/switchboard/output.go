@@ -136,6 +136,16 @@ func formatTime(t time.Time, now time.Time) string {
 
 // isTerminal reports whether f is a terminal: a character device other
 // than /dev/null (which is a character device too, but nobody reads it).
+// isTerminalWriter reports whether w writes to a terminal, looking through
+// a terminalWriter.
+func isTerminalWriter(w io.Writer) bool {
+	if t, ok := w.(interface{ Unfiltered() io.Writer }); ok {
+		w = t.Unfiltered()
+	}
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
+}
+
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
@@ -267,8 +277,13 @@ type progressBar struct {
 	drawn int // runes on the line now, to blank out on the next draw
 }
 
-// newProgressBar returns a bar that draws on out, a terminal.
+// newProgressBar returns a bar that draws on out, a terminal. It writes
+// its own \r, so it draws beneath the terminalWriter, and escapes the
+// server's messages itself.
 func newProgressBar(out io.Writer) *progressBar {
+	if t, ok := out.(interface{ Unfiltered() io.Writer }); ok {
+		out = t.Unfiltered()
+	}
 	cols := 80
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 20 {
 		cols = n
@@ -297,7 +312,7 @@ func (p *progressBar) render(progress, total float64, message string) string {
 	}
 	if message != "" {
 		b.WriteByte(' ')
-		b.WriteString(message)
+		b.WriteString(terminalSafe(message))
 	}
 	line := b.String()
 	if r := []rune(line); len(r) > p.cols-1 {

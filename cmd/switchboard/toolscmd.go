@@ -163,7 +163,7 @@ stderr.`,
 				// Progress only for a person at a terminal, never into a
 				// pipe or a file; questions only to a person who can
 				// answer them.
-				cio.progress = cmd.ErrOrStderr() == os.Stderr && isTerminal(os.Stderr)
+				cio.progress = isTerminalWriter(cmd.ErrOrStderr())
 				if !fromStdin && cmd.InOrStdin() == os.Stdin && isTerminal(os.Stdin) {
 					cio.in = bufio.NewReader(os.Stdin)
 				}

@@ -64,6 +64,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	// A file that already existed keeps the mode it had, which may be
+	// world-readable: tighten it, every time.
+	if err := os.Chmod(abs, 0o600); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 
 	db, err := sql.Open("sqlite", dsn(abs))
 	if err != nil {

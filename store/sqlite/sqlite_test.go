@@ -27,6 +27,34 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// A database file that exists already with a world-readable mode (made by
+// hand, or by an older version) is made private on open.
+func TestExistingWorldReadableFileIsMadePrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o644); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	s, err = Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := fi.Mode().Perm(); mode != 0o600 {
+		t.Errorf("the database kept mode %#o, want 0600", mode)
+	}
+}
+
 func TestFileModeAndPragmas(t *testing.T) {
 	// A permissive umask, as a service might run with: the files must
 	// still be private.
