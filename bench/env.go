@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
 
 // Env describes the machine and the build a run measured.
@@ -285,48 +286,26 @@ func killGroup(pgid int) {
 }
 
 // BuildTestserver builds the testserver binary (./internal/testserver/cmd/
-// testserver) into a new temporary directory with "go build", run in the
-// module that holds the working directory. The caller removes dir.
+// testserver) into a new temporary directory. The caller removes dir.
 func BuildTestserver() (path, dir string, err error) {
-	return buildCommand("./internal/testserver/cmd/testserver", "testserver")
+	return buildInTemp(testserver.Build)
 }
 
 // BuildSwitchboard builds the switchboard binary (./cmd/switchboard), for
-// the endpoint and daemon-scale scenarios, into a new temporary directory
-// with internal/daemontest. The caller removes dir.
+// the endpoint and daemon-scale scenarios, into a new temporary directory.
+// The caller removes dir.
 func BuildSwitchboard() (path, dir string, err error) {
-	dir, err = os.MkdirTemp("", "sbbench-")
-	if err != nil {
-		return "", "", err
-	}
-	if path, err = daemontest.Build(dir); err != nil {
-		_ = os.RemoveAll(dir)
-		return "", "", err
-	}
-	return path, dir, nil
+	return buildInTemp(daemontest.Build)
 }
 
-// buildCommand builds the main package pkg of this module as dir/name in a
-// new temporary directory dir.
-func buildCommand(pkg, name string) (path, dir string, err error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", "", fmt.Errorf("not inside the switchboard module (go env GOMOD is empty)")
-	}
+func buildInTemp(build func(dir string) (string, error)) (path, dir string, err error) {
 	dir, err = os.MkdirTemp("", "sbbench-")
 	if err != nil {
 		return "", "", err
 	}
-	path = filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", path, pkg)
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if path, err = build(dir); err != nil {
 		_ = os.RemoveAll(dir)
-		return "", "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		return "", "", err
 	}
 	return path, dir, nil
 }

@@ -98,21 +98,6 @@ func printJSON(out io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// truncate returns the first line of s, cut to at most n runes with "…"
-// when it was longer (or had more lines).
-func truncate(s string, n int) string {
-	line, rest, multi := strings.Cut(strings.TrimSpace(s), "\n")
-	line = strings.TrimSpace(line)
-	if utf8.RuneCountInString(line) > n {
-		r := []rune(line)
-		return string(r[:n-1]) + "…"
-	}
-	if multi && strings.TrimSpace(rest) != "" {
-		return line + " …"
-	}
-	return line
-}
-
 // orDash returns s, or "-" when it is empty, for table cells.
 func orDash(s string) string {
 	if s == "" {

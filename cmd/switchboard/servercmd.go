@@ -17,6 +17,7 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/prompt"
 )
 
 // listErrorWidth bounds the ERROR column of "server list".
@@ -161,7 +162,7 @@ func printServerList(out io.Writer, servers []sb.ServerView) {
 		}
 		errText := "-"
 		if e := v.Runtime.Error; e != nil {
-			errText = truncate(string(e.Phase)+": "+e.Message, listErrorWidth)
+			errText = prompt.FirstLine(string(e.Phase)+": "+e.Message, listErrorWidth)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", v.Name, v.Runtime.Status, transport, tools, v.Runtime.Reconnects, errText)
 	}
@@ -285,7 +286,7 @@ func printToolTable(out io.Writer, server string, tools []sb.ToolInfo) {
 	tw := newTable(out)
 	fmt.Fprintln(tw, "TOOL\tDESCRIPTION")
 	for _, t := range tools {
-		fmt.Fprintf(tw, "%s/%s\t%s\n", server, t.Name, truncate(t.Description, 80))
+		fmt.Fprintf(tw, "%s/%s\t%s\n", server, t.Name, prompt.FirstLine(t.Description, 80))
 	}
 	tw.Flush()
 }

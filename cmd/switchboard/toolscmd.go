@@ -63,7 +63,7 @@ ones marked *) and the first line of its description.`,
 					}
 					why := "status " + string(v.Runtime.Status)
 					if e := v.Runtime.Error; e != nil {
-						why += "; " + string(e.Phase) + ": " + truncate(e.Message, listErrorWidth)
+						why += "; " + string(e.Phase) + ": " + prompt.FirstLine(e.Message, listErrorWidth)
 					}
 					fmt.Fprintf(out, "%s has no tools (%s)\n", args[0], why)
 					return nil
@@ -71,7 +71,7 @@ ones marked *) and the first line of its description.`,
 				tw := newTable(out)
 				fmt.Fprintln(tw, "TOOL\tARGUMENTS\tDESCRIPTION")
 				for _, t := range tools {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Address, orDash(argumentSummary(t.InputSchema)), truncate(t.Description, 70))
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Address, orDash(argumentSummary(t.InputSchema)), prompt.FirstLine(t.Description, 70))
 				}
 				return tw.Flush()
 			})
@@ -205,7 +205,7 @@ func parseArguments(text string) (json.RawMessage, error) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	if err := dec.Decode(&obj); err != nil || obj == nil {
 		if err == nil || strings.Contains(err.Error(), "cannot unmarshal") {
-			return nil, fmt.Errorf("the arguments must be a JSON object such as '{\"text\": \"hi\"}', not %s", truncate(text, 40))
+			return nil, fmt.Errorf("the arguments must be a JSON object such as '{\"text\": \"hi\"}', not %s", prompt.FirstLine(text, 40))
 		}
 		return nil, fmt.Errorf("the arguments are not valid JSON (%v); quote them for the shell: '{\"text\": \"hi\"}'", err)
 	}
@@ -254,7 +254,7 @@ func runCall(ctx context.Context, c *client.Client, cio *callIO, tool string, ar
 	opts.OnElicitation = func(_ context.Context, req sb.ElicitationRequest) (sb.ElicitationResponse, error) {
 		bar.Clear()
 		if cio.in == nil {
-			fmt.Fprintf(cio.errOut, "switchboard: the server asked for input (%s); declined: stdin is not a terminal\n", truncate(req.Message, 80))
+			fmt.Fprintf(cio.errOut, "switchboard: the server asked for input (%s); declined: stdin is not a terminal\n", prompt.FirstLine(req.Message, 80))
 			return sb.ElicitationResponse{Action: "decline"}, nil
 		}
 		return prompt.Elicit(cio.in, cio.errOut, &req)

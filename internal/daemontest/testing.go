@@ -5,20 +5,15 @@ package daemontest
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/switchboard-mcp/switchboard/internal/gobuild"
 )
 
-var built struct {
-	once sync.Once
-	dir  string // temp dir holding the binary
-	path string
-	err  error
-}
+var built = gobuild.Once{Pkg: mainPackage, Name: "switchboard"}
 
 // Binary returns the absolute path of the switchboard binary, building it
 // with [Build] the first time it is called in this test process. The binary
@@ -28,16 +23,11 @@ var built struct {
 // builds into a test's TempDir with [Build] instead.
 func Binary(tb testing.TB) string {
 	tb.Helper()
-	built.once.Do(func() {
-		built.dir, built.err = os.MkdirTemp("", "switchboard-bin-")
-		if built.err == nil {
-			built.path, built.err = Build(built.dir)
-		}
-	})
-	if built.err != nil {
-		tb.Fatalf("building switchboard: %v", built.err)
+	path, err := built.Path()
+	if err != nil {
+		tb.Fatalf("building switchboard: %v", err)
 	}
-	return built.path
+	return path
 }
 
 // RemoveBinary deletes the binary built by [Binary], if any. It is meant for
@@ -49,11 +39,7 @@ func Binary(tb testing.TB) string {
 //			os.Exit(code)
 //		}))
 //	}
-func RemoveBinary() {
-	if built.dir != "" {
-		_ = os.RemoveAll(built.dir)
-	}
-}
+func RemoveBinary() { built.Remove() }
 
 // Start starts a daemon with [StartProcess], failing the test if it does
 // not come up. Empty Options.Binary is [Binary]'s; empty Options.DB is a

@@ -190,7 +190,7 @@ func question(f Field) string {
 	}
 	s := "  " + label
 	if f.Description != "" {
-		s += ", " + firstLine(f.Description, 80)
+		s += ", " + FirstLine(f.Description, 80)
 	}
 	if len(notes) > 0 {
 		s += " (" + strings.Join(notes, "; ") + ")"
@@ -237,9 +237,10 @@ func convert(f Field, text string) (any, error) {
 	return text, nil
 }
 
-// firstLine returns the first line of s, cut to at most n runes with "…"
-// when it was longer (or had more lines).
-func firstLine(s string, n int) string {
+// FirstLine returns the first line of s, cut to at most n runes with "…"
+// when it was longer (or had more lines): for one-line table cells and
+// prompts.
+func FirstLine(s string, n int) string {
 	line, rest, multi := strings.Cut(strings.TrimSpace(s), "\n")
 	line = strings.TrimSpace(line)
 	if utf8.RuneCountInString(line) > n {

@@ -8,17 +8,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/gobuild"
 )
 
 // mainPackage is the server's main package, relative to the module root.
@@ -31,27 +31,27 @@ const startTimeout = 10 * time.Second
 // after the process exited (a leaked grandchild could hold them open).
 const pipeDrainDelay = 2 * time.Second
 
-var built struct {
-	once sync.Once
-	dir  string // temp dir holding the binary
-	path string
-	err  error
-}
+var built = gobuild.Once{Pkg: mainPackage, Name: "testserver"}
 
 // Binary returns the absolute path of the testserver binary, building it
 // with "go build" the first time it is called in this test process. The
 // binary lives in a temporary directory shared by all tests of the process
 // (not a test's TempDir, which would vanish with that test); call
-// [RemoveBinary] from TestMain to delete it.
+// [RemoveBinary] from TestMain to delete it. Code without a testing.TB
+// (the benchmarks) uses [Build].
 func Binary(tb testing.TB) string {
 	tb.Helper()
-	built.once.Do(func() {
-		built.dir, built.path, built.err = buildBinary()
-	})
-	if built.err != nil {
-		tb.Fatalf("building testserver: %v", built.err)
+	path, err := built.Path()
+	if err != nil {
+		tb.Fatalf("building testserver: %v", err)
 	}
-	return built.path
+	return path
+}
+
+// Build builds the testserver as dir/testserver and returns its absolute
+// path. The caller owns dir.
+func Build(dir string) (string, error) {
+	return gobuild.Build(mainPackage, filepath.Join(dir, "testserver"))
 }
 
 // RemoveBinary deletes the binary built by [Binary], if any. It is meant for
@@ -63,54 +63,7 @@ func Binary(tb testing.TB) string {
 //			os.Exit(code)
 //		}))
 //	}
-func RemoveBinary() {
-	if built.dir != "" {
-		_ = os.RemoveAll(built.dir)
-	}
-}
-
-func buildBinary() (dir, path string, err error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", "", err
-	}
-	dir, err = os.MkdirTemp("", "testserver-bin-")
-	if err != nil {
-		return "", "", err
-	}
-	path = filepath.Join(dir, "testserver")
-	cmd := exec.Command("go", "build", "-o", path, mainPackage)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		_ = os.RemoveAll(dir)
-		return "", "", fmt.Errorf("go build %s: %v\n%s", mainPackage, err, out)
-	}
-	return dir, path, nil
-}
-
-// moduleRoot finds the directory holding go.mod: first by asking the go
-// command about the working directory (go test runs in the package's
-// directory), then by walking up from this source file.
-func moduleRoot() (string, error) {
-	if out, err := exec.Command("go", "env", "GOMOD").Output(); err == nil {
-		gomod := strings.TrimSpace(string(out))
-		if gomod != "" && gomod != os.DevNull {
-			return filepath.Dir(gomod), nil
-		}
-	}
-	_, file, _, ok := runtime.Caller(0)
-	if ok && filepath.IsAbs(file) {
-		for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				return dir, nil
-			}
-			if parent := filepath.Dir(dir); parent == dir {
-				break
-			}
-		}
-	}
-	return "", errors.New("cannot find the module root (go.mod)")
-}
+func RemoveBinary() { built.Remove() }
 
 // Command returns an unstarted command running the testserver with args
 // (stdio unless args say otherwise) in its own process group, e.g. for
