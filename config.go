@@ -70,7 +70,26 @@ type ServerConfig struct {
 	MaxTotalTimeoutMS int64        `json:"max_total_timeout_ms,omitempty"`
 	ProtocolVersion   string       `json:"protocol_version,omitempty"`
 	Retry             *RetryConfig `json:"retry,omitempty"`
+
+	// SessionScope says who shares the server's upstream session; empty
+	// means SessionShared.
+	SessionScope SessionScope `json:"session_scope,omitempty"`
 }
+
+// SessionScope says who shares a server's upstream session.
+type SessionScope string
+
+const (
+	// SessionShared: one upstream session (one process, for stdio) serves
+	// every client.
+	SessionShared SessionScope = "shared"
+	// SessionPerClient: each downstream MCP session gets an upstream
+	// session of its own for its tool calls, so that a server's
+	// elicitation and sampling requests reach the client whose call caused
+	// them even where the transport cannot say which call that was
+	// (stdio, legacy SSE).
+	SessionPerClient SessionScope = "per-client"
+)
 
 // RetryConfig tunes a server's retry cycle. Zero fields take the defaults
 // (4 attempts, 2/4/8 s, slow retry every 60 s doubling to 10 min).
@@ -278,6 +297,11 @@ func (c *ServerConfig) Validate() error {
 	checkMS("max_total_timeout_ms", c.MaxTotalTimeoutMS, maxTimeoutMS)
 	if c.ProtocolVersion != "" && !versionRE.MatchString(c.ProtocolVersion) {
 		bad("protocol_version", `must be empty (auto) or a version date such as "2025-11-25"`)
+	}
+	switch c.SessionScope {
+	case "", SessionShared, SessionPerClient:
+	default:
+		bad("session_scope", `must be "shared" (the default) or "per-client", not %q`, c.SessionScope)
 	}
 	if r := c.Retry; r != nil {
 		if r.MaxAttempts < 0 || r.MaxAttempts > maxAttempts {

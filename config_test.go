@@ -1,6 +1,7 @@
 package switchboard
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -31,6 +32,9 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 		{"negative timeout", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", CallTimeoutMS: -1}, []string{"call_timeout_ms"}},
 		{"absurd timeout", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", StartupTimeoutMS: 1 << 40}, []string{"startup_timeout_ms"}},
 		{"bad protocol", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", ProtocolVersion: "latest"}, []string{"protocol_version"}},
+		{"per-client scope", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", SessionScope: SessionPerClient}, nil},
+		{"shared scope", ServerConfig{Name: "a", Transport: TransportRemote, URL: "http://h/", SessionScope: SessionShared}, nil},
+		{"unknown scope", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", SessionScope: "per-user"}, []string{"session_scope"}},
 		{"bad retry", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Retry: &RetryConfig{MaxAttempts: -1, DelaysMS: []int64{-5}}},
 			[]string{"retry.max_attempts", "retry.delays_ms[0]"}},
 	} {
@@ -60,6 +64,32 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A bad session_scope is refused with a message that names the allowed
+// values, and a good one survives the JSON the stores keep.
+func TestSessionScopeIsValidatedAndKept(t *testing.T) {
+	bad := ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", SessionScope: "Per-Client"}
+	var ve *ValidationError
+	if err := bad.Validate(); !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != "session_scope" ||
+		!strings.Contains(ve.Fields[0].Message, `"shared"`) || !strings.Contains(ve.Fields[0].Message, `"per-client"`) ||
+		!strings.Contains(ve.Fields[0].Message, `"Per-Client"`) {
+		t.Fatalf("Validate = %v; want one session_scope error naming the allowed values and the bad one", err)
+	}
+	for _, scope := range []SessionScope{"", SessionShared, SessionPerClient} {
+		in := ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", SessionScope: scope}
+		data, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scope == "" && strings.Contains(string(data), "session_scope") {
+			t.Errorf("an unset scope is written: %s", data)
+		}
+		var out ServerConfig
+		if err := json.Unmarshal(data, &out); err != nil || out.SessionScope != scope {
+			t.Errorf("%q: decoded %q (%v) from %s", scope, out.SessionScope, err, data)
+		}
 	}
 }
 

@@ -43,6 +43,10 @@ type Source interface {
 	WaitSettled(ctx context.Context, limit time.Duration, names ...string) error
 	// MaxTotalTimeout is a server's max_total_timeout_ms, zero if unset.
 	MaxTotalTimeout(name string) time.Duration
+	// ReleaseClient shuts down the upstream sessions kept for one
+	// downstream client (session_scope "per-client"), once its downstream
+	// session has ended.
+	ReleaseClient(client string)
 }
 
 // Options configure a Gateway. Executor is required.
@@ -105,8 +109,10 @@ type Gateway struct {
 	mu  sync.Mutex
 	per map[string]*mirror
 
+	clients *clients // the downstream sessions named for per-client sessions
+
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   chan struct{} // closed when follow and watchClients have returned
 }
 
 // New returns a gateway over src, already in step with it.
@@ -130,7 +136,8 @@ func New(src Source, opts Options) *Gateway {
 		opts.MaxTotalTimeout = DefaultMaxTotalTimeout
 	}
 	opts.MaxTotalTimeout = min(opts.MaxTotalTimeout, sb.MaxInvokeTimeout)
-	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror), done: make(chan struct{})}
+	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror),
+		clients: newClients(), done: make(chan struct{})}
 	g.agg = g.newMirror("")
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
@@ -139,17 +146,25 @@ func New(src Source, opts Options) *Gateway {
 	for _, name := range src.Names() {
 		g.agg.sync(name)
 	}
-	go func() {
-		defer close(g.done)
+	var running sync.WaitGroup
+	running.Go(func() {
 		defer stopEvents()
 		defer stopNotes()
 		g.follow(ctx, events, notes)
+	})
+	sweep := clientSweep
+	running.Go(func() { g.watchClients(ctx, sweep) })
+	go func() {
+		running.Wait()
+		close(g.done)
 	}()
 	return g
 }
 
-// Close stops following the sources. Downstream sessions end with the
-// HTTP server or the stdio transport that carries them.
+// Close stops following the sources, and releases the per-client upstream
+// sessions of every downstream client (it no longer watches for their
+// end). Downstream sessions end with the HTTP server or the stdio
+// transport that carries them.
 func (g *Gateway) Close() {
 	g.cancel()
 	<-g.done
@@ -358,10 +373,13 @@ func (g *Gateway) Handler() http.Handler {
 			}
 		}
 		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
-			stateless.ServeHTTP(w, r)
+			stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), statelessKey{}, true)))
 			return
 		}
 		stateful.ServeHTTP(w, r)
+		if r.Method == http.MethodDelete {
+			g.clients.wake() // a client said goodbye: release its sessions now
+		}
 	})
 	return http.NewCrossOriginProtection().Handler(h)
 }
@@ -374,8 +392,11 @@ func serverName(r *http.Request) string {
 
 // call runs a downstream tools/call on an upstream server, relaying
 // progress, elicitation and sampling to the downstream session that made
-// it, and cancellation back up.
-func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest, server, tool string) (*mcp.CallToolResult, error) {
+// it, and cancellation back up. The call runs as that session's client
+// (clients.go), on a session of its own if the server's scope is
+// per-client. from is the mirror's server that received it.
+func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolRequest, server, tool string) (*mcp.CallToolResult, error) {
+	ctx = g.clients.withClient(ctx, req.Session, from)
 	// Requests to the downstream client are sent with the context of the
 	// downstream call, which tells the go-sdk to send them on that call's
 	// stream (not the standalone one, which a client may not have opened),

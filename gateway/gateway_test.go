@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 type env struct {
 	t   *testing.T
 	reg *registry.Registry
+	gw  *gateway.Gateway // set by newEnv
 	url string
 }
 
@@ -77,7 +78,7 @@ func newEnv(t *testing.T, token string, servers ...*sb.ServerConfig) *env {
 		reg.Shutdown(context.Background())
 		st.Close()
 	})
-	return &env{t: t, reg: reg, url: srv.URL}
+	return &env{t: t, reg: reg, gw: gw, url: srv.URL}
 }
 
 func stdio(t *testing.T, name string, args ...string) *sb.ServerConfig {

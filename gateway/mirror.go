@@ -223,7 +223,7 @@ func (m *mirror) addTool(name, server string, t *mcp.Tool) (err error) {
 		cp.InputSchema = map[string]any{"type": "object"}
 	}
 	m.server.AddTool(&cp, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return m.g.call(ctx, req, server, t.Name)
+		return m.g.call(ctx, m.server, req, server, t.Name)
 	})
 	return nil
 }

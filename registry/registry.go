@@ -41,6 +41,14 @@ type Options struct {
 	// Session is the template for every session's options (health probe,
 	// result cap, ...). Its Logger and OnEvent are set by the registry.
 	Session upstream.Options
+	// MaxClientSessions caps the per-client sessions of one server
+	// (session_scope "per-client"); a call from one client more fails with
+	// ErrTooManyClients. If zero, DefaultMaxClientSessions is used.
+	MaxClientSessions int
+	// ClientIdleTimeout: a per-client session that no call has used for
+	// this long is shut down; the client's next call starts a new one. If
+	// zero, DefaultClientIdleTimeout is used.
+	ClientIdleTimeout time.Duration
 }
 
 // Registry is the set of configured servers. It is safe for concurrent use.
@@ -60,14 +68,23 @@ type Registry struct {
 
 	loaded chan struct{} // closed when every startup begun by Load has returned
 	wg     sync.WaitGroup
+
+	// The idle reaper of per-client sessions (clients.go): started with the
+	// first one, stopped by Shutdown.
+	reaperOnce sync.Once
+	reapWake   chan struct{} // a call ended: a session may fall idle sooner
+	reapCtx    context.Context
+	stopReaper context.CancelFunc
 }
 
 // entry is one configured server.
 type entry struct {
 	mu      sync.Mutex // serialises changes to this server
 	stored  sb.StoredServer
-	session *upstream.Session // nil while disabled
-	first   *firstOutcome     // of session; nil while disabled
+	session *upstream.Session         // nil while disabled
+	first   *firstOutcome             // of session; nil while disabled
+	clients map[string]*clientSession // per-client sessions by client (clients.go)
+	gone    bool                      // deleted
 }
 
 // New returns a registry over store. Call Load to start the servers.
@@ -82,7 +99,16 @@ func New(store sb.Store, opts *Options) *Registry {
 	if o.StartConcurrency <= 0 {
 		o.StartConcurrency = DefaultStartConcurrency
 	}
-	return &Registry{store: store, opts: o, log: o.Logger, servers: make(map[string]*entry), loaded: make(chan struct{})}
+	if o.MaxClientSessions <= 0 {
+		o.MaxClientSessions = DefaultMaxClientSessions
+	}
+	if o.ClientIdleTimeout <= 0 {
+		o.ClientIdleTimeout = DefaultClientIdleTimeout
+	}
+	r := &Registry{store: store, opts: o, log: o.Logger, servers: make(map[string]*entry), loaded: make(chan struct{}),
+		reapWake: make(chan struct{}, 1)}
+	r.reapCtx, r.stopReaper = context.WithCancel(context.Background())
+	return r
 }
 
 // Load reads every config from the store and starts the enabled servers in
@@ -341,25 +367,36 @@ func (r *Registry) apply(e *entry, prev, next *sb.ServerConfig) {
 	case !next.IsEnabled():
 		if e.session != nil {
 			r.stopSession(e)
+			r.stopClients(e)
 			r.log.Info("server disabled", "server", next.Name)
 		}
 	case e.session == nil || connectionChanged(prev, next):
+		// Per-client sessions are not replaced here: each client's next
+		// call starts one with the new config.
 		r.stopSession(e)
+		r.stopClients(e)
 		r.newSession(e, next)
 		r.startAsync(e.session)
 		r.log.Info("server (re)started for a changed config", "server", next.Name)
 	default:
 		e.session.SetCallDefaults(next.CallTimeout(), next.MaxTotalTimeout())
+		for _, c := range e.clients {
+			c.s.SetCallDefaults(next.CallTimeout(), next.MaxTotalTimeout())
+		}
+		if next.SessionScope != sb.SessionPerClient {
+			r.stopClients(e) // back to one shared session
+		}
 	}
 }
 
 // connectionChanged reports whether two configs differ in anything that
-// needs a new connection. Everything but the call timeouts and the
-// enabled flag does.
+// needs a new connection. Everything but the call timeouts, the enabled
+// flag and the session scope does (the scope decides which session a
+// call takes, not how one connects).
 func connectionChanged(a, b *sb.ServerConfig) bool {
 	x, y := *a.Clone(), *b.Clone()
 	for _, c := range []*sb.ServerConfig{&x, &y} {
-		c.Enabled, c.CallTimeoutMS, c.MaxTotalTimeoutMS = nil, 0, 0
+		c.Enabled, c.CallTimeoutMS, c.MaxTotalTimeoutMS, c.SessionScope = nil, 0, 0, ""
 		if len(c.Args) == 0 {
 			c.Args = nil
 		}
@@ -396,13 +433,16 @@ func (r *Registry) Delete(ctx context.Context, name string, version int64) error
 	r.mu.Lock()
 	delete(r.servers, name)
 	r.mu.Unlock()
+	e.gone = true
 	r.stopSession(e)
+	r.stopClients(e)
 	r.log.Info("server deleted", "server", name)
 	r.subs.publish(sb.Event{Server: name, Reason: sb.ReasonDeleted, Status: sb.StatusDisabled, At: time.Now()})
 	return nil
 }
 
-// Restart reconnects a server with a fresh retry budget.
+// Restart reconnects a server with a fresh retry budget, and its per-client
+// sessions too.
 func (r *Registry) Restart(name string) error {
 	e, err := r.get(name)
 	if err != nil {
@@ -414,6 +454,9 @@ func (r *Registry) Restart(name string) error {
 		return fmt.Errorf("%w: %q is disabled; enable it to start it", ErrDisabled, name)
 	}
 	e.session.Restart()
+	for _, c := range e.clients {
+		c.s.Restart()
+	}
 	return nil
 }
 
@@ -509,9 +552,12 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// Session returns the live session of a server, for the executor's MCP
-// plugin: ok is false for an unknown server, and the session is nil for a
-// disabled one.
+// Session returns the shared session of a server, for the executor's MCP
+// plugin and the gateway: ok is false for an unknown server, and the
+// session is nil for a disabled one. It serves every call of a server whose
+// session_scope is "shared"; for a "per-client" server it serves the lists,
+// resources, prompts and health, and the calls made without a client (see
+// ClientSession).
 func (r *Registry) Session(name string) (s *upstream.Session, ok bool) {
 	e, err := r.get(name)
 	if err != nil {
@@ -600,8 +646,9 @@ func (r *Registry) Names() []string {
 	return slices.Sorted(maps.Keys(r.servers))
 }
 
-// Shutdown stops every session, concurrently, within DefaultShutdownTimeout
-// or ctx, whichever ends first. The registry cannot be used afterwards.
+// Shutdown stops every session, the per-client ones too, concurrently,
+// within DefaultShutdownTimeout or ctx, whichever ends first. The registry
+// cannot be used afterwards.
 func (r *Registry) Shutdown(ctx context.Context) error {
 	// Lock order is entry, then registry (Create and Delete take r.mu while
 	// holding e.mu), so the entries are snapshotted under r.mu and locked
@@ -617,8 +664,10 @@ func (r *Registry) Shutdown(ctx context.Context) error {
 			sessions = append(sessions, e.session)
 			e.first.settle() // nothing is awaited from a registry shutting down
 		}
+		sessions = append(sessions, takeClients(e)...)
 		e.mu.Unlock()
 	}
+	r.stopReaper() // the idle reaper
 
 	ctx, cancel := context.WithTimeout(ctx, DefaultShutdownTimeout)
 	defer cancel()
