@@ -76,6 +76,7 @@ func stdioConfig(name string) *switchboard.ServerConfig {
 		CallTimeoutMS:     15_000,
 		MaxTotalTimeoutMS: 600_000,
 		ProtocolVersion:   "2025-06-18",
+		SessionScope:      switchboard.SessionPerClient,
 		Retry:             &switchboard.RetryConfig{MaxAttempts: 7, DelaysMS: []int64{100, 0, 3000}, SlowRetryMS: 45_000},
 	}
 }
