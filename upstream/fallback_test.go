@@ -2,6 +2,7 @@ package upstream_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -107,11 +108,11 @@ func (h logRecorder) contains(sub string) bool {
 	return slices.ContainsFunc(*h.msgs, func(m string) bool { return strings.Contains(m, sub) })
 }
 
-// TestFallbackToSSEOn400_404_405AndSessionMissing: a server that only speaks the 2024-11-05
-// transport answers a Streamable HTTP client's first POST with 400, 404 or
-// 405 (or, behind a balancer whose replicas share no sessions, loses the
-// session during the handshake). A "remote" server must then connect over
-// SSE, list the tools and call one.
+// TestFallbackToSSEOn400_404_405AndSessionMissing: a server that only
+// speaks the 2024-11-05 transport answers a Streamable HTTP client's first
+// POST with 400, 404 or 405 (or, behind a balancer whose replicas share no
+// sessions, loses the session during the handshake). A "remote" server must
+// then connect over SSE, list the tools and call one.
 func TestFallbackToSSEOn400_404_405AndSessionMissing(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -239,6 +240,10 @@ func TestNoFallbackWhenSSECannotHelp(t *testing.T) {
 		{name: "403", post: status(http.StatusForbidden), wantCode: "http_403"},
 		{name: "429", post: status(http.StatusTooManyRequests), wantCode: "http_429"},
 		{name: "500", post: status(http.StatusInternalServerError), wantCode: "http_500"},
+		// Web pages with these statuses are about credentials or the server
+		// behind a proxy, not about the URL: the status says more.
+		{name: "401 as an HTML login page", post: htmlPage(http.StatusUnauthorized), wantCode: "http_401"},
+		{name: "502 as a proxy's HTML error page", post: htmlPage(http.StatusBadGateway), wantCode: "http_502"},
 		{name: "connection refused", wantCode: sb.CodeConnectionRefused},
 		{name: "timeout", timeout: 500, wantCode: sb.CodeTimeout,
 			post: func(w http.ResponseWriter, r *http.Request) {
@@ -281,8 +286,8 @@ func TestNoFallbackWhenSSECannotHelp(t *testing.T) {
 				t.Fatalf("fell back to SSE after %s (status %s over %q, error %+v): %s says nothing about the transport",
 					tc.name, info.Status, info.Transport, info.Error, tc.name)
 			}
-			if info.Error.Code != tc.wantCode {
-				t.Errorf("error %+v, want code %s: the Streamable HTTP failure itself", info.Error, tc.wantCode)
+			if info.Error.Code != tc.wantCode || strings.Contains(info.Error.Message, "HTML") {
+				t.Errorf("error %+v, want code %s and the Streamable HTTP failure itself", info.Error, tc.wantCode)
 			}
 		})
 	}
@@ -295,5 +300,95 @@ func status(code int) http.HandlerFunc {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 		}
 		http.Error(w, http.StatusText(code), code)
+	}
+}
+
+// htmlPage answers with a web page and code, as a web server, a static site
+// or a single-page app does for a URL that is not an MCP endpoint.
+func htmlPage(code int) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte("<!DOCTYPE html>\n<html><head><title>Welcome</title></head>\n<body><h1>It works!</h1></body></html>\n"))
+	}
+}
+
+// TestHTMLPageIsNotMistakenForABrokenServer: a URL that is a web page (the
+// site's home page, its 404 page) must say so, not "the server closed the
+// connection" or "malformed line in SSE stream", and be retried like any
+// other failure to connect.
+func TestHTMLPageIsNotMistakenForABrokenServer(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		transport sb.Transport
+		protocol  string // pinned protocol version; empty is automatic
+		handler   http.HandlerFunc
+		wantCode  sb.Code
+		wantBoth  bool // a "remote" server must have tried SSE as well
+	}{
+		{name: "remote, 200 text/html", transport: sb.TransportRemote, handler: htmlPage(200),
+			wantCode: sb.CodeConnectFailed, wantBoth: true},
+		{name: "remote, 404 text/html", transport: sb.TransportRemote, handler: htmlPage(404),
+			wantCode: "http_404", wantBoth: true},
+		{name: "remote, 405 to the POST and 200 text/html to the SSE GET", transport: sb.TransportRemote,
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost {
+					status(http.StatusMethodNotAllowed)(w, r)
+					return
+				}
+				htmlPage(200)(w, r)
+			},
+			wantCode: sb.CodeConnectFailed, wantBoth: true},
+		{name: "streamable-http, 200 text/html", transport: sb.TransportStreamableHTTP, handler: htmlPage(200),
+			wantCode: sb.CodeConnectFailed},
+		{name: "streamable-http, 200 text/html to initialize", transport: sb.TransportStreamableHTTP,
+			protocol: "2025-11-25", handler: htmlPage(200), wantCode: sb.CodeConnectFailed},
+		{name: "streamable-http, 404 text/html", transport: sb.TransportStreamableHTTP, handler: htmlPage(404),
+			wantCode: "http_404"},
+		{name: "sse, 200 text/html", transport: sb.TransportSSE, handler: htmlPage(200),
+			wantCode: sb.CodeConnectFailed},
+		{name: "sse, 404 text/html", transport: sb.TransportSSE, handler: htmlPage(404),
+			wantCode: "http_404"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sseOpened atomic.Bool
+			ts := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				if isSSEOpen(r) {
+					sseOpened.Store(true)
+				}
+				tc.handler(w, r)
+			})
+			// Credentials in the URL must not reach the message.
+			u := strings.Replace(ts.URL, "http://", "http://alice:pa55word@", 1) + "/welcome?api_key=k3y-value"
+			cfg := &sb.ServerConfig{Name: "test", Transport: tc.transport, URL: u, ProtocolVersion: tc.protocol,
+				Retry: &sb.RetryConfig{MaxAttempts: 2, DelaysMS: []int64{10}}}
+			s, rec := newSession(t, cfg, nil)
+			err := s.Start(context.Background())
+			var uerr *upstream.Error
+			if !errors.As(err, &uerr) {
+				t.Fatalf("Start = %v, want a session error", err)
+			}
+			const want = "answered with an HTML page, not MCP: is this the server's MCP endpoint? (it usually ends in /mcp or /sse)"
+			if uerr.Phase != sb.PhaseConnect || uerr.Code != tc.wantCode || !strings.Contains(uerr.Message, want) ||
+				!strings.Contains(uerr.Message, "/welcome") {
+				t.Fatalf("error phase %s code %s %q; want phase connect, code %s, naming the URL and saying %q",
+					uerr.Phase, uerr.Code, uerr.Message, tc.wantCode, want)
+			}
+			for _, secret := range []string{"pa55word", "k3y-value"} {
+				if strings.Contains(uerr.Message, secret) {
+					t.Errorf("secret %q leaked: %q", secret, uerr.Message)
+				}
+			}
+			if tc.wantBoth && !sseOpened.Load() {
+				t.Errorf("a remote server gave up without trying SSE")
+			}
+			// Retried as any other failure to connect (retryFast): both fast
+			// attempts spent, then the slow retry is scheduled. An auth-like
+			// failure would stop after one attempt with no retry due.
+			info := s.Info()
+			if n := rec.count(sb.ReasonStarting); n != 2 || info.Attempt != 2 || info.NextRetryAt == nil {
+				t.Errorf("%d attempts, attempt %d, next retry %v; want 2, 2 and a slow retry due", n, info.Attempt, info.NextRetryAt)
+			}
+		})
 	}
 }
