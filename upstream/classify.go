@@ -73,8 +73,9 @@ func classifySpawn(command string, err error) *failure {
 
 // classifyRemote turns an error from connecting to a remote server into a
 // failure. status is the last HTTP error status the server answered with
-// during the attempt, or 0.
-func classifyRemote(phase sb.Phase, endpoint string, status int, err error) *failure {
+// during the attempt, or 0; page is the HTTP status of the last web page
+// (HTML) it answered with, or 0.
+func classifyRemote(phase sb.Phase, endpoint string, status, page int, err error) *failure {
 	switch status {
 	case 401:
 		return fail(sb.PhaseAuth, sb.HTTPStatus(status), retryNever, &HTTPStatusError{status, endpoint},
@@ -85,6 +86,22 @@ func classifyRemote(phase sb.Phase, endpoint string, status int, err error) *fai
 	case 429:
 		return fail(sb.PhaseConnect, sb.HTTPStatus(status), retryFast, &HTTPStatusError{status, endpoint},
 			"HTTP 429 from %s: the server is rate limiting; retrying later", endpoint)
+	}
+	if page != 0 && page < 500 {
+		// A web page where MCP was expected: the site's home page, its 404
+		// page, a single-page app answering every path. What the go-sdk
+		// makes of it ("malformed line in SSE stream", "the server closed
+		// the connection", "Not Found") sends people looking for a broken
+		// server when the URL is wrong. An error status keeps its code, as
+		// any HTTP error status of an attempt does; a 5xx page is left to
+		// the status (a proxy's "502 Bad Gateway" page is about the server
+		// behind it, not the URL).
+		code, cause := sb.CodeConnectFailed, err
+		if page >= 400 {
+			code, cause = sb.HTTPStatus(page), &HTTPStatusError{page, endpoint}
+		}
+		return fail(sb.PhaseConnect, code, retryFast, cause,
+			"%s answered with an HTML page, not MCP: is this the server's MCP endpoint? (it usually ends in /mcp or /sse)", endpoint)
 	}
 	if status >= 400 {
 		return fail(sb.PhaseConnect, sb.HTTPStatus(status), retryFast, &HTTPStatusError{status, endpoint},

@@ -3,7 +3,9 @@ package upstream
 import (
 	"context"
 	"errors"
+	"mime"
 	"net/http"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
@@ -27,8 +29,11 @@ func (s *Session) dialRemote(ctx context.Context) (*link, *failure) {
 
 // dialHTTP connects over Streamable HTTP or legacy SSE. For Streamable HTTP
 // it also reports whether the answer calls for the SSE fallback: HTTP 400,
-// 404 or 405, or the session-missing error the go-sdk maps a 404 to. Never
-// on 401/403/406/415/429/5xx, timeouts or refused connections.
+// 404 or 405, the session-missing error the go-sdk maps a 404 to, or a web
+// page (an HTML answer with a success status: whatever it is, it is not
+// Streamable HTTP, and a "remote" server should say so only after trying
+// SSE too). Never on 401/403/406/415/429/5xx, timeouts or refused
+// connections.
 func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *failure, fallback bool) {
 	l = newLink(kind)
 	// The link's context lives as long as the link: the legacy SSE client
@@ -38,11 +43,12 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	lctx, cancel := context.WithCancel(s.runCtx)
 	lctx, rec := withStatusRecorder(lctx)
 	host := hostOf(s.redact.String(s.cfg.URL))
-	hc := &http.Client{Transport: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, linkCtx: lctx, onSSE: s.onWire,
+	pages := &pageRecorder{base: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, linkCtx: lctx, onSSE: s.onWire,
 		onRefused: func(err error) {
 			l.markDead(fail(sb.PhaseRuntime, sb.CodeConnectionRefused, retryFast, err,
 				"connection refused by %s: the server is no longer running", host))
 		}}}
+	hc := &http.Client{Transport: pages}
 	var t mcp.Transport
 	if kind == sb.TransportSSE {
 		t = &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
@@ -61,11 +67,18 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	if err != nil {
 		cancel()
 		endpoint := s.redact.String(s.cfg.URL)
-		status := rec.Status()
-		if kind == sb.TransportStreamableHTTP && (status == 400 || status == 404 || status == 405 || errors.Is(err, mcp.ErrSessionMissing)) {
+		status, page := rec.Status(), pages.Status()
+		if status != 0 && page != status {
+			// The attempt failed on an error status of another answer: the
+			// page was one the go-sdk ignores, such as a proxy's answer to
+			// the standalone stream's GET (go-sdk#736).
+			page = 0
+		}
+		if kind == sb.TransportStreamableHTTP && (status == 400 || status == 404 || status == 405 ||
+			errors.Is(err, mcp.ErrSessionMissing) || (page != 0 && page < 400)) {
 			fallback = true
 		}
-		if ctx.Err() != nil && status == 0 {
+		if ctx.Err() != nil && status == 0 && page == 0 {
 			return nil, fail(sb.PhaseInitialize, sb.CodeTimeout, retryFast, err,
 				"%s did not complete the MCP handshake within the %s startup timeout", endpoint, s.cfg.StartupTimeout()), fallback
 		}
@@ -73,7 +86,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		if status != 0 {
 			phase = sb.PhaseConnect
 		}
-		return nil, classifyRemote(phase, endpoint, status, err), fallback
+		return nil, classifyRemote(phase, endpoint, status, page, err), fallback
 	}
 	l.cs = cs
 	l.cancel = cancel
@@ -88,4 +101,48 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		close(l.done)
 	}()
 	return l, nil, false
+}
+
+// pageRecorder notes the status of the last web page (an HTML answer) that a
+// request of a connection attempt got. The go-sdk reads such a page as
+// whatever it expected to find: a "malformed line in SSE stream", a body of
+// an unsupported content type that ends the session ("the server closed
+// the connection"), or a bare status. Only the Content-Type tells that the
+// URL is a web site's page, not a broken MCP server. It wraps the
+// roundTripper rather than living in it because it is about what a
+// connection attempt saw, not about how requests are made.
+type pageRecorder struct {
+	base   http.RoundTripper
+	mu     sync.Mutex
+	status int
+}
+
+func (p *pageRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := p.base.RoundTrip(req)
+	// Unlike the statusRecorder, it also counts the server/discover probe,
+	// whose failures are expected: an older MCP server may refuse it with a
+	// status, but no MCP server answers it with a web page. And a page of
+	// type text/html with status 200 is all that answers when the URL is a
+	// web site's: the go-sdk takes the probe's unexpected content type for a
+	// broken connection, and sends no initialize at all.
+	if err == nil && isWebPage(resp.Header.Get("Content-Type")) {
+		p.mu.Lock()
+		p.status = resp.StatusCode
+		p.mu.Unlock()
+	}
+	return resp, err
+}
+
+// Status returns the HTTP status of the last web page seen, or 0.
+func (p *pageRecorder) Status() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status
+}
+
+// isWebPage reports whether contentType is that of a web page. An MCP
+// server answers with JSON or an event stream, never HTML.
+func isWebPage(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "text/html" || mt == "application/xhtml+xml")
 }
