@@ -119,7 +119,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseToolCall, Kind: ErrCancelled,
 				Message: "cancelled by the caller: " + context.Cause(ctx).Error(), Err: context.Cause(ctx)}
 		}
-		if try == 0 && neverSent(err) {
+		if try == 0 && (neverSent(err) || (l.overHTTP() && sent.neverPosted())) {
 			// The link died between our picking it and the go-sdk sending
 			// on it; nothing was sent. Wait for the replacement, once.
 			stale = l

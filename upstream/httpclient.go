@@ -220,6 +220,7 @@ type sendRecord struct {
 	inflight int
 	accepted bool // some POST got an answer other than 404, or none at all
 	refused  bool // some POST found nothing listening
+	posted   bool // some POST of the call began
 }
 
 type sendRecordKey struct{}
@@ -227,7 +228,18 @@ type sendRecordKey struct{}
 func (r *sendRecord) begin() {
 	r.mu.Lock()
 	r.inflight++
+	r.posted = true
 	r.mu.Unlock()
+}
+
+// neverPosted reports whether no POST of the call even began. Over HTTP a
+// request travels only in a POST, so such a call never left: the go-sdk
+// refused it first (its SSE client answers io.EOF, unsent, once the event
+// stream has ended).
+func (r *sendRecord) neverPosted() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.posted
 }
 
 // end records the answer to one POST: its status, or -1 for none. A

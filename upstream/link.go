@@ -69,6 +69,11 @@ func (l *link) alive() bool {
 	}
 }
 
+// overHTTP reports whether the link's messages travel in HTTP requests.
+func (l *link) overHTTP() bool {
+	return l.transport == sb.TransportStreamableHTTP || l.transport == sb.TransportSSE
+}
+
 // sessionGone reports whether the server is known to have forgotten the
 // link's session.
 func (l *link) sessionGone() bool {
