@@ -696,12 +696,19 @@ func TestAPIRefusesDNSRebindingAndCrossOrigin(t *testing.T) {
 	}
 }
 
-const nonLoopbackWarning = "listening on a non-loopback address without a token"
+// The warnings of serve without a credential (--insecure-no-auth).
+const (
+	nonLoopbackWarning = "anyone who can reach it can run any command"
+	loopbackWarning    = "any local user can run any command"
+)
 
 // TestServeBindsLoopbackByDefaultAndWarnsElsewhere: the default --listen
-// is 127.0.0.1:7420; bound to all interfaces without a token, serve warns
-// on stderr (before it serves); with a token, or on loopback, it does not.
-// The daemon bound to 0.0.0.0 is only ever contacted through 127.0.0.1.
+// is 127.0.0.1:7420; every listener requires a credential unless
+// --insecure-no-auth, with which serve warns on stderr (before it serves)
+// who can now run any command: anyone who can reach a non-loopback
+// listener, any local user on loopback. With a token or its generated
+// credential it does not warn, and it never prints either. The daemon
+// bound to 0.0.0.0 is only ever contacted through 127.0.0.1.
 func TestServeBindsLoopbackByDefaultAndWarnsElsewhere(t *testing.T) {
 	// Built into the test's TempDir: this package's TestMain does not
 	// remove daemontest's shared binary.
@@ -723,24 +730,27 @@ func TestServeBindsLoopbackByDefaultAndWarnsElsewhere(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		listen, token string
-		warn          bool
+		noAuth        bool
+		warn          string
 	}{
-		{"all interfaces without a token", "0.0.0.0:0", "", true},
-		{"all interfaces with a token", "0.0.0.0:0", token, false},
-		{"loopback without a token", "127.0.0.1:0", "", false},
+		{"all interfaces with the generated credential", "0.0.0.0:0", "", false, ""},
+		{"all interfaces with a token", "0.0.0.0:0", token, false, ""},
+		{"all interfaces without a credential", "0.0.0.0:0", "", true, nonLoopbackWarning},
+		{"loopback with the generated credential", "127.0.0.1:0", "", false, ""},
+		{"loopback without a credential", "127.0.0.1:0", "", true, loopbackWarning},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "serve.db")
-			d := daemontest.Start(t, daemontest.Options{Binary: bin, DB: "sqlite:" + db, Listen: tc.listen, Token: tc.token})
+			d := daemontest.Start(t, daemontest.Options{Binary: bin, DB: "sqlite:" + db, Listen: tc.listen, Token: tc.token, NoAuth: tc.noAuth})
 			lines := d.Logs()
-			if warned := strings.Contains(lines, nonLoopbackWarning); warned != tc.warn {
-				t.Errorf("warning printed: %v, want %v; stderr:\n%s", warned, tc.warn, lines)
+			for _, w := range []string{nonLoopbackWarning, loopbackWarning} {
+				if warned := strings.Contains(lines, w); warned != (w == tc.warn) {
+					t.Errorf("warning %q printed: %v, want %v; stderr:\n%s", w, warned, w == tc.warn, lines)
+				}
 			}
-			if tc.warn {
-				for l := range strings.Lines(lines) {
-					if strings.Contains(l, nonLoopbackWarning) && !strings.Contains(l, "level=WARN") {
-						t.Errorf("the warning is not at level WARN: %s", l)
-					}
+			for l := range strings.Lines(lines) {
+				if tc.warn != "" && strings.Contains(l, tc.warn) && (!strings.Contains(l, "level=WARN") || !strings.Contains(l, "--insecure-no-auth")) {
+					t.Errorf("the warning is not at level WARN, or does not name the flag: %s", l)
 				}
 			}
 			if !strings.HasPrefix(d.URL, "http://127.0.0.1:") {
@@ -754,14 +764,22 @@ func TestServeBindsLoopbackByDefaultAndWarnsElsewhere(t *testing.T) {
 			if resp.StatusCode != 200 {
 				t.Fatalf("healthz: %d", resp.StatusCode)
 			}
+			resp, err = http.Get(d.URL + "/api/v1/servers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if want := map[bool]int{true: 200, false: 401}[tc.noAuth]; resp.StatusCode != want {
+				t.Errorf("GET /api/v1/servers without a credential: %d, want %d", resp.StatusCode, want)
+			}
 			if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {
 				t.Errorf("serve's database: %v %v, want mode 0600", fi.Mode(), err)
 			}
 			if err := d.Stop(); err != nil {
 				t.Errorf("serve (%s): %v", tc.name, err)
 			}
-			if all := d.Logs(); strings.Contains(all, token) {
-				t.Errorf("serve printed its token:\n%s", all)
+			if all := d.Logs(); d.Token != "" && strings.Contains(all, d.Token) {
+				t.Errorf("serve printed its credential:\n%s", all)
 			}
 		})
 	}
