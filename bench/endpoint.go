@@ -96,6 +96,9 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 64
 		s.hc = &http.Client{Transport: tr}
+		if s.name != SideDirect {
+			s.hc.Transport = d.Transport(tr) // the daemon's credential
+		}
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		s.cs, err = mcp.NewClient(&mcp.Implementation{Name: "bench-endpoint"}, nil).
 			Connect(cctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.hc},

@@ -36,15 +36,21 @@ const (
 	EnvToken = "SWITCHBOARD_TOKEN"
 )
 
-// Env returns the daemon's address and token as the environment gives
-// them: $SWITCHBOARD_ADDR (DefaultAddr if unset or empty) and
-// $SWITCHBOARD_TOKEN (empty if unset).
+// Env returns the daemon's address and token as this user's environment
+// gives them: $SWITCHBOARD_ADDR (DefaultAddr if unset or empty), and
+// $SWITCHBOARD_TOKEN, else, for a loopback address, the credential
+// "switchboard serve" generated for this user (see CredentialFor; a file
+// that cannot be used gives no token: call CredentialFor to learn why).
 func Env() (addr, token string) {
 	addr = os.Getenv(EnvAddr)
 	if addr == "" {
 		addr = DefaultAddr
 	}
-	return addr, os.Getenv(EnvToken)
+	token = os.Getenv(EnvToken)
+	if token == "" {
+		token, _ = CredentialFor(addr)
+	}
+	return addr, token
 }
 
 // DialTimeout bounds connecting to the daemon with the default HTTP

@@ -427,6 +427,7 @@ func TestNewNormalizesTheAddress(t *testing.T) {
 }
 
 func TestEnvNamesTheDaemon(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // no credential file
 	t.Setenv(client.EnvAddr, "")
 	t.Setenv(client.EnvToken, "")
 	if addr, tok := client.Env(); addr != client.DefaultAddr || tok != "" {

@@ -7,6 +7,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -41,8 +42,17 @@ type Options struct {
 	Executor *executor.Executor
 	Metrics  *metrics.Metrics // nil: no /metrics
 	// Token, if set, is required as "Authorization: Bearer <token>" on
-	// every route but /healthz.
+	// every route but /healthz (the scheme in any case, as RFC 9110
+	// says). Empty: no credential is asked for, and whoever can reach the
+	// listener can run any command as the daemon's user.
 	Token string
+	// AllowedHosts are the names, besides loopback ones, that a request's
+	// Host may carry (a host name or IP address, any port; "*" allows
+	// every Host). A request that names the IP address it arrived on is
+	// always allowed. Any other Host is refused with 403 forbidden_host,
+	// on every listener: a page whose name an attacker rebinds to this
+	// daemon's address (DNS rebinding) carries its own name.
+	AllowedHosts []string
 	// MCP, if set, is mounted at /mcp and /mcp/ (the aggregated endpoint).
 	MCP    http.Handler
 	Logger *slog.Logger
@@ -92,8 +102,9 @@ func New(o Options) http.Handler {
 	protected.HandleFunc("POST /api/v1/elicitations/{id}", a.answerElicitation)
 	protected.HandleFunc("GET /api/v1/events", a.events)
 	if o.MCP != nil {
-		protected.Handle("/mcp", o.MCP)
-		protected.Handle("/mcp/", o.MCP)
+		mcp := withoutLocalAddr(o.MCP)
+		protected.Handle("/mcp", mcp)
+		protected.Handle("/mcp/", mcp)
 	}
 	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeNotFound,
@@ -103,58 +114,113 @@ func New(o Options) http.Handler {
 	// Browsers must not be able to drive the API from another site: a page
 	// could otherwise POST a server config (as text/plain, which needs no
 	// preflight) and make Switchboard run its command. Cross-origin requests
-	// that change state are refused, and so are requests that reach a
-	// loopback listener under a foreign Host name (DNS rebinding).
+	// that change state are refused, and so are requests under a Host name
+	// this daemon was not told it has (DNS rebinding).
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeForbiddenOrigin,
 			Message: "cross-origin requests that change state are refused"}})
 	}))
-	return rejectRebinding(cop.Handler(mux))
+	return newHostCheck(o.AllowedHosts).handler(cop.Handler(mux))
 }
 
-// rejectRebinding refuses a request that arrived on a loopback address
-// under a Host name that is not a loopback name: a page on evil.example
-// whose name was rebound to 127.0.0.1.
-func rejectRebinding(next http.Handler) http.Handler {
+// hostCheck decides which Host names a request may carry: loopback names,
+// the IP address the request arrived on, and the names the operator
+// listed. It applies on every listener, loopback or not: a name rebound
+// to a LAN address reaches a LAN listener just as one rebound to
+// 127.0.0.1 reaches loopback.
+type hostCheck struct {
+	any   bool
+	names map[string]bool // normalized by hostName
+}
+
+func newHostCheck(allowed []string) hostCheck {
+	hc := hostCheck{names: map[string]bool{}}
+	for _, h := range allowed {
+		if h == "*" {
+			hc.any = true
+		}
+		if n := hostName(h); n != "" {
+			hc.names[n] = true
+		}
+	}
+	return hc
+}
+
+func (hc hostCheck) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopbackAddr(local) && !isLoopbackHost(r.Host) {
+		if !hc.allows(r) {
 			writeJSON(w, http.StatusForbidden, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeForbiddenHost,
-				Message: "requests to a loopback listener must name a loopback host (localhost, 127.0.0.1 or [::1])"}})
+				Message: "the Host header must name this server: localhost, a loopback address, the address the request was sent to, or a name the daemon allows (switchboard serve --allowed-host)"}})
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-func isLoopbackAddr(a net.Addr) bool {
-	tcp, ok := a.(*net.TCPAddr)
-	return ok && tcp.IP.IsLoopback()
+func (hc hostCheck) allows(r *http.Request) bool {
+	if hc.any {
+		return true
+	}
+	host := hostName(r.Host)
+	if host == "" {
+		return false
+	}
+	if host == "localhost" || hc.names[host] {
+		return true
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	if ip.IsLoopback() {
+		return true
+	}
+	// An address literal is not a rebound name: the client addressed this
+	// listener by the address it listens on.
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	return ok && local.IP.Equal(ip)
 }
 
-func isLoopbackHost(hostport string) bool {
+// hostName returns the host of a Host header or an --allowed-host entry
+// as compared: without the port and the brackets of an IPv6 address,
+// lower case, without a final dot, and an IP address in its canonical
+// form.
+func hostName(hostport string) string {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.String()
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return host
+}
+
+// withoutLocalAddr hides the listener's address from the MCP handler. The
+// go-sdk's handler has a DNS-rebinding check of its own for loopback
+// listeners that knows loopback names only, case-sensitively: it would
+// refuse what hostCheck allowed (a name given with --allowed-host behind a
+// reverse proxy, "LOCALHOST"), with a text/plain 403 unlike every other
+// refusal. hostCheck has judged the Host already, on every listener.
+func withoutLocalAddr(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, nil)))
+	})
 }
 
 // auth requires the bearer token, if one is configured. The comparison
 // is of fixed-length digests in constant time, so neither the token's
 // content nor its length leaks through timing; the answer says nothing
-// about what was wrong.
+// about what was wrong. The scheme is case-insensitive (RFC 9110 §11.1).
 func (a *handler) auth(next http.Handler) http.Handler {
 	if !a.hasTok {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		ok := strings.EqualFold(scheme, "Bearer")
 		h := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(h[:], a.tokenH[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)

@@ -44,8 +44,9 @@ import (
 )
 
 type secOptions struct {
-	token   string
-	session upstream.Options
+	token        string
+	allowedHosts []string
+	session      upstream.Options
 }
 
 // secEnv is the API as serve builds it (registry over SQLite, metrics,
@@ -53,6 +54,7 @@ type secOptions struct {
 // captured.
 type secEnv struct {
 	t     *testing.T
+	h     http.Handler // the API's handler, for requests made without a listener
 	url   string
 	token string
 	c     *client.Client // of url, with token
@@ -82,7 +84,8 @@ func newSecEnv(t *testing.T, o secOptions) *secEnv {
 	m := metrics.New(reg)
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
 	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, Version: "test"})
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: o.token, Logger: log, MCP: gw.Handler()}))
+	h := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: o.token, AllowedHosts: o.allowedHosts, Logger: log, MCP: gw.Handler()})
+	srv := httptest.NewServer(h)
 	c, err := client.New(srv.URL, o.token, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +103,7 @@ func newSecEnv(t *testing.T, o secOptions) *secEnv {
 			t.Logf("logs:\n%s", logs.String())
 		}
 	})
-	return &secEnv{t: t, url: srv.URL, token: o.token, c: c, reg: reg, logs: logs}
+	return &secEnv{t: t, h: h, url: srv.URL, token: o.token, c: c, reg: reg, logs: logs}
 }
 
 // do sends a request (body: nil, a string sent as is, or a value sent as
@@ -284,7 +287,6 @@ func TestTokenIsRequiredAndRefusalsTellNothing(t *testing.T) {
 		"Bearer " + strings.ToUpper(token),          // case
 		"Bearer " + strings.Repeat("z", 8192),       // long
 		"Bearer  " + token,                          // two spaces
-		"bearer " + token,                           // scheme case
 		"Basic " + token,                            // other scheme
 		token,                                       // no scheme
 	}
@@ -311,8 +313,8 @@ func TestTokenIsRequiredAndRefusalsTellNothing(t *testing.T) {
 			resp.Body.Close()
 			cancel()
 			what := fmt.Sprintf("%s %s with %.20q", rt.method, rt.path, auth)
-			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
-				t.Errorf("%s: %d %s, want 401 with WWW-Authenticate", what, resp.StatusCode, raw)
+			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" || resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("%s: %d %s %s, want 401 with WWW-Authenticate, as JSON", what, resp.StatusCode, resp.Header.Get("Content-Type"), raw)
 				continue
 			}
 			if first == "" {
@@ -694,12 +696,19 @@ func TestAPIRefusesDNSRebindingAndCrossOrigin(t *testing.T) {
 	}
 }
 
-const nonLoopbackWarning = "listening on a non-loopback address without a token"
+// The warnings of serve without a credential (--insecure-no-auth).
+const (
+	nonLoopbackWarning = "anyone who can reach it can run any command"
+	loopbackWarning    = "any local user can run any command"
+)
 
 // TestServeBindsLoopbackByDefaultAndWarnsElsewhere: the default --listen
-// is 127.0.0.1:7420; bound to all interfaces without a token, serve warns
-// on stderr (before it serves); with a token, or on loopback, it does not.
-// The daemon bound to 0.0.0.0 is only ever contacted through 127.0.0.1.
+// is 127.0.0.1:7420; every listener requires a credential unless
+// --insecure-no-auth, with which serve warns on stderr (before it serves)
+// who can now run any command: anyone who can reach a non-loopback
+// listener, any local user on loopback. With a token or its generated
+// credential it does not warn, and it never prints either. The daemon
+// bound to 0.0.0.0 is only ever contacted through 127.0.0.1.
 func TestServeBindsLoopbackByDefaultAndWarnsElsewhere(t *testing.T) {
 	// Built into the test's TempDir: this package's TestMain does not
 	// remove daemontest's shared binary.
@@ -721,24 +730,27 @@ func TestServeBindsLoopbackByDefaultAndWarnsElsewhere(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		listen, token string
-		warn          bool
+		noAuth        bool
+		warn          string
 	}{
-		{"all interfaces without a token", "0.0.0.0:0", "", true},
-		{"all interfaces with a token", "0.0.0.0:0", token, false},
-		{"loopback without a token", "127.0.0.1:0", "", false},
+		{"all interfaces with the generated credential", "0.0.0.0:0", "", false, ""},
+		{"all interfaces with a token", "0.0.0.0:0", token, false, ""},
+		{"all interfaces without a credential", "0.0.0.0:0", "", true, nonLoopbackWarning},
+		{"loopback with the generated credential", "127.0.0.1:0", "", false, ""},
+		{"loopback without a credential", "127.0.0.1:0", "", true, loopbackWarning},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "serve.db")
-			d := daemontest.Start(t, daemontest.Options{Binary: bin, DB: "sqlite:" + db, Listen: tc.listen, Token: tc.token})
+			d := daemontest.Start(t, daemontest.Options{Binary: bin, DB: "sqlite:" + db, Listen: tc.listen, Token: tc.token, NoAuth: tc.noAuth})
 			lines := d.Logs()
-			if warned := strings.Contains(lines, nonLoopbackWarning); warned != tc.warn {
-				t.Errorf("warning printed: %v, want %v; stderr:\n%s", warned, tc.warn, lines)
+			for _, w := range []string{nonLoopbackWarning, loopbackWarning} {
+				if warned := strings.Contains(lines, w); warned != (w == tc.warn) {
+					t.Errorf("warning %q printed: %v, want %v; stderr:\n%s", w, warned, w == tc.warn, lines)
+				}
 			}
-			if tc.warn {
-				for l := range strings.Lines(lines) {
-					if strings.Contains(l, nonLoopbackWarning) && !strings.Contains(l, "level=WARN") {
-						t.Errorf("the warning is not at level WARN: %s", l)
-					}
+			for l := range strings.Lines(lines) {
+				if tc.warn != "" && strings.Contains(l, tc.warn) && (!strings.Contains(l, "level=WARN") || !strings.Contains(l, "--insecure-no-auth")) {
+					t.Errorf("the warning is not at level WARN, or does not name the flag: %s", l)
 				}
 			}
 			if !strings.HasPrefix(d.URL, "http://127.0.0.1:") {
@@ -752,14 +764,22 @@ func TestServeBindsLoopbackByDefaultAndWarnsElsewhere(t *testing.T) {
 			if resp.StatusCode != 200 {
 				t.Fatalf("healthz: %d", resp.StatusCode)
 			}
+			resp, err = http.Get(d.URL + "/api/v1/servers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if want := map[bool]int{true: 200, false: 401}[tc.noAuth]; resp.StatusCode != want {
+				t.Errorf("GET /api/v1/servers without a credential: %d, want %d", resp.StatusCode, want)
+			}
 			if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {
 				t.Errorf("serve's database: %v %v, want mode 0600", fi.Mode(), err)
 			}
 			if err := d.Stop(); err != nil {
 				t.Errorf("serve (%s): %v", tc.name, err)
 			}
-			if all := d.Logs(); strings.Contains(all, token) {
-				t.Errorf("serve printed its token:\n%s", all)
+			if all := d.Logs(); d.Token != "" && strings.Contains(all, d.Token) {
+				t.Errorf("serve printed its credential:\n%s", all)
 			}
 		})
 	}

@@ -56,8 +56,9 @@ func TestMain(m *testing.M) {
 // target is what the verbs run against: the address of a daemon, and the
 // daemon itself when the test started one.
 type target struct {
-	addr  string             // SWITCHBOARD_ADDR
-	serve *daemontest.Daemon // nil if the test started none
+	addr      string             // SWITCHBOARD_ADDR
+	configDir string             // XDG_CONFIG_HOME, the daemon's: the verbs find its credential as its user would
+	serve     *daemontest.Daemon // nil if the test started none
 
 	mu      sync.Mutex
 	outputs []string // stdout and stderr of every verb run against it, for the secret check
@@ -69,7 +70,7 @@ func startServe(t *testing.T, o daemontest.Options) *target {
 	t.Helper()
 	o.StopGrace = serveStopWait
 	d := &target{serve: daemontest.Start(t, o)}
-	d.addr = d.serve.URL
+	d.addr, d.configDir = d.serve.URL, d.serve.ConfigDir
 	t.Cleanup(func() { d.stop(t) })
 	return d
 }
@@ -99,14 +100,19 @@ func (r result) String() string {
 	return fmt.Sprintf("exit %d\n--- stdout:\n%s--- stderr:\n%s", r.code, r.stdout, r.stderr)
 }
 
-// run runs the switchboard binary with args against d (SWITCHBOARD_ADDR)
-// plus env, with stdin as its input.
+// run runs the switchboard binary with args against d (SWITCHBOARD_ADDR,
+// and XDG_CONFIG_HOME: the daemon's, or an empty directory) plus env, with
+// stdin as its input.
 func (d *target) run(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), verbTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, daemontest.Binary(t), args...)
-	cmd.Env = daemontest.Environ(append([]string{"SWITCHBOARD_ADDR=" + d.addr}, env...)...)
+	configDir := d.configDir
+	if configDir == "" {
+		configDir = t.TempDir()
+	}
+	cmd.Env = daemontest.Environ(append([]string{"SWITCHBOARD_ADDR=" + d.addr, "XDG_CONFIG_HOME=" + configDir}, env...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Stdin = strings.NewReader(stdin)

@@ -1,14 +1,16 @@
 package main
 
 // This file connects the client verbs (server, tools, call, import) to
-// the daemon: it builds the API client from --addr and --token, and adds
-// to the client's errors what a person at a terminal needs to fix them.
+// the daemon: it builds the API client from --addr and --token (or the
+// credential serve generated for this user), and adds to the client's
+// errors what a person at a terminal needs to fix them.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -20,20 +22,39 @@ import (
 // flag and the --token flag (whose defaults come from SWITCHBOARD_ADDR and
 // SWITCHBOARD_TOKEN).
 func clientFrom(cmd *cobra.Command) (*client.Client, error) {
-	envAddr, envToken := client.Env()
-	addr, _ := cmd.Flags().GetString("addr")
-	if addr == "" {
-		addr = envAddr
-	}
-	token, _ := cmd.Flags().GetString("token")
-	if token == "" {
-		token = envToken
+	addr, token, err := daemonFrom(cmd)
+	if err != nil {
+		return nil, err
 	}
 	c, err := client.New(addr, token, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--addr: %w", err)
 	}
 	return c, nil
+}
+
+// daemonFrom returns the daemon's address and token as the command's
+// flags, the environment and, for a daemon on loopback, this user's
+// credential file give them (client.CredentialFor). A credential file that
+// cannot be trusted is an error, not a silent 401.
+func daemonFrom(cmd *cobra.Command) (addr, token string, err error) {
+	addr, _ = cmd.Flags().GetString("addr")
+	if addr == "" {
+		addr = os.Getenv(client.EnvAddr)
+	}
+	if addr == "" {
+		addr = client.DefaultAddr
+	}
+	token, _ = cmd.Flags().GetString("token")
+	if token == "" {
+		token = os.Getenv(client.EnvToken)
+	}
+	if token == "" {
+		if token, err = client.CredentialFor(addr); err != nil {
+			return "", "", err
+		}
+	}
+	return addr, token, nil
 }
 
 // withClient runs fn with the command's client, closing it afterwards,
@@ -49,7 +70,7 @@ func withClient(cmd *cobra.Command, fn func(c *client.Client) error) error {
 
 // explain says what to do about an error of the client: an interrupted
 // command says so, a refused connection most likely means the daemon is
-// not running, and a 401 needs the daemon's token.
+// not running, and a 401 needs the daemon's credential.
 func explain(ctx context.Context, c *client.Client, err error) error {
 	var ae *client.Error
 	switch {
@@ -60,9 +81,17 @@ func explain(ctx context.Context, c *client.Client, err error) error {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot reach switchboard at %s: is \"switchboard serve\" running? (set --addr or SWITCHBOARD_ADDR if it listens elsewhere)", c.BaseURL())
 	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
-		return fmt.Errorf("%w (HTTP 401: set SWITCHBOARD_TOKEN or pass --token with the token \"switchboard serve\" was started with)", err)
+		return fmt.Errorf("%w (HTTP 401: run this as the user who runs \"switchboard serve\": the CLI reads the credential serve generated from %s; or set SWITCHBOARD_TOKEN or pass --token with the daemon's token)", err, credentialHint())
 	}
 	return err
+}
+
+// credentialHint names this user's credential file for a message.
+func credentialHint() string {
+	if p, err := client.CredentialPath(); err == nil {
+		return p
+	}
+	return "$XDG_CONFIG_HOME/" + client.CredentialFile
 }
 
 // addTokenFlag adds --token to a client verb, or to every verb under it if
@@ -73,7 +102,7 @@ func addTokenFlag(cmd *cobra.Command, persistent bool) {
 	if persistent {
 		f = cmd.PersistentFlags()
 	}
-	f.String("token", "", "bearer token of the API (default $SWITCHBOARD_TOKEN)")
+	f.String("token", "", "bearer token of the API (default $SWITCHBOARD_TOKEN, else the credential \"switchboard serve\" generated for this user)")
 }
 
 // jsonOutput reports whether the persistent --json flag is set.

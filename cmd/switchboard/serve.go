@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
@@ -46,6 +48,8 @@ func envOr(key, def string) string {
 func newServeCommand() *cobra.Command {
 	var (
 		listen, dsn, token string
+		insecureNoAuth     bool
+		allowedHosts       []string
 		logLevel           string
 		mcpFlags           endpointFlags
 	)
@@ -60,9 +64,21 @@ shuts every server down within 10 seconds.
 The database is SQLite by default (a file created with mode 0600), or
 PostgreSQL with a postgres:// DSN.
 
-It listens on loopback only unless told otherwise. Bound to another address
-without a token, it warns: anyone who can reach it can run the configured
-commands' tools.
+Everything but /healthz requires a credential, on every listener: whoever
+may use the API or /mcp can run any command as the user who runs serve. It
+is --token (or SWITCHBOARD_TOKEN) if given; otherwise serve generates one
+on its first start and keeps it in $XDG_CONFIG_HOME/switchboard/token
+(~/.config/switchboard/token), a file only this user can read, where the
+CLI of the same user finds it with no configuration. "switchboard
+client-config" prints MCP client settings that carry it.
+--insecure-no-auth turns the credential off: then anyone who can reach
+the listener can run any command.
+
+It listens on loopback only unless told otherwise. A request must name the
+daemon in its Host header: localhost, a loopback address, the address it
+was sent to, the host of --listen, or a name given with --allowed-host (a
+reverse proxy that forwards its own name needs it); other names are
+refused, as DNS rebinding would send them.
 
 The MCP endpoint (/mcp, /mcp/NAME) answers a list, or a call of a tool not
 listed yet, once every server it shows has connected or failed its first
@@ -71,6 +87,7 @@ every tool call, progress or not, at --max-total-timeout unless the
 server's max_total_timeout_ms says otherwise.`,
 		Example: `  switchboard serve
   switchboard serve --listen 127.0.0.1:8080 --db sqlite:/var/lib/switchboard/db
+  switchboard serve --listen 0.0.0.0:7420 --allowed-host switchboard.example.com
   SWITCHBOARD_TOKEN=$(openssl rand -hex 16) switchboard serve --db postgres://sb@db/switchboard`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -78,26 +95,46 @@ server's max_total_timeout_ms says otherwise.`,
 			if err != nil {
 				return err
 			}
-			if token == "" {
-				// Read here, not as the flag's default: a default is printed
-				// by --help, and a token must never be.
-				token = os.Getenv("SWITCHBOARD_TOKEN")
+			// SWITCHBOARD_TOKEN is read here, not as the flag's default: a
+			// default is printed by --help, and a token must never be.
+			auth, err := authFrom(token, os.Getenv("SWITCHBOARD_TOKEN"), insecureNoAuth, client.CredentialPath)
+			if err != nil {
+				return err
+			}
+			hosts, err := hostsAllowed(allowedHosts, listen)
+			if err != nil {
+				return err
 			}
 			gwOpts, err := mcpFlags.options()
 			if err != nil {
 				return err
 			}
 			gwOpts.Logger, gwOpts.Version = log, version
-			return serve(cmd.Context(), log, listen, dsn, token, gwOpts)
+			return serve(cmd.Context(), log, serveConfig{listen: listen, dsn: dsn, auth: auth, allowedHosts: hosts}, gwOpts)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", envOr("SWITCHBOARD_LISTEN", defaultListen), "address to listen on (env SWITCHBOARD_LISTEN)")
 	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
-	f.StringVar(&token, "token", "", "bearer token required on the API and /mcp (env SWITCHBOARD_TOKEN)")
+	f.StringVar(&token, "token", "", "bearer token required on the API and /mcp (env SWITCHBOARD_TOKEN; default: the generated credential)")
+	f.BoolVar(&insecureNoAuth, insecureNoAuthFlag, false, "require no credential at all: anyone who can reach the listener can run any command as this user")
+	f.StringSliceVar(&allowedHosts, "allowed-host", envList("SWITCHBOARD_ALLOWED_HOSTS"),
+		`a Host name requests may carry besides loopback names and the listening address; repeatable, "*" for any (env SWITCHBOARD_ALLOWED_HOSTS, comma-separated)`)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	mcpFlags.register(f)
 	return cmd
+}
+
+// envList returns the comma-separated list in the environment variable
+// key, without empty entries.
+func envList(key string) []string {
+	var out []string
+	for v := range strings.SplitSeq(os.Getenv(key), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // endpointFlags are the flags of the MCP endpoint, shared by serve and
@@ -140,11 +177,19 @@ func newLogger(cmd *cobra.Command, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: l})), nil
 }
 
-func serve(ctx context.Context, log *slog.Logger, listen, dsn, token string, gwOpts gateway.Options) error {
+// serveConfig is what serve needs of its flags beside the gateway's
+// options.
+type serveConfig struct {
+	listen, dsn  string
+	auth         serveAuth
+	allowedHosts []string
+}
+
+func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway.Options) error {
 	started := time.Now()
-	st, err := store.Open(ctx, dsn)
+	st, err := store.Open(ctx, sc.dsn)
 	if err != nil {
-		return fmt.Errorf("opening the database %s: %w", store.Redact(dsn), err)
+		return fmt.Errorf("opening the database %s: %w", store.Redact(sc.dsn), err)
 	}
 	defer st.Close()
 
@@ -154,21 +199,30 @@ func serve(ctx context.Context, log *slog.Logger, listen, dsn, token string, gwO
 	gwOpts.Executor = ex
 	gw := gateway.New(reg, gwOpts)
 	defer gw.Close()
-	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: token, Logger: log, MCP: gw.Handler()})
+	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token,
+		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler()})
 
-	ln, err := net.Listen("tcp", listen)
+	ln, err := net.Listen("tcp", sc.listen)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", listen, err)
+		return fmt.Errorf("listening on %s: %w", sc.listen, err)
 	}
-	if !isLoopback(ln.Addr()) && token == "" {
-		log.Warn("listening on a non-loopback address without a token: anyone who can reach it can call every configured tool; set --token or SWITCHBOARD_TOKEN",
-			"addr", ln.Addr().String())
+	warning, err := exposure(isLoopback(ln.Addr()), sc.auth)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if warning != "" {
+		log.Warn(warning, "addr", ln.Addr().String())
+	}
+	if sc.auth.file != "" {
+		// Where it is, never what it is.
+		log.Info("clients must send the credential in this file; the CLI of this user reads it", "file", sc.auth.file, "generated", sc.auth.generated)
 	}
 	if err := reg.Load(ctx); err != nil {
 		ln.Close()
 		return err
 	}
-	log.Info("switchboard serving", "addr", "http://"+ln.Addr().String(), "db", store.Redact(dsn), "servers", len(reg.Names()))
+	log.Info("switchboard serving", "addr", "http://"+ln.Addr().String(), "db", store.Redact(sc.dsn), "servers", len(reg.Names()))
 	go func() {
 		<-reg.Loaded()
 		log.Info("every server started", "servers", len(reg.Names()), "elapsed", time.Since(started).Round(time.Millisecond))

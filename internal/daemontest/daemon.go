@@ -1,8 +1,9 @@
 // Package daemontest runs `switchboard serve` as a real process for tests
 // and benchmarks: built once with "go build" ([Build], [Binary]), started on
-// a loopback port in its own process group ([StartProcess], [Start]),
-// waited for until its API answers, talked to ([Daemon.Client]), and
-// stopped by its pid ([Daemon.Stop], [Daemon.Kill]).
+// a loopback port in its own process group ([StartProcess], [Start]) with a
+// config directory of its own, waited for until its API answers, talked to
+// with its credential ([Daemon.Client]), and stopped by its pid
+// ([Daemon.Stop], [Daemon.Kill]).
 //
 // The core ([Build], [StartProcess] and the [Daemon] methods) needs no
 // testing.TB, so that the benchmark driver (bench/, run by go run) uses the
@@ -21,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,8 +60,17 @@ type Options struct {
 	// requires it, so that no test writes serve's default ./switchboard.db;
 	// [Start] uses a SQLite file in a temporary directory if empty.
 	DB string
-	// Token is the --token; none if empty.
+	// Token is the --token. If empty, serve generates its credential in
+	// ConfigDir, and the harness reads it from there ([Daemon.Token]).
 	Token string
+	// NoAuth passes --insecure-no-auth: the daemon requires no credential.
+	// For clients that cannot send a header (the conformance suite's CLI).
+	NoAuth bool
+	// ConfigDir is serve's $XDG_CONFIG_HOME, where it keeps the credential
+	// it generates. If empty, [StartProcess] makes a temporary directory
+	// and removes it once the daemon has exited; [Start] uses one in tb's
+	// TempDir. Never the user's own: a test must not read or write it.
+	ConfigDir string
 	// Listen is the --listen address; 127.0.0.1:0 if empty. The harness
 	// contacts the daemon on loopback only: an unspecified address
 	// (0.0.0.0:0) is reached through 127.0.0.1, and any other
@@ -92,12 +103,13 @@ type Options struct {
 // Daemon is a running `switchboard serve` started by [StartProcess] or
 // [Start]. Its methods are safe for concurrent use.
 type Daemon struct {
-	URL     string    // base URL, e.g. "http://127.0.0.1:41234"
-	MCPURL  string    // URL + "/mcp", the aggregate MCP endpoint
-	Token   string    // Options.Token: what the API and /mcp require, if not empty
-	PID     int       // also its process group id
-	Started time.Time // just before the exec
-	Ready   time.Time // when GET /healthz first answered 200
+	URL       string    // base URL, e.g. "http://127.0.0.1:41234"
+	MCPURL    string    // URL + "/mcp", the aggregate MCP endpoint
+	Token     string    // what the API and /mcp require: Options.Token or the generated credential; empty with NoAuth
+	ConfigDir string    // serve's $XDG_CONFIG_HOME: a CLI given it finds the credential as the daemon's user does
+	PID       int       // also its process group id
+	Started   time.Time // just before the exec
+	Ready     time.Time // when GET /healthz first answered 200
 
 	cmd   *exec.Cmd
 	grace time.Duration
@@ -117,15 +129,26 @@ func StartProcess(ctx context.Context, o Options) (*Daemon, error) {
 	if o.Binary == "" || o.DB == "" {
 		return nil, errors.New("daemontest: Options.Binary and Options.DB are required")
 	}
+	removeConfig := func() {}
+	if o.ConfigDir == "" {
+		dir, err := os.MkdirTemp("", "switchboard-config-")
+		if err != nil {
+			return nil, err
+		}
+		o.ConfigDir, removeConfig = dir, func() { _ = os.RemoveAll(dir) }
+	}
 	argv := []string{"serve", "--listen", cmp.Or(o.Listen, "127.0.0.1:0"), "--db", o.DB}
 	if o.Token != "" {
 		argv = append(argv, "--token", o.Token)
+	}
+	if o.NoAuth {
+		argv = append(argv, "--insecure-no-auth")
 	}
 	if o.LogLevel != "" {
 		argv = append(argv, "--log-level", o.LogLevel)
 	}
 	cmd := exec.Command(o.Binary, append(argv, o.Args...)...)
-	cmd.Env = Environ(o.Env...)
+	cmd.Env = Environ(append([]string{"XDG_CONFIG_HOME=" + o.ConfigDir}, o.Env...)...)
 	cmd.Dir = o.Dir
 	// Its own process group, so that Kill reaches whatever serve started
 	// in it. Pdeathsig: a test binary or driver that crashes (no cleanup
@@ -135,10 +158,11 @@ func StartProcess(ctx context.Context, o Options) (*Daemon, error) {
 
 	serving := make(chan string, 1)
 	d := &Daemon{
-		Token: o.Token,
-		cmd:   cmd,
-		grace: cmp.Or(o.StopGrace, DefaultStopGrace),
-		done:  make(chan struct{}),
+		Token:     o.Token,
+		ConfigDir: o.ConfigDir,
+		cmd:       cmd,
+		grace:     cmp.Or(o.StopGrace, DefaultStopGrace),
+		done:      make(chan struct{}),
 	}
 	d.log = &logLines{changed: make(chan struct{}), onLine: func(line string) {
 		if kv := ParseLogLine(line); kv["msg"] == "switchboard serving" {
@@ -156,17 +180,27 @@ func StartProcess(ctx context.Context, o Options) (*Daemon, error) {
 	cmd.Stdout, cmd.Stderr = d.log, d.log
 	d.Started = time.Now()
 	if err := cmd.Start(); err != nil {
+		removeConfig()
 		return nil, fmt.Errorf("starting switchboard serve: %w", err)
 	}
 	d.PID = cmd.Process.Pid
 	go func() {
 		_ = cmd.Wait()
+		removeConfig()
 		close(d.done)
 	}()
 
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(o.StartTimeout, DefaultStartTimeout))
 	defer cancel()
-	if err := d.waitReady(ctx, serving); err != nil {
+	err := d.waitReady(ctx, serving)
+	if err == nil && d.Token == "" && !o.NoAuth {
+		// Written before serve listens, so before it logged its address.
+		d.Token, err = client.ReadCredential(filepath.Join(o.ConfigDir, filepath.FromSlash(client.CredentialFile)))
+		if err != nil {
+			err = fmt.Errorf("serves, but its credential cannot be read: %w", err)
+		}
+	}
+	if err != nil {
 		d.Kill()
 		return nil, fmt.Errorf("switchboard serve (pid %d) %w; the end of its log:\n%s", d.PID, err, d.log.tail(40))
 	}
@@ -280,14 +314,40 @@ func (d *Daemon) Kill() {
 	<-d.done
 }
 
-// Client returns a client of the daemon's API that sends its token; o may
-// be nil (see client.New). The caller closes it.
+// Client returns a client of the daemon's API that sends its credential
+// ([Daemon.Token]); o may be nil (see client.New). The caller closes it.
 func (d *Daemon) Client(o *client.Options) *client.Client {
 	c, err := client.New(d.URL, d.Token, o)
 	if err != nil {
 		panic(err) // d.URL is http://IP:PORT, which client.New takes
 	}
 	return c
+}
+
+// Transport returns a RoundTripper that sends the daemon's credential
+// ([Daemon.Token], if any) on every request it passes to next
+// (http.DefaultTransport if nil): for a client of [Daemon.MCPURL] or any
+// route the API's client does not cover.
+func (d *Daemon) Transport(next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	if d.Token == "" {
+		return next
+	}
+	return bearer{token: d.Token, next: next}
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }
 
 // Done is closed once the daemon has exited and been reaped.

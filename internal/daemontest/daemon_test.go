@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -54,8 +55,23 @@ func TestStartServesOnLoopbackAndStopsCleanly(t *testing.T) {
 	if d.Ready.Before(d.Started) || d.PID <= 0 {
 		t.Errorf("started %v, ready %v, pid %d", d.Started, d.Ready, d.PID)
 	}
-	if st := get(t, d.URL+"/api/v1/servers", ""); st != http.StatusOK {
-		t.Errorf("GET /api/v1/servers without a token: %d", st)
+	// serve's default: a credential it generated in the harness's config
+	// directory, which the harness read.
+	if st := get(t, d.URL+"/api/v1/servers", ""); st != http.StatusUnauthorized {
+		t.Errorf("GET /api/v1/servers without the credential: %d", st)
+	}
+	if st := get(t, d.URL+"/api/v1/servers", d.Token); d.Token == "" || st != http.StatusOK {
+		t.Errorf("GET /api/v1/servers with the credential %q: %d", d.Token, st)
+	}
+	hc := &http.Client{Transport: d.Transport(&http.Transport{DisableKeepAlives: true})}
+	if resp, err := hc.Get(d.URL + "/api/v1/servers"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /api/v1/servers through d.Transport: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	fi, err := os.Stat(filepath.Join(d.ConfigDir, "switchboard", "token"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the credential file in the daemon's config directory: %v", err)
 	}
 	line, err := d.WaitLog(context.Background(), "switchboard serving")
 	if err != nil || !strings.Contains(line, strings.TrimPrefix(d.URL, "http://")) {
@@ -96,6 +112,19 @@ func TestTokenAndUnspecifiedListen(t *testing.T) {
 	defer c.Close()
 	if _, err := c.Servers(context.Background()); err != nil {
 		t.Errorf("the daemon's client, with the token: %v", err)
+	}
+}
+
+func TestNoAuth(t *testing.T) {
+	d := Start(t, Options{NoAuth: true})
+	if d.Token != "" {
+		t.Errorf("token %q with NoAuth", d.Token)
+	}
+	if st := get(t, d.URL+"/api/v1/servers", ""); st != http.StatusOK {
+		t.Errorf("GET /api/v1/servers of a daemon started with --insecure-no-auth: %d", st)
+	}
+	if _, err := d.WaitLog(context.Background(), "any local user can run any command"); err != nil {
+		t.Error(err)
 	}
 }
 

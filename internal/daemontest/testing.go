@@ -43,8 +43,8 @@ func RemoveBinary() { built.Remove() }
 
 // Start starts a daemon with [StartProcess], failing the test if it does
 // not come up. Empty Options.Binary is [Binary]'s; empty Options.DB is a
-// fresh SQLite file and empty Options.Dir a directory, both in tb's
-// TempDir. A cleanup stops the daemon ([Daemon.Stop]) if the test has not,
+// fresh SQLite file, empty Options.Dir a directory and empty
+// Options.ConfigDir another, all in tb's TempDir. A cleanup stops the daemon ([Daemon.Stop]) if the test has not,
 // logs why if that failed, and logs the end of the daemon's log if the
 // test failed; a test that requires a clean exit calls Stop itself.
 func Start(tb testing.TB, o Options) *Daemon {
@@ -52,13 +52,16 @@ func Start(tb testing.TB, o Options) *Daemon {
 	if o.Binary == "" {
 		o.Binary = Binary(tb)
 	}
-	if o.DB == "" || o.Dir == "" {
+	if o.DB == "" || o.Dir == "" || o.ConfigDir == "" {
 		dir := tb.TempDir()
 		if o.DB == "" {
 			o.DB = "sqlite:" + filepath.Join(dir, "switchboard.db")
 		}
 		if o.Dir == "" {
 			o.Dir = dir
+		}
+		if o.ConfigDir == "" {
+			o.ConfigDir = filepath.Join(dir, "config")
 		}
 	}
 	d, err := StartProcess(context.Background(), o)

@@ -1,0 +1,104 @@
+package main
+
+// This file decides how serve lets clients in: which credential it
+// requires, whether it may listen where it was told to without one, and
+// which Host names requests may carry. Whoever gets past these can run any
+// command as the daemon's user (a stdio server is a command), so every
+// default refuses, and turning a check off takes a flag that says so.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/client"
+)
+
+// insecureNoAuthFlag is the flag that turns the credential off. Its name
+// is meant to be read aloud in a review of a unit file.
+const insecureNoAuthFlag = "insecure-no-auth"
+
+// serveAuth is the credential serve requires.
+type serveAuth struct {
+	token     string // "" only with --insecure-no-auth
+	insecure  bool   // --insecure-no-auth
+	file      string // the credential file the token was read from, if it was
+	generated bool   // the file was created by this start
+}
+
+// authFrom decides the credential: --token, else $SWITCHBOARD_TOKEN, else
+// the credential file at credentialPath() (generated if missing, refused
+// if not private); none only with --insecure-no-auth, which a token
+// contradicts.
+func authFrom(flagToken, envToken string, insecureNoAuth bool, credentialPath func() (string, error)) (serveAuth, error) {
+	switch {
+	case insecureNoAuth && (flagToken != "" || envToken != ""):
+		return serveAuth{}, fmt.Errorf("--%s contradicts the token given with --token or SWITCHBOARD_TOKEN: pass one or the other", insecureNoAuthFlag)
+	case insecureNoAuth:
+		return serveAuth{insecure: true}, nil
+	case flagToken != "":
+		return serveAuth{token: flagToken}, nil
+	case envToken != "":
+		return serveAuth{token: envToken}, nil
+	}
+	orElse := fmt.Sprintf("pass --token (or set SWITCHBOARD_TOKEN), or --%s to require none", insecureNoAuthFlag)
+	path, err := credentialPath()
+	if err != nil {
+		return serveAuth{}, fmt.Errorf("refusing to serve without a credential: %v (set $XDG_CONFIG_HOME or $HOME, where serve keeps the one it generates); or %s", err, orElse)
+	}
+	tok, generated, err := client.LoadOrCreateCredential(path)
+	if err != nil {
+		if errors.Is(err, client.ErrUntrustedCredential) {
+			return serveAuth{}, err // says what to do
+		}
+		return serveAuth{}, fmt.Errorf("refusing to serve without a credential: %w; fix that, or %s", err, orElse)
+	}
+	return serveAuth{token: tok, file: path, generated: generated}, nil
+}
+
+// exposure decides whether serve may listen, on loopback or not, with the
+// credential it has, and what it must warn about. Without a credential it
+// refuses unless --insecure-no-auth says so (authFrom gives none
+// otherwise; this is the rule stated where the listener is known).
+func exposure(loopback bool, a serveAuth) (warning string, err error) {
+	switch {
+	case a.token != "":
+		return "", nil
+	case !a.insecure && loopback:
+		return "", fmt.Errorf("refusing to serve without a credential: any local user could run any command as this user; pass --token, or --%s", insecureNoAuthFlag)
+	case !a.insecure:
+		return "", fmt.Errorf("refusing to listen on a non-loopback address without a credential: anyone who can reach it could run any command as this user; pass --token, or --%s", insecureNoAuthFlag)
+	case loopback:
+		return fmt.Sprintf("serving without a credential (--%s): any local user can run any command as this user (uid %d)",
+			insecureNoAuthFlag, os.Geteuid()), nil
+	default:
+		return fmt.Sprintf("listening on a non-loopback address without a credential (--%s): anyone who can reach it can run any command as this user (uid %d)",
+			insecureNoAuthFlag, os.Geteuid()), nil
+	}
+}
+
+// hostsAllowed checks the --allowed-host entries (host names or IP
+// addresses, no port or scheme; "*" for any) and adds the host of --listen
+// when it is a name: serve answers to the name it was told to listen on.
+func hostsAllowed(entries []string, listen string) ([]string, error) {
+	var out []string
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		switch {
+		case e == "":
+			continue
+		case strings.ContainsAny(e, "/@?# "):
+			return nil, fmt.Errorf("--allowed-host %q: want a host name or IP address, without a scheme or path", e)
+		}
+		if _, _, err := net.SplitHostPort(e); err == nil {
+			return nil, fmt.Errorf("--allowed-host %q: want a host name without a port (any port is allowed)", e)
+		}
+		out = append(out, e)
+	}
+	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" && net.ParseIP(host) == nil {
+		out = append(out, host)
+	}
+	return out, nil
+}
