@@ -212,9 +212,14 @@ func TestServerLifecycleThroughTheAPI(t *testing.T) {
 			t.Fatalf("the masked secret was not kept: %v %v", err, stored.Config.Env)
 		}
 
-		// A change of the arguments does.
+		// A change of the arguments does. It is a new destination for the
+		// secret, so the masked value is refused and must be sent again.
 		upd["args"] = []string{"-name", "alpha2"}
 		delete(upd, "version")
+		if st, body := e.do("PUT", "/api/v1/servers/alpha", upd, nil); st != 400 || !strings.Contains(body, "send the value again") {
+			t.Fatalf("new arguments with the masked secret: %d %s, want 400", st, body)
+		}
+		upd["env"] = map[string]string{"API_KEY": "sekrit-api-key-value"}
 		if st, body := e.do("PUT", "/api/v1/servers/alpha", upd, &v); st != 200 {
 			t.Fatalf("update args: %d %s", st, body)
 		}
@@ -330,8 +335,9 @@ func TestDraftTestIsIsolatedAndLeavesNothing(t *testing.T) {
 	live := e.waitStatus("live", sb.StatusConnected)
 
 	var res api.TestResult
+	// Other arguments than the stored server's: a masked secret would be
+	// refused (a new destination), so the draft carries its own.
 	draft := stdioServer(t, "live", "-tools", "2", "-spawn-child")
-	draft["env"] = map[string]string{"API_KEY": "***"}
 	if st, body := e.do("POST", "/api/v1/test", draft, &res); st != 200 {
 		t.Fatalf("test: %d %s", st, body)
 	}
