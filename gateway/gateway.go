@@ -25,7 +25,6 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/executor"
-	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -35,7 +34,7 @@ type Source interface {
 	Names() []string
 	Session(name string) (*upstream.Session, bool)
 	Subscribe() (<-chan sb.Event, func())
-	SubscribeNotifications() (<-chan registry.Notification, func())
+	SubscribeNotifications() (<-chan upstream.Notification, func())
 	// WaitSettled waits until the first connection attempt of every
 	// enabled server in names (every one if none) has had an outcome, for
 	// none beyond limit after it was started (see
@@ -186,7 +185,7 @@ const changeWindow = 200 * time.Millisecond
 // Changes are applied when the change window closes, and not while servers
 // are making their first connection attempt (within ReadyTimeout): N
 // servers starting together then cost each client one list_changed, not N.
-func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-chan registry.Notification) {
+func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-chan upstream.Notification) {
 	tick := time.NewTicker(g.opts.ResyncInterval)
 	defer tick.Stop()
 	window := time.NewTimer(changeWindow)
@@ -299,7 +298,7 @@ func (g *Gateway) syncServer(server string) {
 
 // relay passes a server's log message or resource update to the
 // downstream sessions that see that server.
-func (g *Gateway) relay(ctx context.Context, n registry.Notification) {
+func (g *Gateway) relay(ctx context.Context, n upstream.Notification) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	g.mu.Lock()
