@@ -25,7 +25,6 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/executor"
-	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -35,7 +34,7 @@ type Source interface {
 	Names() []string
 	Session(name string) (*upstream.Session, bool)
 	Subscribe() (<-chan sb.Event, func())
-	SubscribeNotifications() (<-chan registry.Notification, func())
+	SubscribeNotifications() (<-chan upstream.Notification, func())
 	// WaitSettled waits until the first connection attempt of every
 	// enabled server in names (every one if none) has had an outcome, for
 	// none beyond limit after it was started (see
@@ -61,8 +60,26 @@ type Options struct {
 	// DefaultResyncInterval is used.
 	ResyncInterval time.Duration
 	// SessionTimeout closes downstream Streamable HTTP sessions idle this
-	// long. If zero, DefaultSessionTimeout is used.
+	// long: counted from the end of the client's last POST (the go-sdk's
+	// timer runs while a GET stream is open). If zero,
+	// DefaultSessionTimeout is used.
 	SessionTimeout time.Duration
+	// MaxSessions caps the live downstream Streamable HTTP sessions of
+	// every endpoint (/mcp and /mcp/NAME) together. A session counts from
+	// its successful initialize until it ends (DELETE, SessionTimeout). A
+	// new session over the cap is refused with HTTP 503 and a JSON-RPC
+	// error whose data names the limit ("global") and its value; the
+	// sessions that exist are unaffected. If zero, DefaultMaxSessions is
+	// used; if negative, there is no cap.
+	MaxSessions int
+	// MaxSessionsPerAddress caps the live sessions of one client address:
+	// the remote IP of the connection (an IPv6 address counts by its /64).
+	// A new session over it is refused with HTTP 429 (limit
+	// "per_address"). No header is believed, X-Forwarded-For included:
+	// behind a reverse proxy every client has the proxy's address, and this
+	// cap is the proxy's; raise it or turn it off there. If zero,
+	// DefaultMaxSessionsPerAddress is used; if negative, there is no cap.
+	MaxSessionsPerAddress int
 	// ReadyTimeout is how long a server that is making its first
 	// connection attempt may keep clients waiting, counted from when the
 	// server was started. A request that needs the lists (tools/list,
@@ -85,7 +102,22 @@ type Options struct {
 // Defaults for Options.
 const (
 	DefaultResyncInterval = 30 * time.Second
-	DefaultSessionTimeout = 30 * time.Minute
+	// DefaultSessionTimeout ends a session its client has left unused for
+	// 10 minutes. An idle session holds some 15 KB; clients that leave
+	// without a DELETE (scripts, crashed IDEs) are the ones that pile them
+	// up, and a timeout a third as long keeps a third as many. A client
+	// that comes back after it gets 404 and, as the spec requires of it,
+	// initializes a new session; a client that wants to keep one across
+	// long pauses pings.
+	DefaultSessionTimeout = 10 * time.Minute
+	// DefaultMaxSessions bounds what idle sessions can hold to some 150 MB
+	// (at 15 KB each), far more sessions than a team's clients open.
+	DefaultMaxSessions = 10_000
+	// DefaultMaxSessionsPerAddress leaves a host room for every IDE window,
+	// agent and script it runs (each holds one session per endpoint it
+	// uses), while no one address can take more than 1/40 of the global
+	// cap.
+	DefaultMaxSessionsPerAddress = 256
 	// DefaultReadyTimeout covers a server that starts from a warm cache
 	// (npx, uvx, docker: a few seconds) and stays well within the request
 	// timeouts of MCP clients (60 s in the TypeScript SDK): a slower server
@@ -126,6 +158,8 @@ func New(src Source, opts Options) *Gateway {
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
 	}
+	opts.MaxSessions = capOrDefault(opts.MaxSessions, DefaultMaxSessions)
+	opts.MaxSessionsPerAddress = capOrDefault(opts.MaxSessionsPerAddress, DefaultMaxSessionsPerAddress)
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -137,7 +171,7 @@ func New(src Source, opts Options) *Gateway {
 	}
 	opts.MaxTotalTimeout = min(opts.MaxTotalTimeout, sb.MaxInvokeTimeout)
 	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror),
-		clients: newClients(), done: make(chan struct{})}
+		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress), done: make(chan struct{})}
 	g.agg = g.newMirror("")
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
@@ -159,6 +193,18 @@ func New(src Source, opts Options) *Gateway {
 		close(g.done)
 	}()
 	return g
+}
+
+// capOrDefault is the cap an Options field asks for: def if zero, none (0) if
+// negative.
+func capOrDefault(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // Close stops following the sources, and releases the per-client upstream
@@ -186,7 +232,7 @@ const changeWindow = 200 * time.Millisecond
 // Changes are applied when the change window closes, and not while servers
 // are making their first connection attempt (within ReadyTimeout): N
 // servers starting together then cost each client one list_changed, not N.
-func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-chan registry.Notification) {
+func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-chan upstream.Notification) {
 	tick := time.NewTicker(g.opts.ResyncInterval)
 	defer tick.Stop()
 	window := time.NewTimer(changeWindow)
@@ -299,7 +345,7 @@ func (g *Gateway) syncServer(server string) {
 
 // relay passes a server's log message or resource update to the
 // downstream sessions that see that server.
-func (g *Gateway) relay(ctx context.Context, n registry.Notification) {
+func (g *Gateway) relay(ctx context.Context, n upstream.Notification) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	g.mu.Lock()
@@ -351,7 +397,9 @@ func (g *Gateway) perServer(name string) *mirror {
 // Streamable HTTP: stateful sessions for protocol versions up to
 // 2025-11-25, and the stateless mode that the 2026-07-28 protocol uses.
 // DNS-rebinding protection (Host checks for loopback) comes with the
-// go-sdk's handler; cross-origin browser requests are refused.
+// go-sdk's handler; cross-origin browser requests are refused. Stateful
+// sessions are capped (Options.MaxSessions, Options.MaxSessionsPerAddress;
+// sessions.go).
 func (g *Gateway) Handler() http.Handler {
 	serverFor := func(r *http.Request) *mcp.Server {
 		name := serverName(r)
@@ -376,9 +424,17 @@ func (g *Gateway) Handler() http.Handler {
 			stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), statelessKey{}, true)))
 			return
 		}
-		stateful.ServeHTTP(w, r)
-		if r.Method == http.MethodDelete {
-			g.clients.wake() // a client said goodbye: release its sessions now
+		switch id := r.Header.Get("Mcp-Session-Id"); {
+		case r.Method == http.MethodPost && id == "":
+			g.serveNewSession(stateful, w, r)
+		case r.Method == http.MethodDelete && id != "":
+			sw := &statusWriter{ResponseWriter: w}
+			stateful.ServeHTTP(sw, r)
+			if sw.status == http.StatusNoContent {
+				g.clients.deleted(id) // a client said goodbye: free its slot, release its sessions
+			}
+		default:
+			stateful.ServeHTTP(w, r)
 		}
 	})
 	return http.NewCrossOriginProtection().Handler(h)

@@ -63,7 +63,7 @@ func (g *Gateway) newMirror(only string) *mirror {
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
-	m.server.AddReceivingMiddleware(m.awaitReady)
+	m.server.AddReceivingMiddleware(g.clients.countSession(m.server), m.awaitReady)
 	return m
 }
 

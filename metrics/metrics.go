@@ -1,7 +1,9 @@
 // Package metrics exposes Switchboard's Prometheus metrics: the state of
-// every server (read from the registry at scrape time) and the latency,
+// every server (read from the registry at scrape time), the latency,
 // outcome, timeouts and concurrency of tool calls (recorded by wrapping the
-// executor's plugins). Labels carry server names only, never config values.
+// executor's plugins), and the downstream MCP sessions (read from the
+// gateway at scrape time). Labels carry server names only, never config
+// values.
 package metrics
 
 import (
@@ -17,12 +19,18 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/executor"
+	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // Source lists the servers' views; the registry implements it.
 type Source interface {
 	List() []sb.ServerView
+}
+
+// Sessions reports the downstream MCP sessions; the gateway implements it.
+type Sessions interface {
+	SessionStats() gateway.SessionStats
 }
 
 // Metrics holds Switchboard's collectors on a registry of its own.
@@ -59,6 +67,12 @@ func New(src Source) *Metrics {
 	m.reg.MustRegister(m.latency, m.calls, m.timeouts, m.inflight, &serverCollector{src: src},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ReportSessions adds the metrics of the downstream MCP sessions of s,
+// read at scrape time. Call it at most once.
+func (m *Metrics) ReportSessions(s Sessions) {
+	m.reg.MustRegister(&sessionCollector{src: s})
 }
 
 // Handler serves the metrics in the Prometheus text format.
@@ -137,4 +151,38 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(attemptDesc, prometheus.GaugeValue, float64(v.Runtime.Attempt), v.Name)
 		ch <- prometheus.MustNewConstMetric(toolsDesc, prometheus.GaugeValue, float64(v.Runtime.ToolCount), v.Name)
 	}
+}
+
+// sessionCollector reports the downstream MCP sessions at scrape time.
+type sessionCollector struct{ src Sessions }
+
+var (
+	sessionsDesc = prometheus.NewDesc("switchboard_mcp_sessions",
+		"Live downstream MCP sessions (Streamable HTTP, from their initialize until they end).", nil, nil)
+	sessionLimitDesc = prometheus.NewDesc("switchboard_mcp_sessions_limit",
+		"Cap on live downstream MCP sessions, by limit (global, per_address); absent if there is none.", []string{"limit"}, nil)
+	sessionsRefusedDesc = prometheus.NewDesc("switchboard_mcp_sessions_refused_total",
+		"New downstream MCP sessions refused, by the limit that refused them (global: HTTP 503, per_address: HTTP 429).", []string{"limit"}, nil)
+	sessionsExpiredDesc = prometheus.NewDesc("switchboard_mcp_sessions_expired_total",
+		"Downstream MCP sessions closed by the idle timeout (the others end with a DELETE).", nil, nil)
+)
+
+func (c *sessionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- sessionsDesc
+	ch <- sessionLimitDesc
+	ch <- sessionsRefusedDesc
+	ch <- sessionsExpiredDesc
+}
+
+func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.src.SessionStats()
+	ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(st.Live))
+	for limit, max := range map[string]int{gateway.LimitGlobal: st.MaxSessions, gateway.LimitPerAddress: st.MaxSessionsPerAddress} {
+		if max > 0 {
+			ch <- prometheus.MustNewConstMetric(sessionLimitDesc, prometheus.GaugeValue, float64(max), limit)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedGlobal), gateway.LimitGlobal)
+	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedPerAddress), gateway.LimitPerAddress)
+	ch <- prometheus.MustNewConstMetric(sessionsExpiredDesc, prometheus.CounterValue, float64(st.Expired))
 }

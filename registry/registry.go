@@ -165,7 +165,7 @@ func (r *Registry) newSession(e *entry, cfg *sb.ServerConfig) {
 		first.observe(ev)
 		r.subs.publish(ev)
 	}
-	o.OnNotification = func(server string, p mcp.Params) { r.notes.publish(Notification{Server: server, Params: p}) }
+	o.OnNotification = func(server string, p mcp.Params) { r.notes.publish(upstream.Notification{Server: server, Params: p}) }
 	e.session, e.first = upstream.New(cfg, &o), first
 }
 

@@ -52,6 +52,7 @@ func newServeCommand() *cobra.Command {
 		allowedHosts       []string
 		logLevel           string
 		mcpFlags           endpointFlags
+		sessFlags          sessionFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--listen ADDR] [--db DSN] [--token T]",
@@ -109,6 +110,9 @@ server's max_total_timeout_ms says otherwise.`,
 			if err != nil {
 				return err
 			}
+			if err := sessFlags.apply(&gwOpts); err != nil {
+				return err
+			}
 			gwOpts.Logger, gwOpts.Version = log, version
 			return serve(cmd.Context(), log, serveConfig{listen: listen, dsn: dsn, auth: auth, allowedHosts: hosts}, gwOpts)
 		},
@@ -122,6 +126,7 @@ server's max_total_timeout_ms says otherwise.`,
 		`a Host name requests may carry besides loopback names and the listening address; repeatable, "*" for any (env SWITCHBOARD_ALLOWED_HOSTS, comma-separated)`)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	mcpFlags.register(f)
+	sessFlags.register(f)
 	return cmd
 }
 
@@ -169,6 +174,43 @@ func (ef *endpointFlags) options() (gateway.Options, error) {
 	return o, nil
 }
 
+// sessionFlags bound the MCP sessions of serve (stdio has one client); 0
+// turns a cap off.
+type sessionFlags struct {
+	max, perAddress int
+	timeout         time.Duration
+}
+
+func (sf *sessionFlags) register(f *pflag.FlagSet) {
+	f.IntVar(&sf.max, "max-mcp-sessions", gateway.DefaultMaxSessions,
+		"cap on live MCP sessions (Streamable HTTP); a new one over it gets HTTP 503; 0: no cap")
+	f.IntVar(&sf.perAddress, "max-mcp-sessions-per-address", gateway.DefaultMaxSessionsPerAddress,
+		"cap on the live MCP sessions of one client IP (IPv6: its /64; behind a reverse proxy, the proxy's); a new one over it gets HTTP 429; 0: no cap")
+	f.DurationVar(&sf.timeout, "mcp-session-timeout", gateway.DefaultSessionTimeout,
+		"how long an MCP session may go without a request before it is closed")
+}
+
+// apply sets the gateway options the flags ask for.
+func (sf *sessionFlags) apply(o *gateway.Options) error {
+	switch {
+	case sf.max < 0:
+		return fmt.Errorf("--max-mcp-sessions %d: must not be negative", sf.max)
+	case sf.perAddress < 0:
+		return fmt.Errorf("--max-mcp-sessions-per-address %d: must not be negative", sf.perAddress)
+	case sf.timeout <= 0:
+		return fmt.Errorf("--mcp-session-timeout %s: must be positive", sf.timeout)
+	}
+	// The gateway's zero value is its default; "no cap" is negative.
+	off := func(n int) int {
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
+	o.MaxSessions, o.MaxSessionsPerAddress, o.SessionTimeout = off(sf.max), off(sf.perAddress), sf.timeout
+	return nil
+}
+
 func newLogger(cmd *cobra.Command, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
@@ -198,6 +240,7 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
 	gwOpts.Executor = ex
 	gw := gateway.New(reg, gwOpts)
+	m.ReportSessions(gw)
 	defer gw.Close()
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token,
 		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler()})
