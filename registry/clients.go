@@ -35,11 +35,11 @@ const (
 	DefaultMaxClientSessions = 64
 	// DefaultClientIdleTimeout is how long a per-client session may go
 	// unused before it is shut down. It matches the gateway's default
-	// downstream session timeout (30 min): under the defaults a client that
+	// downstream session timeout (10 min): under the defaults a client that
 	// is still connected keeps its process until the gateway would time it
 	// out anyway, and a client whose end goes unnoticed costs a process for
 	// that long at most.
-	DefaultClientIdleTimeout = 30 * time.Minute
+	DefaultClientIdleTimeout = 10 * time.Minute
 )
 
 // ErrTooManyClients is wrapped by ClientSession's error when a server has
@@ -118,7 +118,7 @@ func (r *Registry) newClientSession(cfg *sb.ServerConfig, client string) *upstre
 	o := r.opts.Session
 	o.Logger = r.log.With("client", client)
 	o.OnEvent = nil // the server's status is its shared session's
-	o.OnNotification = func(server string, p mcp.Params) { r.notes.publish(Notification{Server: server, Params: p}) }
+	o.OnNotification = func(server string, p mcp.Params) { r.notes.publish(upstream.Notification{Server: server, Params: p}) }
 	return upstream.New(cfg, &o)
 }
 

@@ -6,14 +6,7 @@ import (
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
-	"github.com/switchboard-mcp/switchboard/upstream"
 )
-
-// Notification is what SubscribeNotifications delivers: a server's log
-// message or resource update. The type is upstream's, where the
-// notifications come from, so that a subscriber (the gateway) needs the
-// upstream package only, not the registry.
-type Notification = upstream.Notification
 
 // subscriberBuffer is how many events a slow subscriber may fall behind
 // before it starts losing them. Events describe state that can always be

@@ -57,7 +57,7 @@ type Registry struct {
 	opts  Options
 	log   *slog.Logger
 	subs  broadcaster[sb.Event]
-	notes broadcaster[Notification]
+	notes broadcaster[upstream.Notification]
 
 	// mu guards servers. Operations on one server are serialised by that
 	// server's own lock (entry.mu), so a slow change to one server never
@@ -193,7 +193,9 @@ func (r *Registry) Subscribe() (<-chan sb.Event, func()) { return r.subs.subscri
 
 // SubscribeNotifications returns every server's log messages and resource
 // updates from now on, and a function that ends the subscription.
-func (r *Registry) SubscribeNotifications() (<-chan Notification, func()) { return r.notes.subscribe() }
+func (r *Registry) SubscribeNotifications() (<-chan upstream.Notification, func()) {
+	return r.notes.subscribe()
+}
 
 func (r *Registry) get(name string) (*entry, error) {
 	r.mu.RLock()
