@@ -220,7 +220,10 @@ func (s *Session) refresh(ctx context.Context, l *link, kinds listKind) {
 	if err == nil {
 		err = r.err
 	}
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return // shutting down (every check ends so): nothing failed, nothing to keep
+	case err != nil:
 		s.log.Warn("refreshing lists after list_changed failed", "error", s.redact.String(err.Error()))
 	}
 	s.warnTruncated(r)

@@ -293,6 +293,7 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	stopping := time.Now()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	cancelBase()
@@ -302,7 +303,7 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	if err := reg.Shutdown(sctx); err != nil {
 		log.Warn("server shutdown", "error", err)
 	}
-	log.Info("stopped", "elapsed", time.Since(started).Round(time.Millisecond))
+	log.Info("stopped", "shutdown", time.Since(stopping).Round(time.Millisecond), "uptime", time.Since(started).Round(time.Second))
 	return nil
 }
 
