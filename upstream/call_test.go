@@ -290,7 +290,7 @@ func TestServerKilledMidCallFailsFast(t *testing.T) {
 	err := <-errc
 	var ce *upstream.CallError
 	if !errors.As(err, &ce) || !errors.Is(err, upstream.ErrConnectionLost) || ce.Phase != sb.PhaseRuntime ||
-		!strings.Contains(err.Error(), "was killed by signal killed") {
+		!strings.Contains(err.Error(), "was killed by SIGKILL") {
 		t.Fatalf("err = %v, want ErrConnectionLost in phase runtime naming the kill", err)
 	}
 }

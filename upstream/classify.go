@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
+
 	sb "github.com/switchboard-mcp/switchboard"
 )
 
@@ -152,12 +154,16 @@ func hostOf(endpoint string) string {
 }
 
 // exitDescription tells how a process ended, e.g. "exited with status 3" or
-// "was killed by signal killed".
+// "was killed by SIGKILL".
 func exitDescription(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "was killed by signal " + ws.Signal().String()
+			name := unix.SignalName(ws.Signal())
+			if name == "" {
+				name = fmt.Sprintf("signal %d", int(ws.Signal()))
+			}
+			return "was killed by " + name
 		}
 		return fmt.Sprintf("exited with status %d", ee.ExitCode())
 	}
