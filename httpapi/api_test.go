@@ -212,9 +212,15 @@ func TestServerLifecycleThroughTheAPI(t *testing.T) {
 			t.Fatalf("the masked secret was not kept: %v %v", err, stored.Config.Env)
 		}
 
-		// A change of the arguments does.
+		// A change of the arguments does. A masked secret is kept only for
+		// the same destination: new arguments must send it again.
 		upd["args"] = []string{"-name", "alpha2"}
 		delete(upd, "version")
+		var eb api.ErrorBody
+		if st, _ := e.do("PUT", "/api/v1/servers/alpha", upd, &eb); st != 400 || !strings.Contains(eb.Error.Message, "env: value of API_KEY") {
+			t.Fatalf("update args with a masked secret: %d %+v, want 400 naming env", st, eb)
+		}
+		upd["env"] = map[string]string{"API_KEY": "sekrit-api-key-value"}
 		if st, body := e.do("PUT", "/api/v1/servers/alpha", upd, &v); st != 200 {
 			t.Fatalf("update args: %d %s", st, body)
 		}
@@ -254,7 +260,7 @@ func TestServerLifecycleThroughTheAPI(t *testing.T) {
 		if st, _ := e.do("DELETE", "/api/v1/servers/alpha", nil, nil); st != 204 {
 			t.Fatalf("delete: %d", st)
 		}
-		var eb api.ErrorBody
+		eb = api.ErrorBody{}
 		if st, _ := e.do("GET", "/api/v1/servers/alpha", nil, &eb); st != 404 || eb.Error.Code != "not_found" {
 			t.Fatalf("after delete: %d %+v", st, eb)
 		}
@@ -330,8 +336,8 @@ func TestDraftTestIsIsolatedAndLeavesNothing(t *testing.T) {
 	live := e.waitStatus("live", sb.StatusConnected)
 
 	var res api.TestResult
+	// Other arguments are another destination: the secret is sent again.
 	draft := stdioServer(t, "live", "-tools", "2", "-spawn-child")
-	draft["env"] = map[string]string{"API_KEY": "***"}
 	if st, body := e.do("POST", "/api/v1/test", draft, &res); st != 200 {
 		t.Fatalf("test: %d %s", st, body)
 	}
