@@ -447,10 +447,19 @@ func toolView(server string, t sb.ToolInfo) api.ToolView {
 }
 
 func (a *handler) serverLogs(w http.ResponseWriter, r *http.Request) {
+	tail, follow, err := logQuery(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if follow {
+		a.followLogs(w, r, r.PathValue("name"), tail)
+		return
+	}
 	lines, err := a.reg.Logs(r.PathValue("name"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.LogLines{Lines: lines})
+	writeJSON(w, http.StatusOK, api.LogLines{Lines: lastN(lines, tail)})
 }

@@ -135,3 +135,20 @@ func TestStoreRefusalsInTheAPIWords(t *testing.T) {
 		}
 	})
 }
+
+// TestLogsTailAndFollowAreChecked: ?tail cuts the kept lines; a bad
+// ?tail or ?follow is refused saying which.
+func TestLogsTailAndFollowAreChecked(t *testing.T) {
+	e := newEnv(t, "sqlite:"+filepath.Join(t.TempDir(), "sb.db"), "")
+	e.do("POST", "/api/v1/servers", stdioServer(t, "lines", "-stderr-lines", "5"), nil)
+	e.waitStatus("lines", sb.StatusConnected)
+	var ll api.LogLines
+	if st, body := e.do("GET", "/api/v1/servers/lines/logs?tail=2", nil, &ll); st != 200 || len(ll.Lines) != 2 {
+		t.Errorf("tail=2: %d %s", st, body)
+	}
+	for q, want := range map[string]string{"tail=-1": "tail must be", "tail=x": "tail must be", "follow=maybe": "follow must be"} {
+		if st, body := e.do("GET", "/api/v1/servers/lines/logs?"+q, nil, nil); st != 400 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %s", q, st, body)
+		}
+	}
+}
