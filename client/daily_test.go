@@ -190,3 +190,30 @@ func TestFollowLogsStreamsNewLinesAndRestarts(t *testing.T) {
 		_ = r
 	}
 }
+
+// TestResolvePathsAsThePersonMeantThem: relative paths are taken against
+// the person's directory (a command against the cwd if one is given); a
+// bare command name and every remote config are left as they are.
+func TestResolvePathsAsThePersonMeantThem(t *testing.T) {
+	for _, tc := range []struct{ command, cwd, wantCommand, wantCwd string }{
+		{"./mytool", "", "/home/me/proj/mytool", ""},
+		{"bin/tool", "", "/home/me/proj/bin/tool", ""},
+		{"../tool", "", "/home/me/tool", ""},
+		{"/usr/bin/tool", "", "/usr/bin/tool", ""},
+		{"npx", "", "npx", ""},
+		{"./mytool", "sub", "/home/me/proj/sub/mytool", "/home/me/proj/sub"},
+		{"./mytool", "/srv", "/srv/mytool", "/srv"},
+		{"npx", "..", "npx", "/home/me"},
+	} {
+		cfg := &sb.ServerConfig{Transport: sb.TransportStdio, Command: tc.command, Cwd: tc.cwd}
+		client.ResolvePaths(cfg, "/home/me/proj")
+		if cfg.Command != tc.wantCommand || cfg.Cwd != tc.wantCwd {
+			t.Errorf("%q in %q: %q in %q, want %q in %q", tc.command, tc.cwd, cfg.Command, cfg.Cwd, tc.wantCommand, tc.wantCwd)
+		}
+	}
+	remote := &sb.ServerConfig{Transport: sb.TransportRemote, URL: "http://x/mcp", Cwd: "rel"}
+	client.ResolvePaths(remote, "/home/me")
+	if remote.Cwd != "rel" {
+		t.Errorf("a remote config was changed: %+v", remote)
+	}
+}

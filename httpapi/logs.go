@@ -84,14 +84,17 @@ func (a *handler) followLogs(w http.ResponseWriter, r *http.Request, name string
 	}
 	flusher.Flush()
 
-	// sendNew sends the lines written since the last look; false when the
-	// client is gone or the server was deleted.
-	sendNew := func() bool {
+	// sendNew sends the lines written since the last look, read by the
+	// time by; false when the client is gone or the server was deleted.
+	sendNew := func(by time.Time) bool {
 		cur, err := a.reg.Logs(name)
 		if err != nil {
 			return false
 		}
 		now := time.Now()
+		if by.Before(now) {
+			now = by
+		}
 		for _, l := range newLines(seen, cur) {
 			if writeEvent(w, sseEvent{api.EventLog, api.LogLine{Line: l, At: &now}}) != nil {
 				return false
@@ -113,7 +116,7 @@ func (a *handler) followLogs(w http.ResponseWriter, r *http.Request, name string
 				return
 			}
 		case <-poll.C:
-			if !sendNew() {
+			if !sendNew(time.Now()) {
 				return
 			}
 		case ev, ok := <-events:
@@ -123,7 +126,10 @@ func (a *handler) followLogs(w http.ResponseWriter, r *http.Request, name string
 			if ev.Server != name {
 				continue
 			}
-			if !sendNew() && ev.Reason != sb.ReasonDeleted {
+			// The lines found now were written before the change was
+			// received; those of the process a change ended were written
+			// before it happened, and are stamped so.
+			if !sendNew(ev.At) && ev.Reason != sb.ReasonDeleted {
 				return
 			}
 			if writeEvent(w, sseEvent{api.EventStatus, ev}) != nil || ev.Reason == sb.ReasonDeleted {
