@@ -611,7 +611,7 @@ func TestPrintToolResult(t *testing.T) {
 }
 
 // TestProgressLinesAreThrottled: a line for the first report, then at most
-// one a second, with the total and the message when there are.
+// two a second, with the total and the message when there are.
 func TestProgressLinesAreThrottled(t *testing.T) {
 	var buf bytes.Buffer
 	now := time.Unix(1000, 0)
@@ -619,7 +619,7 @@ func TestProgressLinesAreThrottled(t *testing.T) {
 	p.now = func() time.Time { return now }
 	for i := range 5 {
 		p.Print(float64(i+1), 5, fmt.Sprintf("step\t%d", i+1))
-		now = now.Add(400 * time.Millisecond)
+		now = now.Add(200 * time.Millisecond)
 	}
 	p.Print(7, 0, "")
 	want := "progress 1/5: step 1\nprogress 4/5: step 4\n"

@@ -348,7 +348,7 @@ func (p *progressBar) Clear() {
 //
 //	progress 3/5: step 3/5
 //
-// at most one a second (the first at once), so that a server reporting
+// at most two a second (the first at once), so that a server reporting
 // progress a thousand times a second does not flood it.
 type progressLines struct {
 	out  io.Writer
@@ -357,7 +357,7 @@ type progressLines struct {
 }
 
 // progressLineInterval is the least time between two progress lines.
-const progressLineInterval = time.Second
+const progressLineInterval = 500 * time.Millisecond
 
 func newProgressLines(out io.Writer) *progressLines {
 	return &progressLines{out: out, now: time.Now}

@@ -128,7 +128,7 @@ instead.
 
 The progress the server reports goes to stderr (--progress): as a bar
 redrawn in place when stderr is a terminal, as lines ("progress 3/5:
-message", at most one a second) when it is not, so that a log shows a
+message", at most two a second) when it is not, so that a log shows a
 long call's progress; "none" prints nothing. When the server asks for
 input (elicitation) and stdin is a terminal, call asks the questions there
 (an empty answer to a required field declines); otherwise it declines.
