@@ -145,8 +145,9 @@ func TestCLIDailyUse(t *testing.T) {
 		r := d.fail(t, []string{"broken: the first connection attempt failed in phase spawn (process_exited)", "exit-at-startup"},
 			"server", "add", "broken", "--command", testserver.Binary(t), "--arg", "-exit-at-startup", "--arg", "1", "--wait")
 		contains(t, "add --wait of a broken server", r.stdout, "added broken")
-		d.fail(t, []string{"command_not_found", `hint: the daemon looks "switchboard-no-such-command" up in the PATH`},
+		r = d.fail(t, []string{"command_not_found", `hint: the daemon looks "switchboard-no-such-command" up in the PATH`},
 			"server", "add", "nowhere", "--command", "switchboard-no-such-command", "--wait", "--wait-timeout", "20s")
+		contains(t, "add of a command on no PATH", r.stderr, `warning: "switchboard-no-such-command" is not on this shell's PATH either`)
 		d.fail(t, []string{"--wait-timeout goes with --wait"}, "server", "add", "x", "--command", "x", "--wait-timeout", "1s")
 		d.ok(t, "server", "rm", "nowhere")
 	})

@@ -186,6 +186,9 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 		if changed("max-total") {
 			cfg.MaxTotalTimeoutMS = ef.maxTotal.Milliseconds()
 		}
+		if changed("command") {
+			warnCommand(cmd.ErrOrStderr(), cfg)
+		}
 		return nil
 	}, nil
 }

@@ -100,6 +100,7 @@ shell's).`,
 			if err := wf.check(); err != nil {
 				return err
 			}
+			warnCommand(cmd.ErrOrStderr(), &cfg)
 			for _, d := range []struct {
 				flag string
 				d    time.Duration

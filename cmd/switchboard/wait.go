@@ -166,3 +166,19 @@ func commandHint(command string) string {
 	}
 	return hint
 }
+
+// warnCommand warns, on errOut, about a command name (no slash) that this
+// shell cannot find either, when the config does not set the PATH to look
+// in: the daemon looks it up in its own PATH, so "server add" would
+// succeed and the server fail to start.
+func warnCommand(errOut io.Writer, cfg *sb.ServerConfig) {
+	if !cfg.IsStdio() || cfg.Command == "" || strings.Contains(cfg.Command, "/") {
+		return
+	}
+	if _, ok := cfg.Env["PATH"]; ok {
+		return
+	}
+	if _, err := exec.LookPath(cfg.Command); err != nil {
+		fmt.Fprintf(errOut, "switchboard: warning: %q is not on this shell's PATH either; the daemon looks it up in its own PATH (give a path with a slash, or --env PATH=...)\n", cfg.Command)
+	}
+}
