@@ -140,7 +140,7 @@ fails or the tool reports an error (isError), which is then printed to
 stderr.`,
 		Example: `  switchboard call everything/echo '{"message": "hello"}'
   switchboard call everything/get-sum '{"a": 2, "b": 3}'
-  switchboard call everything/trigger-long-running-operation '{"duration": 5, "steps": 5}' --reset-on-progress
+  switchboard call everything/trigger-long-running-operation '{"duration": 30, "steps": 10}' --timeout 10s --reset-on-progress --max-total 10m
   jq -n '{path: "/tmp"}' | switchboard call fs/list_directory -
   switchboard call everything/get-tiny-image -o json`,
 		ValidArgsFunction: completeToolAddress,
