@@ -1,6 +1,8 @@
 package switchboard
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/url"
@@ -101,6 +103,25 @@ type RetryConfig struct {
 
 // IsEnabled reports whether the server should run; a missing field means true.
 func (c *ServerConfig) IsEnabled() bool { return c.Enabled == nil || *c.Enabled }
+
+// MarshalJSON writes the view with "enabled" always present, true or
+// false: a config may leave it out (meaning true), but a script that reads
+// views (jq 'select(.enabled)') must not have to know that.
+func (v ServerView) MarshalJSON() ([]byte, error) {
+	type plain ServerView // without this method
+	p := plain(v)
+	on := v.IsEnabled()
+	p.Enabled = &on
+	// Without HTML escaping: the encoder that called this escapes (or
+	// not) as it was told to.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
 
 // IsStdio reports whether the server runs as a child process.
 func (c *ServerConfig) IsStdio() bool { return c.Transport == TransportStdio }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -39,4 +40,37 @@ func TestWireShapes(t *testing.T) {
 	if json.Unmarshal(b, &back) != nil || back["runtime"] == nil || string(back["logs"]) != "[]" {
 		t.Errorf("TestResult: %s", b)
 	}
+}
+
+// TestViewsAlwaysSayWhetherEnabled: a config may leave "enabled" out
+// (true), but a view always has it, so that jq 'select(.enabled)' works.
+func TestViewsAlwaysSayWhetherEnabled(t *testing.T) {
+	off := false
+	for _, tc := range []struct {
+		enabled *bool
+		want    string
+	}{{nil, "true"}, {&off, "false"}} {
+		v := sb.ServerView{ServerConfig: sb.ServerConfig{Name: "x", Enabled: tc.enabled}, Version: 3}
+		for _, b := range [][]byte{mustJSON(t, v), mustJSON(t, &v), mustJSON(t, ServerList{Servers: []sb.ServerView{v}})} {
+			if !strings.Contains(string(b), `"enabled":`+tc.want) || !strings.Contains(string(b), `"version":3`) {
+				t.Errorf("enabled %v: %s", tc.enabled, b)
+			}
+		}
+		if v.Enabled != tc.enabled {
+			t.Errorf("marshalling changed the view's config")
+		}
+	}
+	// A config keeps leaving it out.
+	if b := mustJSON(t, sb.ServerConfig{Name: "x"}); strings.Contains(string(b), "enabled") {
+		t.Errorf("config: %s", b)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

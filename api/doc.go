@@ -21,7 +21,7 @@
 //	POST   /api/v1/servers/{name}/restart    202 RestartResponse
 //	POST   /api/v1/servers/{name}/test       TestResult
 //	GET    /api/v1/servers/{name}/tools      ToolList
-//	GET    /api/v1/servers/{name}/logs       LogLines
+//	GET    /api/v1/servers/{name}/logs       LogLines (?tail=N); ?follow=true: events (EventLog, EventStatus)
 //	POST   /api/v1/test                      sb.ServerConfig -> TestResult
 //	GET    /api/v1/tools                     ToolList
 //	POST   /api/v1/call                      CallRequest -> CallResponse, or events (Accept: text/event-stream)
@@ -29,5 +29,6 @@
 //	GET    /api/v1/events                    events (EventStatus)
 //
 // Every failure is answered with an ErrorBody and the status the error's
-// code maps to (see httpapi.Status).
+// code maps to (see httpapi.Status), but for a known route under a method
+// it does not take: 405, code bad_request, with an Allow header.
 package api

@@ -48,6 +48,26 @@ func (c *Client) UpdateServer(ctx context.Context, name string, cfg *sb.ServerCo
 	return v, err
 }
 
+// EditServer changes a server as edit says and stores the result: it reads
+// the server, calls edit with its config as the API shows it (secrets
+// masked as sb.SecretMask, which the update keeps as stored as long as
+// the command, arguments or URL origin they go to are unchanged; see
+// sb.ServerConfig.Unmask) and updates it based on the version read. If
+// someone changed the server in between, the error has code
+// sb.CodeConflict and nothing is changed: read it again. An error of edit
+// is returned as is.
+func (c *Client) EditServer(ctx context.Context, name string, edit func(cfg *sb.ServerConfig) error) (sb.ServerView, error) {
+	v, err := c.Server(ctx, name)
+	if err != nil {
+		return sb.ServerView{}, err
+	}
+	cfg := v.ServerConfig.Clone()
+	if err := edit(cfg); err != nil {
+		return sb.ServerView{}, err
+	}
+	return c.UpdateServer(ctx, name, cfg, v.Version)
+}
+
 // DeleteServer stops a server and deletes its config. version, if not
 // zero, must be the stored version.
 func (c *Client) DeleteServer(ctx context.Context, name string, version int64) error {

@@ -106,10 +106,7 @@ func New(o Options) http.Handler {
 		protected.Handle("/mcp", mcp)
 		protected.Handle("/mcp/", mcp)
 	}
-	protected.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeNotFound,
-			Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}})
-	})
+	protected.HandleFunc("/", noRoute(protected))
 	mux.Handle("/", a.auth(protected))
 	// Browsers must not be able to drive the API from another site: a page
 	// could otherwise POST a server config (as text/plain, which needs no
@@ -248,6 +245,9 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return fmt.Errorf("%w: the request body is empty; send a JSON object", errBadRequest)
 	}
+	if string(bytes.TrimSpace(body)) == "null" {
+		return fmt.Errorf("%w: the body must be a JSON object, not null", errBadRequest)
+	}
 	// encoding/json would turn bytes that are not UTF-8 into U+FFFD
 	// without a word: a command would be stored as something else.
 	if !utf8.Valid(body) {
@@ -256,7 +256,7 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: invalid JSON body: %v", errBadRequest, err)
+		return bodyError(err, v)
 	}
 	if dec.More() || len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return fmt.Errorf("%w: trailing data after the JSON body", errBadRequest)
@@ -331,7 +331,7 @@ func (a *handler) createServer(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := a.reg.Create(r.Context(), &b.ServerConfig)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.writeError(w, r, a.inServerWords(b.Name, 0, err))
 		return
 	}
 	w.Header().Set("Location", "/api/v1/servers/"+v.Name)
@@ -351,7 +351,7 @@ func (a *handler) updateServer(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := a.reg.Update(r.Context(), r.PathValue("name"), &b.ServerConfig, version)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.writeError(w, r, a.inServerWords(r.PathValue("name"), version, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -364,7 +364,7 @@ func (a *handler) deleteServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.reg.Delete(r.Context(), r.PathValue("name"), version); err != nil {
-		a.writeError(w, r, err)
+		a.writeError(w, r, a.inServerWords(r.PathValue("name"), version, err))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -447,10 +447,19 @@ func toolView(server string, t sb.ToolInfo) api.ToolView {
 }
 
 func (a *handler) serverLogs(w http.ResponseWriter, r *http.Request) {
+	tail, follow, err := logQuery(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if follow {
+		a.followLogs(w, r, r.PathValue("name"), tail)
+		return
+	}
 	lines, err := a.reg.Logs(r.PathValue("name"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.LogLines{Lines: lines})
+	writeJSON(w, http.StatusOK, api.LogLines{Lines: lastN(lines, tail)})
 }

@@ -354,7 +354,11 @@ func TestNormalizeName(t *testing.T) {
 		{"a__b", "a-b"},
 		{"a_-_b", "a---b"}, // only runs of invalid characters collapse
 		{"  Spaced  Name ", "spaced-name"},
-		{"Ünïcode", "n-code"},
+		{"Ünïcode", "unicode"},
+		{"Sérveur Ünïcode", "serveur-unicode"}, // accents dropped, not the letters
+		{"Straße Ærø Łódź", "strasse-aero-lodz"},
+		{"ｆｕｌｌ ﬁle", "full-file"}, // compatibility forms are plain letters
+		{"日本 tools", "tools"},     // other scripts are not transliterated
 		{"-lead-and-trail-", "lead-and-trail"},
 		{"0day", "0day"},
 		{strings.Repeat("ab", 30), strings.Repeat("ab", 24)},

@@ -3,6 +3,9 @@ package importer
 import (
 	"strconv"
 	"strings"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // maxNameLen is the longest Switchboard server name (see
@@ -10,7 +13,9 @@ import (
 const maxNameLen = 48
 
 // normalizeName maps a client's server key onto Switchboard's name rule,
-// ^[a-z0-9][a-z0-9-]{0,47}$ without "__": lowercase it, replace each run of
+// ^[a-z0-9][a-z0-9-]{0,47}$ without "__": lowercase it, write accented
+// Latin letters without their accents ("Sérveur Ünïcode" is
+// "serveur-unicode", not "s-rveur-n-code"), replace each run of
 // other characters (including '_' and '.') with one '-', trim '-' from both
 // ends and cut to 48 bytes. It returns "" for a key with no letter or digit.
 //
@@ -19,7 +24,7 @@ const maxNameLen = 48
 func normalizeName(key string) string {
 	var b strings.Builder
 	pendingDash := false
-	for _, r := range strings.ToLower(key) {
+	for _, r := range transliterate(strings.ToLower(key)) {
 		if ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') || r == '-' {
 			if pendingDash {
 				b.WriteByte('-')
@@ -51,4 +56,28 @@ func trimName(s string, n int) string {
 func suffixName(base string, n int) string {
 	suffix := "-" + strconv.Itoa(n)
 	return trimName(base, maxNameLen-len(suffix)) + suffix
+}
+
+// letters are the Latin letters that do not decompose into a base letter
+// and marks, written as ASCII.
+var letters = map[rune]string{
+	'ß': "ss", 'æ': "ae", 'œ': "oe", 'ø': "o", 'đ': "d", 'ð': "d", 'þ': "th", 'ł': "l", 'ı': "i", 'ŋ': "n",
+}
+
+// transliterate writes s (lower case) with its letters' accents removed:
+// each character is decomposed (NFKD: full-width letters and ligatures become plain ones too) and its combining marks dropped, and
+// the letters above are spelled out. Characters of other scripts pass
+// through, for normalizeName to replace.
+func transliterate(s string) string {
+	var b strings.Builder
+	for _, r := range norm.NFKD.String(s) {
+		switch {
+		case unicode.Is(unicode.Mn, r):
+		case letters[r] != "":
+			b.WriteString(letters[r])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -18,7 +18,6 @@ func newCheckCommand() *cobra.Command {
 		cfg            sb.ServerConfig
 		sf             serverFlags
 		startupTimeout time.Duration
-		asJSON         bool
 		verbose        bool
 	)
 	cmd := &cobra.Command{
@@ -28,13 +27,20 @@ func newCheckCommand() *cobra.Command {
 prints its runtime info: status, transport, protocol version, server info and
 tools; or the error with the phase where it failed (spawn, connect,
 initialize, discover, auth, ...). The session makes at most one attempt and
-leaves no process behind. The exit status is non-zero unless it connected.`,
+leaves no process behind. The exit status is non-zero unless it connected.
+
+A command with a slash and a relative --cwd are taken against this shell's
+directory, as "server add" takes them; a command without one is looked up
+in PATH (--env PATH=..., else this shell's).`,
 		Example: `  switchboard check --command npx --arg -y --arg @modelcontextprotocol/server-everything
   switchboard check --url https://example.com/mcp --header "Authorization: Bearer $TOKEN"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Name = "check"
 			if err := sf.apply(cmd, &cfg); err != nil {
+				return err
+			}
+			if err := resolvePaths(&cfg); err != nil {
 				return err
 			}
 			cfg.StartupTimeoutMS = startupTimeout.Milliseconds()
@@ -48,7 +54,7 @@ leaves no process behind. The exit status is non-zero unless it connected.`,
 				return err
 			}
 			failed := res.Runtime.Status != sb.StatusConnected
-			if asJSON {
+			if jsonOutput(cmd) {
 				// The logs are left out when there are none, unlike in the
 				// API's test result.
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -71,7 +77,6 @@ leaves no process behind. The exit status is non-zero unless it connected.`,
 	f := cmd.Flags()
 	sf.register(f, &cfg, "")
 	f.DurationVar(&startupTimeout, "startup-timeout", 0, "how long to wait for the connection (default 120s stdio, 30s remote)")
-	f.BoolVar(&asJSON, "json", false, "print the runtime info as JSON")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every step of the session to stderr")
 	return cmd
 }

@@ -256,11 +256,11 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("call", func(t *testing.T) {
+		// The text, once: not the structured content that repeats it.
 		r := d.ok(t, "call", "echo-srv/echo", `{"text": "hello from the cli"}`)
-		if first, _, _ := strings.Cut(r.stdout, "\n"); first != "hello from the cli" {
-			t.Errorf("call echo: stdout %q, want the text on its first line", r.stdout)
+		if r.stdout != "hello from the cli\n" {
+			t.Errorf("call echo: stdout %q, want the text alone", r.stdout)
 		}
-		contains(t, "call echo (structured content)", r.stdout, `"text": "hello from the cli"`)
 
 		r = d.ok(t, "call", "echo-srv/echo", `{"text": "raw"}`, "--json")
 		var res struct {
@@ -278,16 +278,27 @@ func TestCLI(t *testing.T) {
 
 		r = d.ok(t, "call", "echo-srv/mixed")
 		contains(t, "call mixed", r.stdout, "text part", "[image image/png, 8 bytes]", "[audio audio/wav, 16 bytes]",
-			"[resource link test://hello", "[resource test://items/7 text/plain, 6 bytes]", `"answer": 42`)
+			"[resource link test://hello", "[resource test://items/7 text/plain, 6 bytes]")
+		r = d.ok(t, "call", "echo-srv/mixed", "-o", "json")
+		contains(t, "call mixed -o json", r.stdout, `"structuredContent": {`, `"answer": 42`)
 
-		// No terminal: no progress bar, just the result.
+		// No terminal: progress as lines on stderr, no bar; the result
+		// alone on stdout.
 		r = d.ok(t, "call", "echo-srv/slow", `{"duration_ms": 500, "interval_ms": 100}`, "--timeout", "20s", "--reset-on-progress", "--max-total", "1m")
 		if r.stdout != "done after 500ms\n" {
 			t.Errorf("call slow: stdout %q", r.stdout)
 		}
 		if strings.Contains(r.stdout+r.stderr, "\r") || strings.Contains(r.stderr, "[=") {
-			t.Errorf("call slow without a terminal drew progress: %s", r)
+			t.Errorf("call slow without a terminal drew a bar: %s", r)
 		}
+		if !regexp.MustCompile(`(?m)^progress \d+/5`).MatchString(r.stderr) {
+			t.Errorf("call slow without a terminal printed no progress line: %s", r)
+		}
+		r = d.ok(t, "call", "echo-srv/slow", `{"duration_ms": 300, "interval_ms": 100}`, "--progress", "none")
+		if r.stderr != "" || r.stdout != "done after 300ms\n" {
+			t.Errorf("call --progress none: %s", r)
+		}
+		d.fail(t, []string{"--progress \"dots\": want bar, lines, none or auto"}, "call", "echo-srv/echo", "--progress", "dots")
 
 		r = d.fail(t, []string{"boom", "isError"}, "call", "echo-srv/fail", `{"message": "boom"}`)
 		if strings.Contains(r.stdout, "boom") {
@@ -574,9 +585,51 @@ func TestPrintToolResult(t *testing.T) {
 	if err := printToolResult(&buf, &res); err != nil {
 		t.Fatal(err)
 	}
-	want := "plain\n[image image/png, 8 bytes]\n[future content]\n{\n  \"n\": 1\n}\n"
+	// The text that is the structured content's JSON is printed indented,
+	// in its place, once.
+	want := "{\n  \"n\": 1\n}\nplain\n[image image/png, 8 bytes]\n[future content]\n"
 	if buf.String() != want {
 		t.Errorf("printed %q, want %q", buf.String(), want)
+	}
+	for raw, want := range map[string]string{
+		// Text and structured content that say the same thing: the text.
+		`{"content":[{"type":"text","text":"hello"}],"structuredContent":{"text":"hello"}}`: "hello\n",
+		// No text: the structured content is all there is.
+		`{"content":[],"structuredContent":{"n":2}}`:       "{\n  \"n\": 2\n}\n",
+		`{"content":[{"type":"text","text":"only text"}]}`: "only text\n",
+	} {
+		var res toolResult
+		if err := json.Unmarshal([]byte(raw), &res); err != nil {
+			t.Fatal(err)
+		}
+		buf.Reset()
+		printToolResult(&buf, &res)
+		if buf.String() != want {
+			t.Errorf("%s: printed %q, want %q", raw, buf.String(), want)
+		}
+	}
+}
+
+// TestProgressLinesAreThrottled: a line for the first report, then at most
+// two a second, with the total and the message when there are.
+func TestProgressLinesAreThrottled(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1000, 0)
+	p := newProgressLines(&buf)
+	p.now = func() time.Time { return now }
+	for i := range 5 {
+		p.Print(float64(i+1), 5, fmt.Sprintf("step\t%d", i+1))
+		now = now.Add(200 * time.Millisecond)
+	}
+	p.Print(7, 0, "")
+	want := "progress 1/5: step 1\nprogress 4/5: step 4\n"
+	if buf.String() != want {
+		t.Errorf("printed %q, want %q", buf.String(), want)
+	}
+	now = now.Add(time.Second)
+	p.Print(7, 0, "")
+	if !strings.HasSuffix(buf.String(), "progress 7\n") {
+		t.Errorf("without a total: %q", buf.String())
 	}
 }
 
@@ -622,7 +675,7 @@ func TestRunCallInteractive(t *testing.T) {
 	defer c.Close()
 
 	var out, errOut bytes.Buffer
-	cio := &callIO{out: &out, errOut: &errOut, progress: true,
+	cio := &callIO{out: &out, errOut: &errOut, progress: progressModeBar,
 		in: bufio.NewReader(strings.NewReader("Ada\nnot a number\n36\n\n"))}
 	err = runCall(context.Background(), c, cio, "s/t", json.RawMessage(`{}`), client.CallOptions{Timeout: 1500 * time.Millisecond})
 	if err != nil {

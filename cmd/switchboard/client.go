@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
 )
 
@@ -105,8 +106,61 @@ func addTokenFlag(cmd *cobra.Command, persistent bool) {
 	f.String("token", "", "bearer token of the API (default $SWITCHBOARD_TOKEN, else the credential \"switchboard serve\" generated for this user)")
 }
 
-// jsonOutput reports whether the persistent --json flag is set.
-func jsonOutput(cmd *cobra.Command) bool {
-	v, _ := cmd.Flags().GetBool("json")
-	return v
+// outputFormat is the value of -o/--output: "text" (the default), "wide"
+// or "json".
+type outputFormat string
+
+// The output formats.
+const (
+	outputText = "text"
+	outputWide = "wide"
+	outputJSON = "json"
+)
+
+func (o *outputFormat) String() string {
+	if *o == "" {
+		return outputText
+	}
+	return string(*o)
+}
+
+func (o *outputFormat) Set(v string) error {
+	switch v {
+	case outputText, outputWide, outputJSON:
+		*o = outputFormat(v)
+		return nil
+	}
+	return fmt.Errorf("want text, wide or json")
+}
+
+func (o *outputFormat) Type() string { return "format" }
+
+// output returns the command's output format: -o, or json for --json.
+func output(cmd *cobra.Command) string {
+	if v, _ := cmd.Flags().GetBool("json"); v {
+		return outputJSON
+	}
+	if f := cmd.Flags().Lookup("output"); f != nil {
+		return f.Value.String()
+	}
+	return outputText
+}
+
+// jsonOutput reports whether the command prints JSON (-o json or --json).
+func jsonOutput(cmd *cobra.Command) bool { return output(cmd) == outputJSON }
+
+// wideOutput reports whether the command prints every column, uncut
+// (-o wide).
+func wideOutput(cmd *cobra.Command) bool { return output(cmd) == outputWide }
+
+// resolvePaths makes cfg's relative command and cwd absolute against this
+// process's directory, the user's (client.ResolvePaths), so that check and
+// a daemon running elsewhere find the same file.
+func resolvePaths(cfg *sb.ServerConfig) error {
+	dir, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("resolving --command and --cwd: %w", err)
+	}
+	client.ResolvePaths(cfg, dir)
+	return nil
 }

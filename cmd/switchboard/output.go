@@ -170,29 +170,42 @@ type resourceContent struct {
 	Blob     string `json:"blob,omitempty"` // base64
 }
 
-// printToolResult prints a tool result for a person: text contents as
-// text, one per line; other contents as a one-line summary; structured
-// content as indented JSON. A text content that only repeats the
-// structured content as JSON (what SDKs put there for old clients) is left
-// out.
+// printToolResult prints a tool result for a person, once: text contents
+// as text, one per line, and other contents as a one-line summary. The
+// structured content (JSON for programs) is printed, indented, only when
+// no text content says anything: tools that return both give the same
+// data twice (the spec has them repeat it as text for older clients, and
+// SDKs write it there), so the text alone is printed. A text content that
+// is the structured content's JSON is printed as the indented JSON.
 func printToolResult(out io.Writer, res *toolResult) error {
 	var structured any
 	hasStructured := len(res.StructuredContent) > 0 && string(res.StructuredContent) != "null" &&
 		json.Unmarshal(res.StructuredContent, &structured) == nil
+	indented := func() string {
+		var ind bytes.Buffer
+		if json.Indent(&ind, res.StructuredContent, "", "  ") != nil {
+			return string(res.StructuredContent)
+		}
+		return ind.String()
+	}
 	var b strings.Builder
+	hasText := false
 	for _, c := range res.Content {
-		if c.Type == "text" && hasStructured && sameJSON(c.Text, structured) {
-			continue
+		if c.Type == "text" {
+			hasText = true
+			if hasStructured && sameJSON(c.Text, structured) {
+				b.WriteString(indented())
+				b.WriteByte('\n')
+				hasStructured = false // printed
+				continue
+			}
 		}
 		b.WriteString(describeContent(c))
 		b.WriteByte('\n')
 	}
-	if hasStructured {
-		var ind bytes.Buffer
-		if err := json.Indent(&ind, res.StructuredContent, "", "  "); err == nil {
-			b.Write(ind.Bytes())
-			b.WriteByte('\n')
-		}
+	if hasStructured && !hasText {
+		b.WriteString(indented())
+		b.WriteByte('\n')
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
@@ -329,6 +342,43 @@ func (p *progressBar) Clear() {
 	}
 	fmt.Fprintf(p.out, "\r%s\r", strings.Repeat(" ", p.drawn))
 	p.drawn = 0
+}
+
+// progressLines prints a call's progress as lines, for a log or a pipe:
+//
+//	progress 3/5: step 3/5
+//
+// at most two a second (the first at once), so that a server reporting
+// progress a thousand times a second does not flood it.
+type progressLines struct {
+	out  io.Writer
+	last time.Time
+	now  func() time.Time
+}
+
+// progressLineInterval is the least time between two progress lines.
+const progressLineInterval = 500 * time.Millisecond
+
+func newProgressLines(out io.Writer) *progressLines {
+	return &progressLines{out: out, now: time.Now}
+}
+
+// Print prints one progress report, unless one was printed less than
+// progressLineInterval ago.
+func (p *progressLines) Print(progress, total float64, message string) {
+	now := p.now()
+	if !p.last.IsZero() && now.Sub(p.last) < progressLineInterval {
+		return
+	}
+	p.last = now
+	line := "progress " + formatNumber(progress)
+	if total > 0 {
+		line += "/" + formatNumber(total)
+	}
+	if m := strings.Join(strings.Fields(message), " "); m != "" {
+		line += ": " + m
+	}
+	fmt.Fprintln(p.out, line)
 }
 
 // formatNumber prints a progress value without a pointless ".000000".

@@ -14,14 +14,19 @@ func newRootCommand() *cobra.Command {
 processes and remote Streamable HTTP or SSE servers) and makes calling their
 tools dependable: bounded retries, transparent reconnects, health checks,
 and errors that say where and why a server failed.`,
+		Version:       readBuildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	pf := root.PersistentFlags()
 	addr, _ := client.Env()
 	pf.String("addr", addr, `address of "switchboard serve" for the client verbs (env SWITCHBOARD_ADDR)`)
-	pf.Bool("json", false, "print JSON (the API's, for scripts) instead of tables")
+	pf.VarP(new(outputFormat), "output", "o", "output format: text (tables), wide (tables with every column, nothing cut) or json (the API's, for scripts)")
+	pf.Bool("json", false, "print JSON (the API's, for scripts) instead of tables: -o json")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "wide", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(newCheckCommand(), newServeCommand(), newStdioCommand(),
-		newServerCommand(), newToolsCommand(), newCallCommand(), newImportCommand(), newClientConfigCommand())
+		newServerCommand(), newToolsCommand(), newCallCommand(), newImportCommand(), newClientConfigCommand(),
+		newEventsCommand(), newVersionCommand())
 	return root
 }

@@ -2,9 +2,12 @@ package main
 
 // This file holds the "server" verbs: add, list, show, rm, enable,
 // disable, restart, test and logs, each one request to a running
-// "switchboard serve".
+// "switchboard serve" (edit is in editcmd.go, --wait in wait.go).
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -40,6 +43,7 @@ shown: the API returns them as "***".`,
 	addTokenFlag(cmd, true)
 	cmd.AddCommand(
 		newServerAddCommand(),
+		newServerEditCommand(),
 		newServerListCommand(),
 		newServerShowCommand(),
 		newServerRmCommand(),
@@ -58,27 +62,45 @@ func newServerAddCommand() *cobra.Command {
 		sf                      serverFlags
 		disabled                bool
 		startup, call, maxTotal time.Duration
+		wf                      waitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "add NAME (--command CMD [--arg A]... [--env K=V]... [--cwd DIR] | --url URL [--header K:V]... [--transport T])",
 		Short: "Configure a new server and start it",
 		Long: `add stores a new server in the running switchboard and, unless --disabled,
-starts it without waiting for it to connect; follow it with "server show"
-or "server list". NAME is lowercase letters, digits and '-' (at most 48).
+starts it; with --wait it waits for the first connection attempt and prints
+its outcome (the tools, or the error and the phase it failed in), else it
+returns at once: follow it with "server show" or "server list". NAME is
+lowercase letters, digits and '-' (at most 48).
 
 A stdio server is a command run without a shell (--command, --arg, --env,
 --cwd); a remote server is a URL (--url, --header) reached over Streamable
 HTTP, falling back to legacy SSE (--transport remote, the default), or over
-one of them only (--transport streamable-http or sse).`,
-		Example: `  switchboard server add everything --command npx --arg -y --arg @modelcontextprotocol/server-everything
+one of them only (--transport streamable-http or sse).
+
+A command with a slash (./mytool, bin/tool) and a relative --cwd are taken
+against this shell's directory, as "check" takes them, and sent to the
+daemon as absolute paths (a command against --cwd, if given). A command
+without a slash (npx, uvx) is looked up by the daemon in the server's PATH
+(--env PATH=..., else the daemon's own PATH, which need not be this
+shell's).`,
+		Example: `  switchboard server add everything --command npx --arg -y --arg @modelcontextprotocol/server-everything --wait
   switchboard server add github --command ./github-mcp --env GITHUB_TOKEN=$GITHUB_TOKEN --call-timeout 2m
   switchboard server add docs --url https://example.com/mcp --header "Authorization: Bearer $TOKEN"`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Name = args[0]
 			if err := sf.apply(cmd, &cfg); err != nil {
 				return err
 			}
+			if err := resolvePaths(&cfg); err != nil {
+				return err
+			}
+			if err := wf.check(); err != nil {
+				return err
+			}
+			warnCommand(cmd.ErrOrStderr(), &cfg)
 			for _, d := range []struct {
 				flag string
 				d    time.Duration
@@ -95,20 +117,33 @@ one of them only (--transport streamable-http or sse).`,
 				cfg.Enabled = &off
 			}
 			return withClient(cmd, func(c *client.Client) error {
+				aw, err := wf.watch(cmd, c, cfg.Name)
+				if err != nil {
+					return err
+				}
+				defer aw.close()
 				v, err := c.CreateServer(cmd.Context(), &cfg)
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), v)
+				out, asJSON := cmd.OutOrStdout(), jsonOutput(cmd)
+				if aw != nil {
+					if !asJSON {
+						fmt.Fprintf(out, "added %s (%s)\n", v.Name, v.Transport)
+					}
+					return aw.finish(cmd.Context(), out, asJSON, v.Name, &cfg, &v)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "added %s (%s, status %s)\n", v.Name, v.Transport, v.Runtime.Status)
+				if asJSON {
+					return printJSON(out, v)
+				}
+				fmt.Fprintf(out, "added %s (%s, status %s)\n", v.Name, v.Transport, v.Runtime.Status)
 				return nil
 			})
 		},
 	}
 	f := cmd.Flags()
 	sf.register(f, &cfg, "; stored as a secret")
+	wf.register(f)
 	f.BoolVar(&disabled, "disabled", false, "store the server without starting it")
 	f.DurationVar(&startup, "startup-timeout", 0, "how long one connection attempt may take (default 120s stdio, 30s remote)")
 	f.DurationVar(&call, "call-timeout", 0, "per-request timeout of a tool call (default 60s)")
@@ -123,9 +158,12 @@ func newServerListCommand() *cobra.Command {
 		Short:   "List every server with its status",
 		Long: `list prints one line per configured server: its status (connecting,
 connected, error, disabled), transport, number of tools, transparent
-reconnects, and the last error with the phase where it happened.`,
+reconnects, and the last error with the phase where it happened, cut to
+fit a line; -o wide adds the pid and the error's code and prints the whole
+error.`,
 		Example: `  switchboard server list
-  switchboard server list --json | jq -r '.servers[] | select(.runtime.status == "error") | .name'`,
+  switchboard server list -o wide
+  switchboard server list -o json | jq -r '.servers[] | select(.runtime.status == "error") | .name'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withClient(cmd, func(c *client.Client) error {
@@ -136,21 +174,27 @@ reconnects, and the last error with the phase where it happened.`,
 				if jsonOutput(cmd) {
 					return printJSON(cmd.OutOrStdout(), api.ServerList{Servers: servers})
 				}
-				printServerList(cmd.OutOrStdout(), servers)
+				printServerList(cmd.OutOrStdout(), servers, wideOutput(cmd))
 				return nil
 			})
 		},
 	}
 }
 
-// printServerList prints the table of "server list".
-func printServerList(out io.Writer, servers []sb.ServerView) {
+// printServerList prints the table of "server list": errors cut to fit
+// a line, or, wide, whole (on one line) with their code and the pid.
+func printServerList(out io.Writer, servers []sb.ServerView, wide bool) {
 	if len(servers) == 0 {
 		fmt.Fprintln(out, `no servers configured; add one with "switchboard server add"`)
 		return
 	}
 	tw := newTable(out)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tTRANSPORT\tTOOLS\tRECONNECTS\tERROR")
+	if wide {
+		fmt.Fprintln(tw, "NAME\tSTATUS\tTRANSPORT\tTOOLS\tRECONNECTS\tPID\tCODE\tERROR")
+	} else {
+		fmt.Fprintln(tw, "NAME\tSTATUS\tTRANSPORT\tTOOLS\tRECONNECTS\tERROR")
+	}
+	cut := false
 	for _, v := range servers {
 		transport := string(v.Runtime.Transport)
 		if transport == "" {
@@ -160,13 +204,31 @@ func printServerList(out io.Writer, servers []sb.ServerView) {
 		if v.Runtime.Status == sb.StatusConnected {
 			tools = strconv.Itoa(v.Runtime.ToolCount)
 		}
-		errText := "-"
+		errText, code := "-", "-"
 		if e := v.Runtime.Error; e != nil {
-			errText = prompt.FirstLine(string(e.Phase)+": "+e.Message, listErrorWidth)
+			whole := string(e.Phase) + ": " + e.Message
+			code = string(e.Code)
+			if wide {
+				errText = strings.Join(strings.Fields(whole), " ")
+			} else {
+				errText = prompt.FirstLine(whole, listErrorWidth)
+				cut = cut || errText != whole
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", v.Name, v.Runtime.Status, transport, tools, v.Runtime.Reconnects, errText)
+		if wide {
+			pid := "-"
+			if v.Runtime.PID != 0 {
+				pid = strconv.Itoa(v.Runtime.PID)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", v.Name, v.Runtime.Status, transport, tools, v.Runtime.Reconnects, pid, code, errText)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", v.Name, v.Runtime.Status, transport, tools, v.Runtime.Reconnects, errText)
+		}
 	}
 	tw.Flush()
+	if cut {
+		fmt.Fprintln(out, `(errors cut to fit; "server list -o wide" or "server show NAME" prints them whole)`)
+	}
 }
 
 func newServerShowCommand() *cobra.Command {
@@ -177,8 +239,9 @@ func newServerShowCommand() *cobra.Command {
 (status, last error with phase and code, retries, pid, protocol, server
 info) and its tools.`,
 		Example: `  switchboard server show everything
-  switchboard server show everything --json`,
-		Args: cobra.ExactArgs(1),
+  switchboard server show everything -o json`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeServerName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, func(c *client.Client) error {
 				v, err := c.Server(cmd.Context(), args[0])
@@ -320,12 +383,13 @@ func quoteArgs(args []string) string {
 
 func newServerRmCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "rm NAME",
-		Aliases: []string{"remove", "delete"},
-		Short:   "Stop a server and remove its config",
-		Long:    `rm stops the server (and its process, for a stdio server) and deletes its config.`,
-		Example: `  switchboard server rm everything`,
-		Args:    cobra.ExactArgs(1),
+		Use:               "rm NAME",
+		Aliases:           []string{"remove", "delete"},
+		Short:             "Stop a server and remove its config",
+		Long:              `rm stops the server (and its process, for a stdio server) and deletes its config.`,
+		Example:           `  switchboard server rm everything`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeServerName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, func(c *client.Client) error {
 				if err := c.DeleteServer(cmd.Context(), args[0], 0); err != nil {
@@ -343,56 +407,107 @@ func newServerRmCommand() *cobra.Command {
 
 func newServerEnableCommand(on bool) *cobra.Command {
 	verb, short, long := "enable", "Enable a server and start it",
-		`enable marks the server enabled and starts it without waiting for it to connect.`
+		`enable marks the server enabled and starts it; with --wait it waits for the
+first connection attempt and prints its outcome, else it returns at once.`
 	if !on {
 		verb, short, long = "disable", "Disable a server and stop it",
 			`disable marks the server disabled and stops it (and its process, for a stdio
 server); its config is kept. Calls to its tools fail until it is enabled.`
 	}
-	return &cobra.Command{
-		Use:     verb + " NAME",
-		Short:   short,
-		Long:    long,
-		Example: "  switchboard server " + verb + " everything",
-		Args:    cobra.ExactArgs(1),
+	var wf waitFlags
+	cmd := &cobra.Command{
+		Use:               verb + " NAME",
+		Short:             short,
+		Long:              long,
+		Example:           "  switchboard server " + verb + " everything",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeServerName,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := wf.check(); err != nil {
+				return err
+			}
 			return withClient(cmd, func(c *client.Client) error {
+				aw, err := wf.watch(cmd, c, args[0])
+				if err != nil {
+					return err
+				}
+				defer aw.close()
 				v, err := c.SetEnabled(cmd.Context(), args[0], on)
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), v)
+				out, asJSON := cmd.OutOrStdout(), jsonOutput(cmd)
+				if aw != nil {
+					if !asJSON {
+						fmt.Fprintf(out, "%sd %s\n", verb, v.Name)
+					}
+					return aw.finish(cmd.Context(), out, asJSON, v.Name, &v.ServerConfig, &v)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%sd %s (status %s)\n", verb, v.Name, v.Runtime.Status)
+				if asJSON {
+					return printJSON(out, v)
+				}
+				fmt.Fprintf(out, "%sd %s (status %s)\n", verb, v.Name, v.Runtime.Status)
 				return nil
 			})
 		},
 	}
+	if on {
+		wf.register(cmd.Flags())
+	}
+	return cmd
 }
 
 func newServerRestartCommand() *cobra.Command {
-	return &cobra.Command{
+	var wf waitFlags
+	cmd := &cobra.Command{
 		Use:   "restart NAME",
 		Short: "Reconnect a server (restart its process) now",
 		Long: `restart closes the server's session and connects again at once, restarting
-the process of a stdio server, and resets its retry budget. It returns
-without waiting for the new connection.`,
-		Example: `  switchboard server restart everything`,
-		Args:    cobra.ExactArgs(1),
+the process of a stdio server, and resets its retry budget. With --wait it
+waits for the new connection attempt and prints its outcome; else it
+returns at once.`,
+		Example: `  switchboard server restart everything
+  switchboard server restart everything --wait`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeServerName,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := wf.check(); err != nil {
+				return err
+			}
 			return withClient(cmd, func(c *client.Client) error {
+				var cfg *sb.ServerConfig
+				if wf.wait {
+					v, err := c.Server(cmd.Context(), args[0]) // for its startup timeout
+					if err != nil {
+						return err
+					}
+					cfg = &v.ServerConfig
+				}
+				aw, err := wf.watch(cmd, c, args[0])
+				if err != nil {
+					return err
+				}
+				defer aw.close()
 				if err := c.RestartServer(cmd.Context(), args[0]); err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), api.RestartResponse{Status: api.StatusRestarting})
+				out, asJSON := cmd.OutOrStdout(), jsonOutput(cmd)
+				if aw != nil {
+					if !asJSON {
+						fmt.Fprintf(out, "restarting %s\n", args[0])
+					}
+					return aw.finish(cmd.Context(), out, asJSON, args[0], cfg, nil)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "restarting %s\n", args[0])
+				if asJSON {
+					return printJSON(out, api.RestartResponse{Status: api.StatusRestarting})
+				}
+				fmt.Fprintf(out, "restarting %s\n", args[0])
 				return nil
 			})
 		},
 	}
+	wf.register(cmd.Flags())
+	return cmd
 }
 
 func newServerTestCommand() *cobra.Command {
@@ -406,8 +521,9 @@ info and tools, or the error with its phase and code and the last lines
 the server wrote to stderr. The exit status is non-zero unless it
 connected.`,
 		Example: `  switchboard server test everything
-  switchboard server test everything --json`,
-		Args: cobra.ExactArgs(1),
+  switchboard server test everything -o json`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeServerName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, func(c *client.Client) error {
 				res, err := c.TestServer(cmd.Context(), args[0])
@@ -432,40 +548,120 @@ connected.`,
 }
 
 func newServerLogsCommand() *cobra.Command {
-	var tail int
+	var (
+		tail   int
+		follow bool
+	)
 	cmd := &cobra.Command{
 		Use:   "logs NAME",
-		Short: "Print the last lines a stdio server wrote to stderr",
+		Short: "Print the lines a stdio server wrote to stderr; -f follows them",
 		Long: `logs prints the stderr lines kept for a stdio server (the last 500, oldest
-first). Remote servers have none.`,
+first). Remote servers have none, and logs says so.
+
+-f (--follow) keeps printing: each new line with the time the daemon read
+it (within 250 ms of its writing), and a marker line at each change of the
+server's state: "--- starting (attempt N)" at each connection attempt (for
+a stdio server, a new process), and when it connected, failed, dropped or
+stopped. It ends with Ctrl-C, or when the server is removed. -o json
+prints one JSON object per line: {"line", "at"} or {"event"}.`,
 		Example: `  switchboard server logs everything
-  switchboard server logs everything -n 20`,
-		Args: cobra.ExactArgs(1),
+  switchboard server logs everything -n 20
+  switchboard server logs everything -f`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeServerName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if tail < 0 {
 				return fmt.Errorf("--tail must not be negative")
 			}
 			return withClient(cmd, func(c *client.Client) error {
-				lines, err := c.Logs(cmd.Context(), args[0])
+				ctx, out := cmd.Context(), cmd.OutOrStdout()
+				v, err := c.Server(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), api.LogLines{Lines: lines})
+				if !v.IsStdio() {
+					if jsonOutput(cmd) && !follow {
+						return printJSON(out, api.LogLines{Lines: []string{}})
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s is a remote server (%s): it has no process, so there are no stderr lines to show; see \"server show %s\" for its state\n", v.Name, v.Transport, v.Name)
+					return nil
+				}
+				if follow {
+					return followLogs(ctx, c, out, args[0], tail, jsonOutput(cmd))
+				}
+				lines, err := c.Logs(ctx, args[0])
+				if err != nil {
+					return err
 				}
 				if tail > 0 && len(lines) > tail {
 					lines = lines[len(lines)-tail:]
+				}
+				if jsonOutput(cmd) {
+					return printJSON(out, api.LogLines{Lines: lines})
 				}
 				var b strings.Builder
 				for _, l := range lines {
 					b.WriteString(l)
 					b.WriteByte('\n')
 				}
-				_, err = io.WriteString(cmd.OutOrStdout(), b.String())
+				_, err = io.WriteString(out, b.String())
 				return err
 			})
 		},
 	}
-	cmd.Flags().IntVarP(&tail, "tail", "n", 0, "print only the last N lines (default all)")
+	cmd.Flags().IntVarP(&tail, "tail", "n", 0, "print only the last N lines kept (default all)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines, with times, and a marker at each restart")
 	return cmd
 }
+
+// followLogs prints a followed log until it ends or ctx does (Ctrl-C,
+// which is not an error here).
+func followLogs(ctx context.Context, c *client.Client, out io.Writer, name string, tail int, asJSON bool) error {
+	s, err := c.FollowLogs(ctx, name, tail)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	for {
+		rec, err := s.Next()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+		if asJSON {
+			if rec.Event != nil {
+				err = enc.Encode(map[string]any{"event": rec.Event})
+			} else {
+				err = enc.Encode(rec.Line)
+			}
+		} else {
+			_, err = io.WriteString(out, logRecordLine(rec)+"\n")
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// logRecordLine renders one record of a followed log: a line read
+// before the stream began as it is, a new line after the time it was
+// read, a state change as a marker line.
+func logRecordLine(rec client.LogRecord) string {
+	if ev := rec.Event; ev != nil {
+		return formatStamp(ev.At) + " --- " + describeEvent(ev)
+	}
+	if rec.Line.At == nil {
+		return rec.Line.Line
+	}
+	return formatStamp(*rec.Line.At) + " " + rec.Line.Line
+}
+
+// formatStamp prints a time of a log or an event line, local, to the
+// millisecond.
+func formatStamp(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05.000") }

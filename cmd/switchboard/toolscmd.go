@@ -33,8 +33,9 @@ with the address to call each by ("server/tool"), its arguments (required
 ones marked *) and the first line of its description.`,
 		Example: `  switchboard tools
   switchboard tools everything
-  switchboard tools --json | jq -r '.tools[].address'`,
-		Args: cobra.MaximumNArgs(1),
+  switchboard tools -o json | jq -r '.tools[].address'`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeServerName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, func(c *client.Client) error {
 				var tools []api.ToolView
@@ -102,7 +103,16 @@ func argumentSummary(schema json.RawMessage) string {
 type callFlags struct {
 	timeout, maxTotal time.Duration
 	resetOnProgress   bool
+	progress          string
 }
+
+// The --progress modes of "call".
+const (
+	progressModeAuto  = "auto"
+	progressModeBar   = "bar"
+	progressModeLines = "lines"
+	progressModeNone  = "none"
+)
 
 func newCallCommand() *cobra.Command {
 	var f callFlags
@@ -110,14 +120,18 @@ func newCallCommand() *cobra.Command {
 		Use:   "call SERVER/TOOL [JSON]",
 		Short: "Call one tool and print its result",
 		Long: `call calls the tool TOOL of the server SERVER with the JSON object of
-arguments (default {}; "-" reads it from stdin) and prints the result: text
-contents as text, other contents as a summary, structured content as
-indented JSON (--json prints the whole MCP CallToolResult instead).
+arguments (default {}; "-" reads it from stdin) and prints the result once:
+text contents as text, other contents as a summary; the structured content
+(JSON for programs) only when there is no text, since tools that return
+both say the same thing twice. -o json prints the whole MCP CallToolResult
+instead.
 
-When stderr is a terminal, the progress the server reports is drawn as a
-bar there. When the server asks for input (elicitation) and stdin is a
-terminal, call asks the questions there (an empty answer to a required
-field declines); otherwise it declines.
+The progress the server reports goes to stderr (--progress): as a bar
+redrawn in place when stderr is a terminal, as lines ("progress 3/5:
+message", at most two a second) when it is not, so that a log shows a
+long call's progress; "none" prints nothing. When the server asks for
+input (elicitation) and stdin is a terminal, call asks the questions there
+(an empty answer to a required field declines); otherwise it declines.
 
 --timeout is the per-request timeout (default: the server's call timeout,
 else 60s); --reset-on-progress restarts it on every progress report;
@@ -125,10 +139,12 @@ else 60s); --reset-on-progress restarts it on every progress report;
 fails or the tool reports an error (isError), which is then printed to
 stderr.`,
 		Example: `  switchboard call everything/echo '{"message": "hello"}'
-  switchboard call build/run '{"target": "all"}' --timeout 30s --reset-on-progress --max-total 10m
+  switchboard call everything/get-sum '{"a": 2, "b": 3}'
+  switchboard call everything/trigger-long-running-operation '{"duration": 30, "steps": 10}' --timeout 10s --reset-on-progress --max-total 10m
   jq -n '{path: "/tmp"}' | switchboard call fs/list_directory -
-  switchboard call everything/getTinyImage --json`,
-		Args: cobra.RangeArgs(1, 2),
+  switchboard call everything/get-tiny-image -o json`,
+		ValidArgsFunction: completeToolAddress,
+		Args:              cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tool := args[0]
 			if s, t, ok := strings.Cut(tool, "/"); !ok || s == "" || t == "" {
@@ -154,16 +170,18 @@ stderr.`,
 			if err != nil {
 				return err
 			}
+			progress, err := f.progressMode(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			return withClient(cmd, func(c *client.Client) error {
 				cio := &callIO{
 					out:    cmd.OutOrStdout(),
 					errOut: cmd.ErrOrStderr(),
 					asJSON: jsonOutput(cmd),
 				}
-				// Progress only for a person at a terminal, never into a
-				// pipe or a file; questions only to a person who can
-				// answer them.
-				cio.progress = isTerminalWriter(cmd.ErrOrStderr())
+				// Questions only to a person who can answer them.
+				cio.progress = progress
 				if !fromStdin && cmd.InOrStdin() == os.Stdin && isTerminal(os.Stdin) {
 					cio.in = bufio.NewReader(os.Stdin)
 				}
@@ -175,6 +193,8 @@ stderr.`,
 	fl.DurationVar(&f.timeout, "timeout", 0, "per-request timeout, e.g. 30s or 2m (default: the server's call timeout)")
 	fl.DurationVar(&f.maxTotal, "max-total", 0, "hard cap on the whole call, progress included (default: the server's, else none)")
 	fl.BoolVar(&f.resetOnProgress, "reset-on-progress", false, "restart the per-request timeout on every progress report")
+	fl.StringVar(&f.progress, "progress", progressModeAuto, "how to show progress on stderr: bar, lines, none, or auto (a bar on a terminal, else lines)")
+	_ = cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions([]string{progressModeAuto, progressModeBar, progressModeLines, progressModeNone}, cobra.ShellCompDirectiveNoFileComp))
 	addTokenFlag(cmd, false)
 	return cmd
 }
@@ -193,6 +213,21 @@ func (f *callFlags) options() (client.CallOptions, error) {
 		}
 	}
 	return client.CallOptions{Timeout: f.timeout, MaxTotalTimeout: f.maxTotal, ResetTimeoutOnProgress: f.resetOnProgress}, nil
+}
+
+// progressMode resolves --progress for the stderr errOut: auto is a bar
+// on a terminal and lines elsewhere.
+func (f *callFlags) progressMode(errOut io.Writer) (string, error) {
+	switch f.progress {
+	case progressModeAuto:
+		if isTerminalWriter(errOut) {
+			return progressModeBar, nil
+		}
+		return progressModeLines, nil
+	case progressModeBar, progressModeLines, progressModeNone:
+		return f.progress, nil
+	}
+	return "", fmt.Errorf("--progress %q: want bar, lines, none or auto", f.progress)
 }
 
 // parseArguments checks that text is one JSON object.
@@ -218,8 +253,9 @@ func parseArguments(text string) (json.RawMessage, error) {
 // callIO is where a call prints and asks.
 type callIO struct {
 	out, errOut io.Writer
-	// progress draws a progress bar on errOut (a terminal).
-	progress bool
+	// progress is how progress is shown on errOut: progressModeBar (a
+	// terminal), progressModeLines, or progressModeNone (or "").
+	progress string
 	// in, if set, is a terminal to ask elicitation questions on (the
 	// questions go to errOut); nil declines every elicitation.
 	in     *bufio.Reader
@@ -246,9 +282,13 @@ var errToolError = errors.New("the tool reported an error")
 // prints the result or the failure.
 func runCall(ctx context.Context, c *client.Client, cio *callIO, tool string, arguments json.RawMessage, opts client.CallOptions) error {
 	var bar *progressBar
-	if cio.progress {
+	switch cio.progress {
+	case progressModeBar:
 		bar = newProgressBar(cio.errOut)
 		opts.OnProgress = func(p sb.Progress) { bar.Draw(p.Progress, p.Total, p.Message) }
+	case progressModeLines:
+		lines := newProgressLines(cio.errOut)
+		opts.OnProgress = func(p sb.Progress) { lines.Print(p.Progress, p.Total, p.Message) }
 	}
 	defer bar.Clear()
 	opts.OnElicitation = func(_ context.Context, req sb.ElicitationRequest) (sb.ElicitationResponse, error) {

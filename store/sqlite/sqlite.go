@@ -44,6 +44,32 @@ type Store struct {
 
 var _ switchboard.Store = (*Store)(nil)
 
+// openFileError says why the database file could not be opened or
+// created once ("sqlite: open X: open X: ..." said it twice), and, for a
+// missing directory, what to do. It wraps err (an *fs.PathError).
+func openFileError(path, abs string, err error) error {
+	cause := err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		cause = pe.Err
+	}
+	msg := fmt.Sprintf("sqlite: open %s: %v", path, cause)
+	if errors.Is(err, fs.ErrNotExist) {
+		dir := filepath.Dir(abs)
+		msg = fmt.Sprintf("sqlite: open %s: the directory %s does not exist; create it first (mkdir -p %s)", path, dir, dir)
+	}
+	return &openError{msg: msg, err: err}
+}
+
+// openError is an error of Open with a message of its own.
+type openError struct {
+	msg string
+	err error
+}
+
+func (e *openError) Error() string { return e.msg }
+func (e *openError) Unwrap() error { return e.err }
+
 // Open opens the SQLite database at path, creating the file (mode 0600: it
 // holds secrets) if it does not exist, and migrates its schema to the newest
 // version. The directory must exist.
@@ -59,7 +85,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// umask, readable by every local user, and the configs hold API keys.
 	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, openFileError(path, abs, err)
 	}
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)

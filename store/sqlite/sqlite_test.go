@@ -3,7 +3,9 @@ package sqlite
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,6 +142,23 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if _, err := Open(t.Context(), junk); err == nil {
 		t.Error("open of a non-database file: no error")
+	}
+}
+
+// TestMissingDirectoryIsSaidOnce: the file's directory must exist; the
+// error says so once, with the command that fixes it, not "open X: open X:
+// no such file or directory".
+func TestMissingDirectoryIsSaidOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "no", "such")
+	path := filepath.Join(dir, "sb.db")
+	_, err := Open(t.Context(), path)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	if strings.Count(msg, path) != 1 || !strings.Contains(msg, "the directory "+dir+" does not exist") ||
+		!strings.Contains(msg, "mkdir -p "+dir) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("error %q", msg)
 	}
 }
 

@@ -1,0 +1,100 @@
+package main
+
+// This file completes server names and tool addresses in the shell
+// (cobra's dynamic completion: "switchboard completion bash|zsh|fish"
+// prints the script), asking the running daemon. Without a daemon nothing
+// is completed, and file names are never offered instead.
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboard-mcp/switchboard/client"
+)
+
+// completeTimeout bounds a completion's questions to the daemon: a shell
+// waiting on Tab must not hang.
+const completeTimeout = 2 * time.Second
+
+// completeServerName completes the one NAME of a server verb.
+func completeServerName(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return completeServerNames(cmd, args, toComplete)
+}
+
+// completeServerNames completes server names not given yet, each with its
+// status as the description.
+func completeServerNames(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	askDaemon(cmd, func(ctx context.Context, c *client.Client) {
+		servers, err := c.Servers(ctx)
+		if err != nil {
+			return
+		}
+		for _, v := range servers {
+			if strings.HasPrefix(v.Name, toComplete) && !slices.Contains(args, v.Name) {
+				out = append(out, cobra.CompletionWithDesc(v.Name, string(v.Runtime.Status)))
+			}
+		}
+	})
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeToolAddress completes the SERVER/TOOL of "call": server names
+// followed by "/" until one is chosen, then that server's tools.
+func completeToolAddress(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	server, _, chosen := strings.Cut(toComplete, "/")
+	var out []cobra.Completion
+	directive := cobra.ShellCompDirectiveNoFileComp
+	askDaemon(cmd, func(ctx context.Context, c *client.Client) {
+		if !chosen {
+			servers, err := c.Servers(ctx)
+			if err != nil {
+				return
+			}
+			for _, v := range servers {
+				if strings.HasPrefix(v.Name, server) {
+					out = append(out, cobra.CompletionWithDesc(v.Name+"/", string(v.Runtime.Status)))
+				}
+			}
+			directive |= cobra.ShellCompDirectiveNoSpace
+			return
+		}
+		tools, err := c.ServerTools(ctx, server)
+		if err != nil {
+			return
+		}
+		for _, t := range tools {
+			if strings.HasPrefix(t.Address, toComplete) {
+				out = append(out, cobra.CompletionWithDesc(t.Address, firstLine(t.Description, 60)))
+			}
+		}
+	})
+	return out, directive
+}
+
+// askDaemon runs fn with the command's client and a short deadline; a
+// daemon that cannot be reached completes nothing.
+func askDaemon(cmd *cobra.Command, fn func(ctx context.Context, c *client.Client)) {
+	c, err := clientFrom(cmd)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, completeTimeout)
+	defer cancel()
+	fn(ctx, c)
+}
