@@ -35,6 +35,9 @@ const (
 	// CodeInvalidOptions: the invoke options (timeouts) were rejected.
 	// Nothing was sent to the server.
 	CodeInvalidOptions Code = "invalid_options"
+	// CodeMethodNotAllowed: the route exists but not for that method; the
+	// Allow header lists those it takes.
+	CodeMethodNotAllowed Code = "method_not_allowed"
 	// CodeNotFound: no stored server (or other named object) by that name.
 	CodeNotFound Code = "not_found"
 	// CodeUnknownServer: a tool address names no configured server.
@@ -140,7 +143,7 @@ func HTTPStatus(status int) Code { return Code("http_" + strconv.Itoa(status)) }
 // tests that check that every surface agrees on them.
 func RequestCodes() []Code {
 	return []Code{
-		CodeBadRequest, CodeTooLarge, CodeInvalidConfig, CodeBadAddress, CodeInvalidArguments,
+		CodeBadRequest, CodeMethodNotAllowed, CodeTooLarge, CodeInvalidConfig, CodeBadAddress, CodeInvalidArguments,
 		CodeInvalidOptions, CodeNotFound, CodeUnknownServer, CodeUnknownTool, CodeExists,
 		CodeConflict, CodeUnauthorized, CodeForbiddenHost, CodeForbiddenOrigin, CodeTimeout,
 		CodeDisabled, CodeUnavailable, CodeConnectionLost, CodeResultTooLarge, CodeServerError,

@@ -30,5 +30,5 @@
 //
 // Every failure is answered with an ErrorBody and the status the error's
 // code maps to (see httpapi.Status), but for a known route under a method
-// it does not take: 405, code bad_request, with an Allow header.
+// it does not take: 405, code method_not_allowed, with an Allow header.
 package api

@@ -33,6 +33,8 @@ func Status(code sb.Code) int {
 		return http.StatusBadRequest
 	case sb.CodeUnauthorized:
 		return http.StatusUnauthorized
+	case sb.CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	case sb.CodeForbiddenHost, sb.CodeForbiddenOrigin:
 		return http.StatusForbidden
 	case sb.CodeNotFound, sb.CodeUnknownServer, sb.CodeUnknownTool:
@@ -224,7 +226,7 @@ func noRoute(mux *http.ServeMux) http.HandlerFunc {
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeJSON(w, http.StatusMethodNotAllowed, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeBadRequest,
+			writeJSON(w, http.StatusMethodNotAllowed, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeMethodNotAllowed,
 				Message: fmt.Sprintf("%s is not a method of %s; it takes %s", r.Method, r.URL.Path, strings.Join(allow, ", "))}})
 			return
 		}

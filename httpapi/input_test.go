@@ -92,7 +92,7 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 		var eb api.ErrorBody
 		json.NewDecoder(resp.Body).Decode(&eb)
 		resp.Body.Close()
-		if resp.StatusCode != 405 || resp.Header.Get("Allow") != tc.allow || !strings.Contains(eb.Error.Message, tc.allow) {
+		if resp.StatusCode != 405 || eb.Error.Code != sb.CodeMethodNotAllowed || resp.Header.Get("Allow") != tc.allow || !strings.Contains(eb.Error.Message, tc.allow) {
 			t.Errorf("%s %s: %d Allow %q %+v, want 405 Allow %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), eb, tc.allow)
 		}
 	}

@@ -113,7 +113,7 @@ server's max_total_timeout_ms says otherwise.`,
 			if err := sessFlags.apply(&gwOpts); err != nil {
 				return err
 			}
-			gwOpts.Logger, gwOpts.Version = log, version
+			gwOpts.Logger, gwOpts.Version = log, readBuildInfo().Version
 			return serve(cmd.Context(), log, serveConfig{listen: listen, dsn: dsn, auth: auth, allowedHosts: hosts}, gwOpts)
 		},
 	}

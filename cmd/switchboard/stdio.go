@@ -58,7 +58,7 @@ server's max_total_timeout_ms says otherwise.`,
 			defer st.Close()
 			reg := registry.New(st, &registry.Options{Logger: log})
 			ex := executor.New(executor.NewMCP(reg))
-			gwOpts.Executor, gwOpts.Logger, gwOpts.Version = ex, log, version
+			gwOpts.Executor, gwOpts.Logger, gwOpts.Version = ex, log, readBuildInfo().Version
 			gw := gateway.New(reg, gwOpts)
 			defer gw.Close()
 			if err := reg.Load(ctx); err != nil {
