@@ -127,6 +127,17 @@ func classifyRemote(phase sb.Phase, endpoint string, status, page int, err error
 	return fail(phase, code, retryFast, err, "%s failed: %s", phaseVerb(phase), describe(err))
 }
 
+// refusedCall classifies a call that Switchboard itself cut short for
+// safety (origin.go), or returns nil: the go-sdk reports it as a failed
+// request, which would read as a lost connection.
+func (s *Session) refusedCall(tool string, err error) *CallError {
+	if re, ok := asRedirect(err); ok {
+		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
+			Message: "the server answered the call with an " + re.Error() + "; the call did not run", Err: re}
+	}
+	return nil
+}
+
 func phaseVerb(p sb.Phase) string {
 	switch p {
 	case sb.PhaseInitialize:

@@ -38,7 +38,8 @@ const streamHeaderTimeout = 15 * time.Second
 // (its notifications/cancelled), which no caller waits for.
 const afterCallTimeout = 10 * time.Second
 
-// roundTripper puts the config's headers on every request, records the
+// roundTripper puts the config's headers on every request of the
+// configured origin (and refuses requests for any other: origin.go), records the
 // HTTP status of failed responses in the request context's statusRecorder,
 // and ties every request to the link's context, so that closing a link
 // aborts all of its requests at once: the go-sdk detaches its Streamable
@@ -47,6 +48,7 @@ const afterCallTimeout = 10 * time.Second
 type roundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
+	guard   *originGuard // refuses requests for other origins, which must not get the headers
 	linkCtx context.Context
 	onSSE   func(msg []byte) // sees every server-sent event's data (the progress tap)
 	// onRefused hears of every request that found nothing listening: the
@@ -57,6 +59,13 @@ type roundTripper struct {
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodGet && t.linkCtx.Err() != nil {
 		return streamRefused(req), nil
+	}
+	if t.guard != nil {
+		// A redirect is refused before it gets here (checkRedirect); what
+		// remains is the legacy SSE endpoint event, which names any URL.
+		if err := t.guard.check(req, 0); err != nil {
+			return nil, err
+		}
 	}
 	parent := req.Context()
 	sent, _ := parent.Value(sendRecordKey{}).(*sendRecord)

@@ -42,13 +42,21 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	// it if Connect has not returned by then.
 	lctx, cancel := context.WithCancel(s.runCtx)
 	lctx, rec := withStatusRecorder(lctx)
-	host := hostOf(s.redact.String(s.cfg.URL))
-	pages := &pageRecorder{base: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, linkCtx: lctx, onSSE: s.onWire,
+	endpoint := s.redact.String(s.cfg.URL)
+	host := hostOf(endpoint)
+	// A request refused for safety fails the attempt with its own reason,
+	// whatever the go-sdk makes of the failed request.
+	var refusal firstFailure
+	guard := newOriginGuard(s.cfg.URL, s.redact.String, func(e *RedirectError) {
+		refusal.set(fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, e,
+			"%s: %v (if the server has moved there, configure that URL)", endpoint, e))
+	})
+	pages := &pageRecorder{base: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, guard: guard, linkCtx: lctx, onSSE: s.onWire,
 		onRefused: func(err error) {
 			l.markDead(fail(sb.PhaseRuntime, sb.CodeConnectionRefused, retryFast, err,
 				"connection refused by %s: the server is no longer running", host))
 		}}}
-	hc := &http.Client{Transport: pages}
+	hc := &http.Client{Transport: pages, CheckRedirect: guard.checkRedirect}
 	var t mcp.Transport
 	if kind == sb.TransportSSE {
 		t = &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
@@ -66,7 +74,9 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	}
 	if err != nil {
 		cancel()
-		endpoint := s.redact.String(s.cfg.URL)
+		if f := refusal.get(); f != nil {
+			return nil, f, false
+		}
 		status, page := rec.Status(), pages.Status()
 		if status != 0 && page != status {
 			// The attempt failed on an error status of another answer: the
@@ -145,4 +155,24 @@ func (p *pageRecorder) Status() int {
 func isWebPage(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && (mt == "text/html" || mt == "application/xhtml+xml")
+}
+
+// firstFailure keeps the first failure reported to it, from any goroutine.
+type firstFailure struct {
+	mu sync.Mutex
+	f  *failure
+}
+
+func (ff *firstFailure) set(f *failure) {
+	ff.mu.Lock()
+	if ff.f == nil {
+		ff.f = f
+	}
+	ff.mu.Unlock()
+}
+
+func (ff *firstFailure) get() *failure {
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
+	return ff.f
 }
