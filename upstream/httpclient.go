@@ -4,29 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
-
-// sharedTransport pools connections across every remote session. It has no
-// overall timeout: Streamable HTTP and SSE streams live as long as the
-// session, and an http.Client.Timeout would cut them (and long tool calls
-// answered as plain JSON) off. Dialing and TLS are bounded; a stream GET that
-// never sends headers is bounded by headerTimeoutTransport.
-var sharedTransport = &http.Transport{
-	Proxy:                 http.ProxyFromEnvironment,
-	DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-	ForceAttemptHTTP2:     true,
-	MaxIdleConns:          1024,
-	MaxIdleConnsPerHost:   64,
-	IdleConnTimeout:       90 * time.Second,
-	TLSHandshakeTimeout:   10 * time.Second,
-	ExpectContinueTimeout: time.Second,
-}
 
 // streamHeaderTimeout bounds how long a GET for an event stream may wait for
 // response headers. The go-sdk opens the standalone Streamable HTTP stream
@@ -54,6 +37,9 @@ type roundTripper struct {
 	// onRefused hears of every request that found nothing listening: the
 	// server is gone, whatever the go-sdk makes of the failed request.
 	onRefused func(err error)
+	// onBlocked hears of every request refused for its address
+	// (netpolicy.go), which the go-sdk reports as a mere failed request.
+	onBlocked func(err *BlockedAddressError)
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -129,6 +115,10 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if refused && t.onRefused != nil && t.linkCtx.Err() == nil {
 		t.onRefused(err)
+	}
+	var blocked *BlockedAddressError
+	if err != nil && t.onBlocked != nil && errors.As(err, &blocked) {
+		t.onBlocked(blocked)
 	}
 	if err != nil {
 		release()

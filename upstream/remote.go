@@ -51,10 +51,14 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		refusal.set(fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, e,
 			"%s: %v (if the server has moved there, configure that URL)", endpoint, e))
 	})
-	pages := &pageRecorder{base: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, guard: guard, linkCtx: lctx, onSSE: s.onWire,
+	pages := &pageRecorder{base: &roundTripper{base: transportFor(s.opts.AllowedNetworks), headers: s.cfg.Headers, guard: guard,
+		linkCtx: lctx, onSSE: s.onWire,
 		onRefused: func(err error) {
 			l.markDead(fail(sb.PhaseRuntime, sb.CodeConnectionRefused, retryFast, err,
 				"connection refused by %s: the server is no longer running", host))
+		},
+		onBlocked: func(err *BlockedAddressError) {
+			refusal.set(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
 		}}}
 	hc := &http.Client{Transport: pages, CheckRedirect: guard.checkRedirect}
 	var t mcp.Transport

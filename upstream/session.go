@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +80,13 @@ type Options struct {
 	// ErrResultTooLarge. Over stdio it also bounds one JSON-RPC frame. If
 	// zero, DefaultMaxResultBytes is used.
 	MaxResultBytes int
+	// AllowedNetworks re-allows addresses that a remote server may not
+	// have by default: link-local (169.254.0.0/16, fe80::/10), the cloud
+	// metadata services inside and outside them (169.254.169.254,
+	// fd00:ec2::254, 100.100.100.200, 168.63.129.16) and the unspecified
+	// addresses (0.0.0.0, ::). Loopback and private networks are always
+	// allowed. The address is checked as it is dialed, after resolution.
+	AllowedNetworks []netip.Prefix
 }
 
 // DefaultMaxResultBytes is the default cap on one tool result.
