@@ -128,12 +128,19 @@ func classifyRemote(phase sb.Phase, endpoint string, status, page int, err error
 }
 
 // refusedCall classifies a call that Switchboard itself cut short for
-// safety (origin.go), or returns nil: the go-sdk reports it as a failed
-// request, which would read as a lost connection.
+// safety, or returns nil: a redirect to another origin (origin.go), which
+// the go-sdk reports as a failed request that would read as a lost
+// connection, or an answer over the size limit (bodylimit.go), which it
+// reports as the JSON-RPC error that replaced it.
 func (s *Session) refusedCall(tool string, err error) *CallError {
 	if re, ok := asRedirect(err); ok {
 		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
 			Message: "the server answered the call with an " + re.Error() + "; the call did not run", Err: re}
+	}
+	if limit, ok := asTooLarge(err); ok {
+		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,
+			Message: fmt.Sprintf("the result is over the %d-byte limit: the server's answer went past %d bytes (the limit and 1 MiB for its envelope) and was discarded unread; the session is unaffected",
+				s.opts.MaxResultBytes, limit), Err: ErrResultTooLarge}
 	}
 	return nil
 }

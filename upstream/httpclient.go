@@ -1,9 +1,12 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -40,6 +43,11 @@ type roundTripper struct {
 	// onBlocked hears of every request refused for its address
 	// (netpolicy.go), which the go-sdk reports as a mere failed request.
 	onBlocked func(err *BlockedAddressError)
+	// limit bounds one message of every answer (bodylimit.go); log hears
+	// of the ones discarded; onUnknown is bodyLimit's.
+	limit     int
+	log       *slog.Logger
+	onUnknown func()
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -132,8 +140,8 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			rec.record(resp.StatusCode)
 		}
 	}
-	resp.Body = &releaseOnClose{ReadCloser: resp.Body, release: release}
 	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	resp.Body = &releaseOnClose{ReadCloser: t.bound(req, resp, stream), release: release}
 	if stream && sent != nil && sent.tok != "" {
 		resp.Body = newCallTagger(resp.Body, sent.tok)
 	}
@@ -141,6 +149,29 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &lineTap{r: resp.Body, fn: t.onSSE, sse: true}
 	}
 	return resp, nil
+}
+
+// bound returns resp's body, read one bounded message at a time
+// (bodylimit.go): the events of a stream, a POST's JSON answer, or, cut at
+// the limit, anything else (an error page, which the go-sdk reads whole
+// only to look for a JSON-RPC error in it).
+func (t *roundTripper) bound(req *http.Request, resp *http.Response, stream bool) io.ReadCloser {
+	if t.limit <= 0 {
+		return resp.Body
+	}
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	lim := bodyLimit{limit: t.limit, log: cmp.Or(t.log, slog.Default()), requestID: requestIDOf(req.GetBody), post: req.Method == http.MethodPost}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case ok && stream:
+		if !lim.post {
+			lim.onUnknown = t.onUnknown
+		}
+		return newBoundedEvents(resp.Body, lim)
+	case ok && lim.post && mt == "application/json":
+		return newBoundedJSON(resp.Body, resp.ContentLength, lim)
+	}
+	return &cutBody{r: resp.Body, left: t.limit}
 }
 
 // streamRefused answers an event-stream GET of a link that is closing. The

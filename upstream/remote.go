@@ -44,6 +44,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	lctx, rec := withStatusRecorder(lctx)
 	endpoint := s.redact.String(s.cfg.URL)
 	host := hostOf(endpoint)
+	limit := s.opts.MaxResultBytes + frameOverhead
 	// A request refused for safety fails the attempt with its own reason,
 	// whatever the go-sdk makes of the failed request.
 	var refusal firstFailure
@@ -59,15 +60,29 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		},
 		onBlocked: func(err *BlockedAddressError) {
 			refusal.set(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
-		}}}
+		},
+		limit: limit, log: s.log}}
+	if kind == sb.TransportSSE {
+		// The one event stream carries every answer: one that cannot be
+		// told apart may be the one a call waits for (bodylimit.go).
+		pages.base.(*roundTripper).onUnknown = func() {
+			l.markDead(fail(sb.PhaseRuntime, sb.CodeResultTooLarge, retryFast, ErrResultTooLarge,
+				"the server sent a message over the %d-byte limit; the connection was reset", limit))
+			l.sharedBlame.Store(l.calls.Load() > 1)
+			l.oversized.Store(true) // last: it publishes the two above
+		}
+	}
 	hc := &http.Client{Transport: pages, CheckRedirect: guard.checkRedirect}
+	// MaxEventSize: the round-tripper bounds every event at limit already.
+	// It is set all the same: the go-sdk's Streamable HTTP client takes
+	// its zero value for "no limit" (v1.8.0), not for its default.
 	var t mcp.Transport
 	if kind == sb.TransportSSE {
-		t = &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
+		t = &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: limit + eventSlack}
 	} else {
 		// MaxRetries: the go-sdk's own stream reconnection. Keep its default;
 		// the health probe and our reconnect cover what it gives up on.
-		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
+		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: limit + eventSlack}
 	}
 
 	stop := context.AfterFunc(ctx, cancel)
@@ -102,6 +117,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		}
 		return nil, classifyRemote(phase, endpoint, status, page, err), fallback
 	}
+	trimInitializeResult(cs.InitializeResult())
 	l.cs = cs
 	l.cancel = cancel
 	go func() {
