@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"net/url"
 	"os/exec"
 	"strings"
@@ -86,6 +87,13 @@ func classifyRemote(phase sb.Phase, endpoint string, status, page int, err error
 	case 429:
 		return fail(sb.PhaseConnect, sb.HTTPStatus(status), retryFast, &HTTPStatusError{status, endpoint},
 			"HTTP 429 from %s: the server is rate limiting; retrying later", endpoint)
+	case http.StatusLoopDetected:
+		// What a Switchboard answers a request that names it in its
+		// Switchboard-Via (loop.go). Retrying cannot help: the config must
+		// change.
+		return fail(sb.PhaseConfig, sb.CodeLoop, retryNever, &HTTPStatusError{status, endpoint},
+			"HTTP 508 Loop Detected from %s: this server is Switchboard itself (its /mcp), or leads back to it through other Switchboards; "+
+				"serving it would feed Switchboard its own tools without end, so point the server at another MCP server", endpoint)
 	}
 	if page != 0 && page < 500 {
 		// A web page where MCP was expected: the site's home page, its 404

@@ -35,6 +35,7 @@ type roundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
 	guard   *originGuard // refuses requests for other origins, which must not get the headers
+	via     *Instance    // says who sends every request (loop.go)
 	linkCtx context.Context
 	onSSE   func(msg []byte) // sees every server-sent event's data (the progress tap)
 	// onRefused hears of every request that found nothing listening: the
@@ -108,6 +109,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(ctx)
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
+	}
+	if t.via != nil {
+		req.Header.Set(ViaHeader, t.via.Via())
 	}
 	if sent != nil && req.Method == http.MethodPost {
 		sent.begin()

@@ -53,7 +53,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 			"%s: %v (if the server has moved there, configure that URL)", endpoint, e))
 	})
 	pages := &pageRecorder{base: &roundTripper{base: transportFor(s.opts.AllowedNetworks), headers: s.cfg.Headers, guard: guard,
-		linkCtx: lctx, onSSE: s.onWire,
+		via: s.opts.Instance, linkCtx: lctx, onSSE: s.onWire,
 		onRefused: func(err error) {
 			l.markDead(fail(sb.PhaseRuntime, sb.CodeConnectionRefused, retryFast, err,
 				"connection refused by %s: the server is no longer running", host))

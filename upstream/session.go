@@ -87,6 +87,10 @@ type Options struct {
 	// addresses (0.0.0.0, ::). Loopback and private networks are always
 	// allowed. The address is checked as it is dialed, after resolution.
 	AllowedNetworks []netip.Prefix
+	// Instance is the Switchboard instance the session's requests come
+	// from (ViaHeader): a server that is that instance itself, or leads
+	// back to it, refuses them. Nil means DefaultInstance.
+	Instance *Instance
 }
 
 // DefaultMaxResultBytes is the default cap on one tool result.
@@ -115,6 +119,9 @@ func (o *Options) withDefaults() Options {
 	def(&v.StableAfter, DefaultStableAfter)
 	if v.MaxResultBytes <= 0 {
 		v.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if v.Instance == nil {
+		v.Instance = DefaultInstance
 	}
 	return v
 }

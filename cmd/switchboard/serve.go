@@ -234,7 +234,7 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	gw := gateway.New(reg, gwOpts)
 	defer gw.Close()
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token,
-		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler()})
+		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: upstream.DefaultInstance})
 
 	ln, err := net.Listen("tcp", sc.listen)
 	if err != nil {
