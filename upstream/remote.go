@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"mime"
@@ -52,8 +53,8 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		refusal.set(fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, e,
 			"%s: %v (if the server has moved there, configure that URL)", endpoint, e))
 	})
-	pages := &pageRecorder{base: &roundTripper{base: transportFor(s.opts.AllowedNetworks), headers: s.cfg.Headers, guard: guard,
-		via: s.opts.Instance, linkCtx: lctx, onSSE: s.onWire,
+	rt := &roundTripper{base: transportFor(s.opts.AllowedNetworks), headers: s.cfg.Headers, guard: guard,
+		via: cmp.Or(s.opts.Instance, DefaultInstance), linkCtx: lctx, onSSE: s.onWire,
 		onRefused: func(err error) {
 			l.markDead(fail(sb.PhaseRuntime, sb.CodeConnectionRefused, retryFast, err,
 				"connection refused by %s: the server is no longer running", host))
@@ -61,17 +62,18 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		onBlocked: func(err *BlockedAddressError) {
 			refusal.set(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
 		},
-		limit: limit, log: s.log}}
+		limit: limit, log: s.log}
 	if kind == sb.TransportSSE {
 		// The one event stream carries every answer: one that cannot be
 		// told apart may be the one a call waits for (bodylimit.go).
-		pages.base.(*roundTripper).onUnknown = func() {
+		rt.onUnknown = func() {
 			l.markDead(fail(sb.PhaseRuntime, sb.CodeResultTooLarge, retryFast, ErrResultTooLarge,
 				"the server sent a message over the %d-byte limit; the connection was reset", limit))
 			l.sharedBlame.Store(l.calls.Load() > 1)
 			l.oversized.Store(true) // last: it publishes the two above
 		}
 	}
+	pages := &pageRecorder{base: rt}
 	hc := &http.Client{Transport: pages, CheckRedirect: guard.checkRedirect}
 	// MaxEventSize: the round-tripper bounds every event at limit already.
 	// It is set all the same: the go-sdk's Streamable HTTP client takes

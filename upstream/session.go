@@ -77,8 +77,10 @@ type Options struct {
 	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
 	// MaxResultBytes caps the size of one tool result (its text, binary
 	// data and structured content); a larger result fails with
-	// ErrResultTooLarge. Over stdio it also bounds one JSON-RPC frame. If
-	// zero, DefaultMaxResultBytes is used.
+	// ErrResultTooLarge. With 1 MiB more for the envelope, it also bounds
+	// what is read of any one message: a JSON-RPC frame over stdio, a
+	// JSON answer or a server-sent event over HTTP. If zero,
+	// DefaultMaxResultBytes is used.
 	MaxResultBytes int
 	// AllowedNetworks re-allows addresses that a remote server may not
 	// have by default: link-local (169.254.0.0/16, fe80::/10), the cloud
@@ -119,9 +121,6 @@ func (o *Options) withDefaults() Options {
 	def(&v.StableAfter, DefaultStableAfter)
 	if v.MaxResultBytes <= 0 {
 		v.MaxResultBytes = DefaultMaxResultBytes
-	}
-	if v.Instance == nil {
-		v.Instance = DefaultInstance
 	}
 	return v
 }
