@@ -46,8 +46,9 @@ import (
 //     dropped: answers to calls come in the calls' POSTs.
 
 const (
-	// peekHead and peekTail are how much of an oversized message is kept to tell what
-	// it is: its first bytes (to parse) and its last ones (to match).
+	// peekHead and peekTail are how much of an oversized message is kept
+	// to tell what it is: its first bytes (to parse) and its last ones (to
+	// match).
 	peekHead = 4 << 10
 	peekTail = 512
 
