@@ -135,6 +135,26 @@ const (
 	CodeNotConnected Code = "not_connected"
 )
 
+// Reasons a remote session was refused for safety (issue #19, "Safe by
+// default"): what Switchboard will not do on a remote server's behalf. Read
+// with the Phase of RuntimeInfo.Error, like the codes above.
+const (
+	// CodeRedirect: the remote server pointed Switchboard at another origin
+	// (an HTTP redirect, or a legacy SSE endpoint on another host).
+	// Configured headers are never sent to another origin, so it was not
+	// followed; the message names where it pointed.
+	CodeRedirect Code = "redirect"
+	// CodeBlockedAddress: the remote server's address is link-local or a
+	// cloud metadata service (169.254.169.254 and the like), or
+	// unspecified; no connection was attempted. An allow-list re-allows
+	// it (switchboard serve --allow-upstream-network).
+	CodeBlockedAddress Code = "blocked_address"
+	// CodeLoop: the remote server is this Switchboard itself (its /mcp
+	// endpoint), directly or through other Switchboards: serving it would
+	// feed the aggregate its own tools without end.
+	CodeLoop Code = "loop"
+)
+
 // HTTPStatus returns the code of a connection attempt that a remote server
 // answered with an HTTP error status: "http_401", "http_503", ...
 func HTTPStatus(status int) Code { return Code("http_" + strconv.Itoa(status)) }

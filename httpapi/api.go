@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // Request body limits. A config is small; call arguments may carry a
@@ -54,8 +55,13 @@ type Options struct {
 	// daemon's address (DNS rebinding) carries its own name.
 	AllowedHosts []string
 	// MCP, if set, is mounted at /mcp and /mcp/ (the aggregated endpoint).
-	MCP    http.Handler
-	Logger *slog.Logger
+	MCP http.Handler
+	// Instance, if set, is the Switchboard instance that MCP serves: a
+	// request to /mcp whose Switchboard-Via header names it comes from
+	// this Switchboard itself, directly or through others, and is refused
+	// with 508 loop (see upstream.Instance).
+	Instance *upstream.Instance
+	Logger   *slog.Logger
 }
 
 type handler struct {
@@ -102,7 +108,7 @@ func New(o Options) http.Handler {
 	protected.HandleFunc("POST /api/v1/elicitations/{id}", a.answerElicitation)
 	protected.HandleFunc("GET /api/v1/events", a.events)
 	if o.MCP != nil {
-		mcp := withoutLocalAddr(o.MCP)
+		mcp := refuseLoops(o.Instance, withoutLocalAddr(o.MCP))
 		protected.Handle("/mcp", mcp)
 		protected.Handle("/mcp/", mcp)
 	}
@@ -204,6 +210,26 @@ func hostName(hostport string) string {
 func withoutLocalAddr(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, nil)))
+	})
+}
+
+// refuseLoops refuses a request that in's own sessions sent (a server
+// pointed at this /mcp, or at a Switchboard that uses it): serving it
+// would feed the aggregate its own tools without end. The session that
+// sent it reads the 508 as a loop, and stops.
+func refuseLoops(in *upstream.Instance, next http.Handler) http.Handler {
+	if in == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		aggregate := strings.Trim(strings.TrimPrefix(r.URL.Path, "/mcp"), "/") == ""
+		if in.Arrived(r.Header.Values(upstream.ViaHeader), aggregate) {
+			writeJSON(w, http.StatusLoopDetected, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeLoop,
+				Message: "this request comes from this Switchboard itself (its " + upstream.ViaHeader + " header names it): " +
+					"a server configured with this /mcp as its URL, directly or through other Switchboards, would feed on its own tools"}})
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -169,6 +169,9 @@ func (s *Session) unavailable(tool string, ctx context.Context, err error) error
 
 // callFailed classifies an error from the go-sdk's CallTool.
 func (s *Session) callFailed(tool string, l *link, err error) error {
+	if ce := s.refusedCall(tool, err); ce != nil {
+		return ce
+	}
 	if rpc, ok := rpcError(err); ok {
 		// The server answered: the connection is fine. Its message is
 		// shown to people and, through /mcp, to models: scrub it, and keep

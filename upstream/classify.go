@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"net/url"
 	"os/exec"
 	"strings"
@@ -88,6 +89,13 @@ func classifyRemote(phase sb.Phase, endpoint string, status, page int, err error
 	case 429:
 		return fail(sb.PhaseConnect, sb.HTTPStatus(status), retryFast, &HTTPStatusError{status, endpoint},
 			"HTTP 429 from %s: the server is rate limiting; retrying later", endpoint)
+	case http.StatusLoopDetected:
+		// What a Switchboard answers a request that names it in its
+		// Switchboard-Via (loop.go). Retrying cannot help: the config must
+		// change.
+		return fail(sb.PhaseConfig, sb.CodeLoop, retryNever, &HTTPStatusError{status, endpoint},
+			"HTTP 508 Loop Detected from %s: this server is Switchboard itself (its /mcp), or leads back to it through other Switchboards; "+
+				"serving it would feed Switchboard its own tools without end, so point the server at another MCP server", endpoint)
 	}
 	if page != 0 && page < 500 {
 		// A web page where MCP was expected: the site's home page, its 404
@@ -127,6 +135,24 @@ func classifyRemote(phase sb.Phase, endpoint string, status, page int, err error
 		code = sb.CodeConnectFailed
 	}
 	return fail(phase, code, retryFast, err, "%s failed: %s", phaseVerb(phase), describe(err))
+}
+
+// refusedCall classifies a call that Switchboard itself cut short for
+// safety, or returns nil: a redirect to another origin (origin.go), which
+// the go-sdk reports as a failed request that would read as a lost
+// connection, or an answer over the size limit (bodylimit.go), which it
+// reports as the JSON-RPC error that replaced it.
+func (s *Session) refusedCall(tool string, err error) *CallError {
+	if re, ok := asRedirect(err); ok {
+		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
+			Message: "the server answered the call with an " + re.Error() + "; the call did not run", Err: re}
+	}
+	if limit, ok := asTooLarge(err); ok {
+		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,
+			Message: fmt.Sprintf("the result is over the %d-byte limit: the server's answer went past %d bytes (the limit and 1 MiB for its envelope) and was discarded unread; the session is unaffected",
+				s.opts.MaxResultBytes, limit), Err: ErrResultTooLarge}
+	}
+	return nil
 }
 
 func phaseVerb(p sb.Phase) string {

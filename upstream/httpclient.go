@@ -1,32 +1,18 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
-	"net"
+	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
-
-// sharedTransport pools connections across every remote session. It has no
-// overall timeout: Streamable HTTP and SSE streams live as long as the
-// session, and an http.Client.Timeout would cut them (and long tool calls
-// answered as plain JSON) off. Dialing and TLS are bounded; a stream GET that
-// never sends headers is bounded by headerTimeoutTransport.
-var sharedTransport = &http.Transport{
-	Proxy:                 http.ProxyFromEnvironment,
-	DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-	ForceAttemptHTTP2:     true,
-	MaxIdleConns:          1024,
-	MaxIdleConnsPerHost:   64,
-	IdleConnTimeout:       90 * time.Second,
-	TLSHandshakeTimeout:   10 * time.Second,
-	ExpectContinueTimeout: time.Second,
-}
 
 // streamHeaderTimeout bounds how long a GET for an event stream may wait for
 // response headers. The go-sdk opens the standalone Streamable HTTP stream
@@ -38,7 +24,8 @@ const streamHeaderTimeout = 15 * time.Second
 // (its notifications/cancelled), which no caller waits for.
 const afterCallTimeout = 10 * time.Second
 
-// roundTripper puts the config's headers on every request, records the
+// roundTripper puts the config's headers on every request of the
+// configured origin (and refuses requests for any other: origin.go), records the
 // HTTP status of failed responses in the request context's statusRecorder,
 // and ties every request to the link's context, so that closing a link
 // aborts all of its requests at once: the go-sdk detaches its Streamable
@@ -47,16 +34,33 @@ const afterCallTimeout = 10 * time.Second
 type roundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
+	guard   *originGuard // refuses requests for other origins, which must not get the headers
+	via     *Instance    // says who sends every request (loop.go)
 	linkCtx context.Context
 	onSSE   func(msg []byte) // sees every server-sent event's data (the progress tap)
 	// onRefused hears of every request that found nothing listening: the
 	// server is gone, whatever the go-sdk makes of the failed request.
 	onRefused func(err error)
+	// onBlocked hears of every request refused for its address
+	// (netpolicy.go), which the go-sdk reports as a mere failed request.
+	onBlocked func(err *BlockedAddressError)
+	// limit bounds one message of every answer (bodylimit.go); log hears
+	// of the ones discarded; onUnknown is bodyLimit's.
+	limit     int
+	log       *slog.Logger
+	onUnknown func()
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodGet && t.linkCtx.Err() != nil {
 		return streamRefused(req), nil
+	}
+	if t.guard != nil {
+		// A redirect is refused before it gets here (checkRedirect); what
+		// remains is the legacy SSE endpoint event, which names any URL.
+		if err := t.guard.check(req, 0); err != nil {
+			return nil, err
+		}
 	}
 	parent := req.Context()
 	sent, _ := parent.Value(sendRecordKey{}).(*sendRecord)
@@ -106,6 +110,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
 	}
+	if t.via != nil {
+		req.Header.Set(ViaHeader, t.via.Via())
+	}
 	if sent != nil && req.Method == http.MethodPost {
 		sent.begin()
 	}
@@ -121,6 +128,10 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if refused && t.onRefused != nil && t.linkCtx.Err() == nil {
 		t.onRefused(err)
 	}
+	var blocked *BlockedAddressError
+	if err != nil && t.onBlocked != nil && errors.As(err, &blocked) {
+		t.onBlocked(blocked)
+	}
 	if err != nil {
 		release()
 		if req.Method == http.MethodGet && t.linkCtx.Err() != nil {
@@ -133,8 +144,8 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			rec.record(resp.StatusCode)
 		}
 	}
-	resp.Body = &releaseOnClose{ReadCloser: resp.Body, release: release}
 	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	resp.Body = &releaseOnClose{ReadCloser: t.bound(req, resp, stream), release: release}
 	if stream && sent != nil && sent.tok != "" {
 		resp.Body = newCallTagger(resp.Body, sent.tok)
 	}
@@ -142,6 +153,29 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &lineTap{r: resp.Body, fn: t.onSSE, sse: true}
 	}
 	return resp, nil
+}
+
+// bound returns resp's body, read one bounded message at a time
+// (bodylimit.go): the events of a stream, a POST's JSON answer, or, cut at
+// the limit, anything else (an error page, which the go-sdk reads whole
+// only to look for a JSON-RPC error in it).
+func (t *roundTripper) bound(req *http.Request, resp *http.Response, stream bool) io.ReadCloser {
+	if t.limit <= 0 {
+		return resp.Body
+	}
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	lim := bodyLimit{limit: t.limit, log: cmp.Or(t.log, slog.Default()), requestID: requestIDOf(req.GetBody), post: req.Method == http.MethodPost}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case ok && stream:
+		if !lim.post {
+			lim.onUnknown = t.onUnknown
+		}
+		return newBoundedEvents(resp.Body, lim)
+	case ok && lim.post && mt == "application/json":
+		return newBoundedJSON(resp.Body, resp.ContentLength, lim)
+	}
+	return &cutBody{r: resp.Body, left: t.limit}
 }
 
 // streamRefused answers an event-stream GET of a link that is closing. The

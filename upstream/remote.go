@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"mime"
@@ -42,20 +43,48 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	// it if Connect has not returned by then.
 	lctx, cancel := context.WithCancel(s.runCtx)
 	lctx, rec := withStatusRecorder(lctx)
-	host := hostOf(s.redact.String(s.cfg.URL))
-	pages := &pageRecorder{base: &roundTripper{base: sharedTransport, headers: s.cfg.Headers, linkCtx: lctx, onSSE: s.onWire,
+	endpoint := s.redact.String(s.cfg.URL)
+	host := hostOf(endpoint)
+	limit := s.opts.MaxResultBytes + frameOverhead
+	// A request refused for safety fails the attempt with its own reason,
+	// whatever the go-sdk makes of the failed request.
+	var refusal firstFailure
+	guard := newOriginGuard(s.cfg.URL, s.redact.String, func(e *RedirectError) {
+		refusal.set(fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, e,
+			"%s: %v (if the server has moved there, configure that URL)", endpoint, e))
+	})
+	rt := &roundTripper{base: transportFor(s.opts.AllowedNetworks), headers: s.cfg.Headers, guard: guard,
+		via: cmp.Or(s.opts.Instance, DefaultInstance), linkCtx: lctx, onSSE: s.onWire,
 		onRefused: func(err error) {
 			l.markDead(fail(sb.PhaseRuntime, sb.CodeConnectionRefused, retryFast, err,
 				"connection refused by %s: the server is no longer running", host))
-		}}}
-	hc := &http.Client{Transport: pages}
+		},
+		onBlocked: func(err *BlockedAddressError) {
+			refusal.set(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
+		},
+		limit: limit, log: s.log}
+	if kind == sb.TransportSSE {
+		// The one event stream carries every answer: one that cannot be
+		// told apart may be the one a call waits for (bodylimit.go).
+		rt.onUnknown = func() {
+			l.markDead(fail(sb.PhaseRuntime, sb.CodeResultTooLarge, retryFast, ErrResultTooLarge,
+				"the server sent a message over the %d-byte limit; the connection was reset", limit))
+			l.sharedBlame.Store(l.calls.Load() > 1)
+			l.oversized.Store(true) // last: it publishes the two above
+		}
+	}
+	pages := &pageRecorder{base: rt}
+	hc := &http.Client{Transport: pages, CheckRedirect: guard.checkRedirect}
+	// MaxEventSize: the round-tripper bounds every event at limit already.
+	// It is set all the same: the go-sdk's Streamable HTTP client takes
+	// its zero value for "no limit" (v1.8.0), not for its default.
 	var t mcp.Transport
 	if kind == sb.TransportSSE {
-		t = &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
+		t = &mcp.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: limit + eventSlack}
 	} else {
 		// MaxRetries: the go-sdk's own stream reconnection. Keep its default;
 		// the health probe and our reconnect cover what it gives up on.
-		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
+		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: limit + eventSlack}
 	}
 
 	stop := context.AfterFunc(ctx, cancel)
@@ -66,7 +95,9 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	}
 	if err != nil {
 		cancel()
-		endpoint := s.redact.String(s.cfg.URL)
+		if f := refusal.get(); f != nil {
+			return nil, f, false
+		}
 		status, page := rec.Status(), pages.Status()
 		if status != 0 && page != status {
 			// The attempt failed on an error status of another answer: the
@@ -88,6 +119,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		}
 		return nil, classifyRemote(phase, endpoint, status, page, err), fallback
 	}
+	trimInitializeResult(cs.InitializeResult())
 	l.cs = cs
 	l.cancel = cancel
 	go func() {
@@ -145,4 +177,24 @@ func (p *pageRecorder) Status() int {
 func isWebPage(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && (mt == "text/html" || mt == "application/xhtml+xml")
+}
+
+// firstFailure keeps the first failure reported to it, from any goroutine.
+type firstFailure struct {
+	mu sync.Mutex
+	f  *failure
+}
+
+func (ff *firstFailure) set(f *failure) {
+	ff.mu.Lock()
+	if ff.f == nil {
+		ff.f = f
+	}
+	ff.mu.Unlock()
+}
+
+func (ff *firstFailure) get() *failure {
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
+	return ff.f
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,9 +77,22 @@ type Options struct {
 	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
 	// MaxResultBytes caps the size of one tool result (its text, binary
 	// data and structured content); a larger result fails with
-	// ErrResultTooLarge. Over stdio it also bounds one JSON-RPC frame. If
-	// zero, DefaultMaxResultBytes is used.
+	// ErrResultTooLarge. With 1 MiB more for the envelope, it also bounds
+	// what is read of any one message: a JSON-RPC frame over stdio, a
+	// JSON answer or a server-sent event over HTTP. If zero,
+	// DefaultMaxResultBytes is used.
 	MaxResultBytes int
+	// AllowedNetworks re-allows addresses that a remote server may not
+	// have by default: link-local (169.254.0.0/16, fe80::/10), the cloud
+	// metadata services inside and outside them (169.254.169.254,
+	// fd00:ec2::254, 100.100.100.200, 168.63.129.16) and the unspecified
+	// addresses (0.0.0.0, ::). Loopback and private networks are always
+	// allowed. The address is checked as it is dialed, after resolution.
+	AllowedNetworks []netip.Prefix
+	// Instance is the Switchboard instance the session's requests come
+	// from (ViaHeader): a server that is that instance itself, or leads
+	// back to it, refuses them. Nil means DefaultInstance.
+	Instance *Instance
 }
 
 // DefaultMaxResultBytes is the default cap on one tool result.

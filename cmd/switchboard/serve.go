@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/store"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // Defaults of serve, each mirrored by an environment variable.
@@ -50,6 +52,7 @@ func newServeCommand() *cobra.Command {
 		listen, dsn, token string
 		insecureNoAuth     bool
 		allowedHosts       []string
+		upstreamNets       []string
 		logLevel           string
 		mcpFlags           endpointFlags
 		sessFlags          sessionFlags
@@ -113,8 +116,12 @@ server's max_total_timeout_ms says otherwise.`,
 			if err := sessFlags.apply(&gwOpts); err != nil {
 				return err
 			}
+			nets, err := upstreamNetworks(upstreamNets)
+			if err != nil {
+				return err
+			}
 			gwOpts.Logger, gwOpts.Version = log, readBuildInfo().Version
-			return serve(cmd.Context(), log, serveConfig{listen: listen, dsn: dsn, auth: auth, allowedHosts: hosts}, gwOpts)
+			return serve(cmd.Context(), log, serveConfig{listen: listen, dsn: dsn, auth: auth, allowedHosts: hosts, allowedNetworks: nets}, gwOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -125,9 +132,35 @@ server's max_total_timeout_ms says otherwise.`,
 	f.StringSliceVar(&allowedHosts, "allowed-host", envList("SWITCHBOARD_ALLOWED_HOSTS"),
 		`a Host name requests may carry besides loopback names and the listening address; repeatable, "*" for any (env SWITCHBOARD_ALLOWED_HOSTS, comma-separated)`)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	registerUpstreamNetworks(f, &upstreamNets)
 	mcpFlags.register(f)
 	sessFlags.register(f)
 	return cmd
+}
+
+// registerUpstreamNetworks adds --allow-upstream-network, shared by serve
+// and stdio.
+func registerUpstreamNetworks(f *pflag.FlagSet, nets *[]string) {
+	f.StringSliceVar(nets, "allow-upstream-network", envList("SWITCHBOARD_ALLOW_UPSTREAM_NETWORKS"),
+		"a CIDR (or address) remote servers may have although it is link-local, a cloud metadata address or unspecified; repeatable (env SWITCHBOARD_ALLOW_UPSTREAM_NETWORKS, comma-separated)")
+}
+
+// upstreamNetworks parses --allow-upstream-network values: CIDRs, or
+// single addresses.
+func upstreamNetworks(values []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range values {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			a, aerr := netip.ParseAddr(v)
+			if aerr != nil {
+				return nil, fmt.Errorf("--allow-upstream-network %q: want a CIDR such as 169.254.0.0/16, or an address", v)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // envList returns the comma-separated list in the environment variable
@@ -222,9 +255,10 @@ func newLogger(cmd *cobra.Command, level string) (*slog.Logger, error) {
 // serveConfig is what serve needs of its flags beside the gateway's
 // options.
 type serveConfig struct {
-	listen, dsn  string
-	auth         serveAuth
-	allowedHosts []string
+	listen, dsn     string
+	auth            serveAuth
+	allowedHosts    []string
+	allowedNetworks []netip.Prefix // re-allowed upstream addresses
 }
 
 func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway.Options) error {
@@ -235,7 +269,7 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	}
 	defer st.Close()
 
-	reg := registry.New(st, &registry.Options{Logger: log})
+	reg := registry.New(st, &registry.Options{Logger: log, Session: upstream.Options{AllowedNetworks: sc.allowedNetworks}})
 	m := metrics.New(reg)
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
 	gwOpts.Executor = ex
@@ -243,7 +277,7 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	m.ReportSessions(gw)
 	defer gw.Close()
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token,
-		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler()})
+		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: upstream.DefaultInstance})
 
 	ln, err := net.Listen("tcp", sc.listen)
 	if err != nil {

@@ -13,11 +13,13 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/store"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 func newStdioCommand() *cobra.Command {
 	var (
 		dsn, logLevel string
+		upstreamNets  []string
 		mcpFlags      endpointFlags
 	)
 	cmd := &cobra.Command{
@@ -50,13 +52,17 @@ server's max_total_timeout_ms says otherwise.`,
 			if err != nil {
 				return err
 			}
+			nets, err := upstreamNetworks(upstreamNets)
+			if err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			st, err := store.Open(ctx, dsn)
 			if err != nil {
 				return fmt.Errorf("opening the database %s: %w", store.Redact(dsn), err)
 			}
 			defer st.Close()
-			reg := registry.New(st, &registry.Options{Logger: log})
+			reg := registry.New(st, &registry.Options{Logger: log, Session: upstream.Options{AllowedNetworks: nets}})
 			ex := executor.New(executor.NewMCP(reg))
 			gwOpts.Executor, gwOpts.Logger, gwOpts.Version = ex, log, readBuildInfo().Version
 			gw := gateway.New(reg, gwOpts)
@@ -79,6 +85,7 @@ server's max_total_timeout_ms says otherwise.`,
 	f := cmd.Flags()
 	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
 	f.StringVar(&logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	registerUpstreamNetworks(f, &upstreamNets)
 	mcpFlags.register(f)
 	return cmd
 }
