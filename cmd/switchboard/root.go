@@ -22,6 +22,6 @@ and errors that say where and why a server failed.`,
 	pf.String("addr", addr, `address of "switchboard serve" for the client verbs (env SWITCHBOARD_ADDR)`)
 	pf.Bool("json", false, "print JSON (the API's, for scripts) instead of tables")
 	root.AddCommand(newCheckCommand(), newServeCommand(), newStdioCommand(),
-		newServerCommand(), newToolsCommand(), newCallCommand(), newImportCommand(), newClientConfigCommand())
+		newServerCommand(), newToolsCommand(), newCallCommand(), newImportCommand(), newClientConfigCommand(), newWebCommand())
 	return root
 }

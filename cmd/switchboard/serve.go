@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/store"
+	"github.com/switchboard-mcp/switchboard/web"
 )
 
 // Defaults of serve, each mirrored by an environment variable.
@@ -242,8 +243,9 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	gw := gateway.New(reg, gwOpts)
 	m.ReportSessions(gw)
 	defer gw.Close()
+	page := web.New(&web.Options{Logger: log})
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token,
-		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler()})
+		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Page: page, Authenticate: page.Authenticate})
 
 	ln, err := net.Listen("tcp", sc.listen)
 	if err != nil {
