@@ -156,9 +156,7 @@ func TestServerAddedThroughTheFormTurnsConnectedLive(t *testing.T) {
 	if reloaded {
 		t.Fatal("the page was reloaded")
 	}
-	if n, _ := strconv.Atoi(p.text(`li[data-server="files"] [data-role="tool-count"]`)); n < 10 {
-		t.Errorf("tool count %d on the card", n)
-	}
+	p.waitJS("its tools counted", `(`+card("files")+`.querySelector('[data-role="tool-count"]').textContent | 0) >= 10`)
 
 	// Editing shows the stored secret masked, and keeps it when untouched.
 	p.click(`li[data-server="files"] button[data-action="edit"]`)
@@ -183,6 +181,7 @@ func TestServerAddedThroughTheFormTurnsConnectedLive(t *testing.T) {
 func TestKilledServerGoesDownAndComesBackLive(t *testing.T) {
 	p := newLoggedInPage(t)
 	p.addServer("victim")
+	p.waitJS("the process id", card("victim")+`.querySelector('[data-role="pid"]').dataset.pid !== ""`)
 	var pid int
 	p.eval(card("victim")+`.querySelector('[data-role="pid"]').dataset.pid | 0`, &pid)
 	if pid <= 0 {
@@ -196,7 +195,8 @@ func TestKilledServerGoesDownAndComesBackLive(t *testing.T) {
 	}
 	p.waitJS("the drop and the reconnect", `window.seen.some(s => s !== "connected") && `+card("victim")+`.dataset.status === "connected"
 		&& `+card("victim")+`.querySelector('[data-role="reconnects"]').textContent === "1"`)
-	p.waitJS("the last drop", `!`+card("victim")+`.querySelector('[data-role="last-drop"]').hidden`)
+	p.waitJS("the last drop and the new process", `!`+card("victim")+`.querySelector('[data-role="last-drop"]').hidden
+		&& (`+card("victim")+`.querySelector('[data-role="pid"]').dataset.pid | 0) !== `+strconv.Itoa(pid))
 	p.shot("reconnected")
 	var seen []string
 	p.eval(`window.seen`, &seen)

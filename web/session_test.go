@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,7 +20,7 @@ func (c *clock) now() time.Time { return c.t }
 
 func newTestPage(t *testing.T) (*Page, *clock) {
 	t.Helper()
-	p := New(nil)
+	p := New(&Options{Logger: slog.New(slog.DiscardHandler)})
 	c := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	p.sessions.now = c.now
 	return p, c
