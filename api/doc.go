@@ -27,6 +27,15 @@
 //	POST   /api/v1/call                      CallRequest -> CallResponse, or events (Accept: text/event-stream)
 //	POST   /api/v1/elicitations/{id}         ElicitationAnswer -> 204
 //	GET    /api/v1/events                    events (EventStatus)
+//	POST   /api/v1/import                    ImportRequest -> ImportReport
+//	POST   /api/v1/login-codes               201 LoginCode (only with the token; serve's web page)
+//
+// A config refused by validation is answered with sb.CodeInvalidConfig
+// and, in ErrorInfo.Fields, each bad field with its message.
+//
+// serve's web page is served at / and under /ui/ without the token; its
+// session cookie, with the CSRF header on requests that change state, is
+// accepted on /api/v1/ in place of the token (see package web).
 //
 // Every failure is answered with an ErrorBody and the status the error's
 // code maps to (see httpapi.Status), but for a known route under a method

@@ -20,4 +20,14 @@ type ErrorInfo struct {
 	// Phase, for a failure of a server or a call, is where it failed
 	// (spawn, connect, tool_call, ...); empty otherwise.
 	Phase sb.Phase `json:"phase,omitempty"`
+	// Fields, for an invalid server config (sb.CodeInvalidConfig), names
+	// each bad field and what is wrong with it; absent otherwise.
+	Fields []FieldError `json:"fields,omitempty"`
+}
+
+// FieldError is one invalid field of a server config: its JSON name
+// ("command", "retry.delays_ms[1]", "env") and what is wrong with it.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
 }

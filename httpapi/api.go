@@ -61,7 +61,15 @@ type Options struct {
 	// this Switchboard itself, directly or through others, and is refused
 	// with 508 loop (see upstream.Instance).
 	Instance *upstream.Instance
-	Logger   *slog.Logger
+	// Page, if set, is the web page (package web): served at GET / and
+	// under /ui/ without the credential (it holds no data; it logs in and
+	// then calls the API), and behind it at POST /api/v1/login-codes.
+	Page http.Handler
+	// Authenticate, if set, is the one way in besides the token: a request
+	// it approves (the page's session cookie and CSRF header) is served as
+	// if it carried the token.
+	Authenticate func(*http.Request) bool
+	Logger       *slog.Logger
 }
 
 type handler struct {
@@ -70,12 +78,13 @@ type handler struct {
 	log     *slog.Logger
 	tokenH  [32]byte
 	hasTok  bool
+	authn   func(*http.Request) bool
 	pending sync.Map // elicitation id -> chan sb.ElicitationResponse
 }
 
 // New returns the API's handler.
 func New(o Options) http.Handler {
-	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger}
+	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -107,6 +116,12 @@ func New(o Options) http.Handler {
 	protected.HandleFunc("POST /api/v1/call", a.call)
 	protected.HandleFunc("POST /api/v1/elicitations/{id}", a.answerElicitation)
 	protected.HandleFunc("GET /api/v1/events", a.events)
+	protected.HandleFunc("POST /api/v1/import", a.importConfig)
+	if o.Page != nil {
+		mux.Handle("GET /{$}", o.Page)
+		mux.Handle("/ui/", o.Page)
+		protected.Handle("POST /api/v1/login-codes", o.Page)
+	}
 	if o.MCP != nil {
 		mcp := refuseLoops(o.Instance, withoutLocalAddr(o.MCP))
 		protected.Handle("/mcp", mcp)
@@ -245,7 +260,7 @@ func (a *handler) auth(next http.Handler) http.Handler {
 		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		ok := strings.EqualFold(scheme, "Bearer")
 		h := sha256.Sum256([]byte(got))
-		if !ok || subtle.ConstantTimeCompare(h[:], a.tokenH[:]) != 1 {
+		if (!ok || subtle.ConstantTimeCompare(h[:], a.tokenH[:]) != 1) && (a.authn == nil || !a.authn(r)) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 			writeJSON(w, http.StatusUnauthorized, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeUnauthorized,
 				Message: "a valid bearer token is required"}})

@@ -23,7 +23,7 @@ var (
 // domain (sb.CodeOf, sb.PhaseOf), its HTTP status from the code alone.
 func classify(err error) (int, api.ErrorInfo) {
 	code := sb.CodeOf(err)
-	return Status(code), api.ErrorInfo{Code: code, Message: err.Error(), Phase: sb.PhaseOf(err)}
+	return Status(code), api.ErrorInfo{Code: code, Message: err.Error(), Phase: sb.PhaseOf(err), Fields: fieldErrors(err)}
 }
 
 // Status is the HTTP status the API answers a failure of code with.

@@ -20,6 +20,10 @@ echo "== MCP conformance suite (npm) and the go-sdk's everything-server"
 # Switchboard's /mcp/{name}).
 source scripts/conformance-setup.sh
 
+echo "== chromium (for the web page's browser tests)"
+# Installs Debian's chromium if missing and exports SWITCHBOARD_CHROMIUM.
+source scripts/web-setup.sh
+
 echo "== go vet"
 go vet ./...
 

@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/web"
 )
 
 // Defaults of serve, each mirrored by an environment variable.
@@ -276,8 +277,10 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	gw := gateway.New(reg, gwOpts)
 	m.ReportSessions(gw)
 	defer gw.Close()
+	page := web.New(&web.Options{Logger: log})
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token,
-		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: upstream.DefaultInstance})
+		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: upstream.DefaultInstance,
+		Page: page, Authenticate: page.Authenticate})
 
 	ln, err := net.Listen("tcp", sc.listen)
 	if err != nil {

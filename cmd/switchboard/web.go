@@ -1,0 +1,87 @@
+package main
+
+// This file holds "web": it asks the running serve for a one-time login
+// code of its web page, with this user's credential, and prints (and
+// opens) the link.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboard-mcp/switchboard/client"
+)
+
+func newWebCommand() *cobra.Command {
+	var noOpen bool
+	cmd := &cobra.Command{
+		Use:   "web [--no-open]",
+		Short: "Open the web page of the running switchboard, logged in",
+		Long: `web asks "switchboard serve" for a one-time login link of its web page and
+opens it in a browser (when there is a desktop to open it on), and prints it
+on stdout.
+
+The link works once, within two minutes: opening it gives the browser a
+session (an HttpOnly, SameSite=Strict cookie and a token the page keeps)
+for 12 hours, or until serve restarts. Asking for a link takes the daemon's
+credential, so run this as the user who runs serve (or pass --token).`,
+		Example: `  switchboard web
+  switchboard web --no-open --addr http://127.0.0.1:8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withClient(cmd, func(c *client.Client) error {
+				lc, err := c.LoginCode(cmd.Context())
+				if err != nil {
+					return err
+				}
+				link := c.BaseURL() + lc.Path
+				if jsonOutput(cmd) {
+					return printJSON(cmd.OutOrStdout(), map[string]any{"url": link, "expires_at": lc.ExpiresAt})
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), link)
+				left := time.Until(lc.ExpiresAt).Round(time.Second)
+				fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: the link logs one browser in, once, within %s\n", left)
+				if !noOpen {
+					if err := openBrowser(link); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: not opening a browser (%v): open the link yourself\n", err)
+					}
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&noOpen, "no-open", false, "print the link only; do not open a browser")
+	addTokenFlag(cmd, false)
+	return cmd
+}
+
+// openBrowser hands link to the desktop's opener and does not wait for
+// the browser.
+func openBrowser(link string) error {
+	var name string
+	var args []string
+	switch runtime.GOOS {
+	case "darwin":
+		name = "open"
+	case "windows":
+		name, args = "rundll32", []string{"url.dll,FileProtocolHandler"}
+	default:
+		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+			return fmt.Errorf("no desktop: neither DISPLAY nor WAYLAND_DISPLAY is set")
+		}
+		name = "xdg-open"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, append(args, link)...)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}
