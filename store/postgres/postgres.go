@@ -1,10 +1,11 @@
 // Package postgres is a [switchboard.Store] kept in PostgreSQL. It is safe
 // for several processes to use one database at once: an update or delete
 // that names a version fails if the stored version moved on, and migrations
-// run one at a time under an advisory lock. Several Switchboard replicas do
-// not work yet, though: a running serve reads the store only when it starts,
-// so it does not see servers that another process adds, changes or removes
-// afterwards.
+// run one at a time under an advisory lock. Every committed write is also
+// announced with NOTIFY from the writing transaction (a trigger, see
+// migrations/00002_notify.sql), and [Store.Watch] LISTENs for them, so that
+// several Switchboard replicas sharing the database apply each other's
+// changes within moments (package registry, sync.go).
 package postgres
 
 import (
@@ -14,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,7 +48,9 @@ const uniqueViolation = "23505"
 // Store is a [switchboard.Store] backed by PostgreSQL. It is safe for
 // concurrent use, also by several processes sharing the database.
 type Store struct {
-	pool *pgxpool.Pool
+	pool       *pgxpool.Pool
+	connConfig *pgx.ConnConfig // for Watch's own connection
+	log        *slog.Logger
 }
 
 var _ switchboard.Store = (*Store)(nil)
@@ -68,8 +72,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, connConfig: cfg.ConnConfig, log: slog.Default()}, nil
 }
+
+// SetLogger sets where Watch logs its lost connections; slog.Default() if
+// never called. Call it before Watch.
+func (s *Store) SetLogger(l *slog.Logger) { s.log = l }
 
 // migrate runs the embedded migrations through database/sql, which goose
 // needs, on a short-lived connection of its own.
