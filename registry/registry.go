@@ -49,6 +49,9 @@ type Options struct {
 	// this long is shut down; the client's next call starts a new one. If
 	// zero, DefaultClientIdleTimeout is used.
 	ClientIdleTimeout time.Duration
+	// ReplicaID names this replica among those sharing the store (see
+	// ReplicaInfo). If empty, a random one is chosen.
+	ReplicaID string
 }
 
 // Registry is the set of configured servers. It is safe for concurrent use.
@@ -58,6 +61,8 @@ type Registry struct {
 	log   *slog.Logger
 	subs  broadcaster[sb.Event]
 	notes broadcaster[upstream.Notification]
+
+	replica replicaState // which replica this is, and when it last synced (sync.go)
 
 	// mu guards servers. Operations on one server are serialised by that
 	// server's own lock (entry.mu), so a slow change to one server never
@@ -108,6 +113,10 @@ func New(store sb.Store, opts *Options) *Registry {
 	r := &Registry{store: store, opts: o, log: o.Logger, servers: make(map[string]*entry), loaded: make(chan struct{}),
 		reapWake: make(chan struct{}, 1)}
 	r.reapCtx, r.stopReaper = context.WithCancel(context.Background())
+	r.replica.id = o.ReplicaID
+	if r.replica.id == "" {
+		r.replica.id = randomID()
+	}
 	return r
 }
 
@@ -132,6 +141,7 @@ func (r *Registry) Load(ctx context.Context) error {
 		r.servers[st.Config.Name] = e
 	}
 	r.mu.Unlock()
+	r.synced(time.Now())
 	r.log.Info("servers loaded", "count", len(all), "enabled", len(toStart))
 
 	sem := make(chan struct{}, r.opts.StartConcurrency)
