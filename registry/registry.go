@@ -62,7 +62,8 @@ type Registry struct {
 	subs  broadcaster[sb.Event]
 	notes broadcaster[upstream.Notification]
 
-	replica replicaState // which replica this is, and when it last synced (sync.go)
+	replica   replicaState // which replica this is, and when it last synced (sync.go)
+	syncNewMu sync.Mutex   // see syncNew (sync.go)
 
 	// mu guards servers. Operations on one server are serialised by that
 	// server's own lock (entry.mu), so a slow change to one server never
@@ -325,7 +326,7 @@ func (r *Registry) Update(ctx context.Context, name string, cfg *sb.ServerConfig
 		return sb.ServerView{}, &sb.ValidationError{Fields: []*sb.FieldError{{Field: "name",
 			Message: fmt.Sprintf("cannot be changed (%q in the body, %q in the path); create a new server and delete the old one", cfg.Name, name)}}}
 	}
-	e, err := r.get(name)
+	e, err := r.getFresh(ctx, name) // a server made through another replica a moment ago: sync.go
 	if err != nil {
 		return sb.ServerView{}, err
 	}
@@ -351,7 +352,7 @@ func (r *Registry) Update(ctx context.Context, name string, cfg *sb.ServerConfig
 
 // SetEnabled enables or disables a server.
 func (r *Registry) SetEnabled(ctx context.Context, name string, enabled bool) (sb.ServerView, error) {
-	e, err := r.get(name)
+	e, err := r.getFresh(ctx, name) // a server made through another replica a moment ago: sync.go
 	if err != nil {
 		return sb.ServerView{}, err
 	}
@@ -433,7 +434,7 @@ func (r *Registry) stop(s *upstream.Session) {
 // Delete removes a server and stops its session. version, if not zero,
 // must match the stored version.
 func (r *Registry) Delete(ctx context.Context, name string, version int64) error {
-	e, err := r.get(name)
+	e, err := r.getFresh(ctx, name) // a server made through another replica a moment ago: sync.go
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,8 @@ type ReplicaInfo struct {
 	ChangeFeed bool `json:"change_feed"`
 }
 
-// replicaState is the registry's part of ReplicaInfo.
+// replicaState is the registry's part of ReplicaInfo, and the lock of
+// syncNew.
 type replicaState struct {
 	id       string
 	lastSync atomic.Int64 // unix nanoseconds
@@ -220,6 +221,21 @@ func (r *Registry) runs(st sb.StoredServer) bool {
 	return !e.gone && sameStored(e.stored, st)
 }
 
+// getFresh is get for a write: a server that another replica created, and
+// whose notice has not arrived yet, is read from the store first, so that a
+// client that created it through one replica may change it through another
+// at once.
+func (r *Registry) getFresh(ctx context.Context, name string) (*entry, error) {
+	e, err := r.get(name)
+	if !errors.Is(err, sb.ErrNotFound) {
+		return e, err
+	}
+	if serr := r.syncServer(ctx, name, -1); serr != nil {
+		return nil, serr
+	}
+	return r.get(name)
+}
+
 func sameStored(a, b sb.StoredServer) bool {
 	return a.Version == b.Version && a.CreatedAt.Equal(b.CreatedAt)
 }
@@ -239,14 +255,14 @@ func (r *Registry) syncServer(ctx context.Context, name string, version int64) e
 		switch {
 		case closed:
 			return ErrClosed
-		case !ok && version == 0:
-			return nil // deleted, and not here
 		case !ok:
-			done, err := r.syncNew(ctx, name)
+			r.syncNewMu.Lock()
+			done, err := r.syncNew(ctx, name, version)
+			r.syncNewMu.Unlock()
 			if done || err != nil {
 				return err
 			}
-			continue // created locally meanwhile: compare with that
+			continue // created meanwhile: compare with that
 		}
 		done, err := r.syncEntry(ctx, e, name, version)
 		if done || err != nil {
@@ -257,8 +273,20 @@ func (r *Registry) syncServer(ctx context.Context, name string, version int64) e
 }
 
 // syncNew adds a server that another process created. done is false if the
-// name was taken locally meanwhile.
-func (r *Registry) syncNew(ctx context.Context, name string) (done bool, err error) {
+// name is taken (meanwhile). r.syncNewMu is held: every server added this
+// way is read and added under it, and a deletion notice for a name that is
+// not here is dropped under it, so a read made before a deletion cannot
+// add the server after the notice was dropped.
+func (r *Registry) syncNew(ctx context.Context, name string, version int64) (done bool, err error) {
+	r.mu.RLock()
+	_, taken := r.servers[name]
+	r.mu.RUnlock()
+	if taken {
+		return false, nil
+	}
+	if version == 0 {
+		return true, nil // deleted, and not here
+	}
 	st, err := r.store.Get(ctx, name)
 	if errors.Is(err, sb.ErrNotFound) {
 		return true, nil // created and deleted again
@@ -266,9 +294,6 @@ func (r *Registry) syncNew(ctx context.Context, name string) (done bool, err err
 	if err != nil {
 		return true, err
 	}
-	// Only this goroutine adds servers that it did not create, so the
-	// stored version cannot be overtaken by another remote one before it
-	// is in the map; a local Create of the name reserves it first.
 	e := &entry{stored: st}
 	e.mu.Lock()
 	defer e.mu.Unlock()

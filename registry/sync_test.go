@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"sync/atomic"
@@ -204,5 +205,34 @@ wait:
 	}
 	if v := versions(reg); v["own"] != 1 || v["theirs"] != 1 {
 		t.Errorf("versions %v", v)
+	}
+}
+
+// A server created through one replica can be changed and deleted through
+// another at once, before any notice or resync reached it.
+func TestWriteThroughAnotherReplicaReadsTheStore(t *testing.T) {
+	regs, _ := replicas(t, 2)
+	a, b := regs[0], regs[1]
+	ctx := context.Background()
+	if _, err := a.Create(ctx, stdioServer(t, "x", false)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := stdioServer(t, "x", false)
+	cfg.CallTimeoutMS = 1234
+	v, err := b.Update(ctx, "x", cfg, 1)
+	if err != nil {
+		t.Fatalf("update through the other replica: %v", err)
+	}
+	if v.Version != 2 || v.CallTimeoutMS != 1234 {
+		t.Fatalf("updated view %+v", v)
+	}
+	if _, err := a.Create(ctx, stdioServer(t, "y", false)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(ctx, "y", 1); err != nil {
+		t.Fatalf("delete through the other replica: %v", err)
+	}
+	if _, err := b.Update(ctx, "nowhere", stdioServer(t, "nowhere", false), 0); !errors.Is(err, sb.ErrNotFound) {
+		t.Fatalf("update of a server nobody has: %v, want ErrNotFound", err)
 	}
 }
