@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,5 +133,50 @@ func TestWatchBackoff(t *testing.T) {
 	}
 	if got := watchBackoff(1000); got != watchRetryMax {
 		t.Errorf("watchBackoff(1000) = %v", got)
+	}
+}
+
+// Writes right after every connection was terminated succeed: the pool's
+// dead connections are found out and replaced within the write's retries.
+func TestWritesSurviveTerminatedConnections(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 4
+	for i := range n {
+		if _, err := s.Create(ctx, &switchboard.ServerConfig{Name: fmt.Sprint("s", i), Transport: switchboard.TransportStdio, Command: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Fill the pool with busy, then idle, connections.
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { _, _ = s.pool.Exec(ctx, "SELECT pg_sleep(0.05)") })
+	}
+	wg.Wait()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = s.Update(ctx, &switchboard.ServerConfig{Name: fmt.Sprint("s", i), Transport: switchboard.TransportStdio, Command: "y"}, 1)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("update %d after the termination: %v", i, err)
+		}
 	}
 }
