@@ -3,10 +3,12 @@ package registry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -235,4 +237,55 @@ func TestWriteThroughAnotherReplicaReadsTheStore(t *testing.T) {
 	if _, err := b.Update(ctx, "nowhere", stdioServer(t, "nowhere", false), 0); !errors.Is(err, sb.ErrNotFound) {
 		t.Fatalf("update of a server nobody has: %v, want ErrNotFound", err)
 	}
+}
+
+// flakyStore is an empty store whose List fails while failures lasts, and
+// which records when List was called.
+type flakyStore struct {
+	sb.Store // nil: only List is used
+	failures int
+	calls    []time.Time
+}
+
+func (s *flakyStore) List(context.Context) ([]sb.StoredServer, error) {
+	s.calls = append(s.calls, time.Now())
+	if s.failures > 0 {
+		s.failures--
+		return nil, errors.New("connection refused")
+	}
+	return nil, nil
+}
+
+// A resync that fails is retried after 1, 2, 4 s, not at the next
+// interval; once one succeeds, the interval paces them again.
+func TestFailedResyncIsRetriedWithBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &flakyStore{}
+		reg := registry.New(st, &registry.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err := reg.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st.failures = 3 // from the first resync on
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- reg.RunSync(ctx, 30*time.Second) }()
+		start := time.Now()
+		time.Sleep(65 * time.Second)
+		cancel()
+		<-done
+		reg.Shutdown(context.Background())
+		var got []time.Duration
+		for _, c := range st.calls {
+			got = append(got, c.Sub(start))
+		}
+		// Load's List, the tick at 30 s (fails), retries 1, 2 and 4 s after
+		// each failure, the last succeeding, and the tick at 60 s.
+		want := []time.Duration{0, 30 * time.Second, 31 * time.Second, 33 * time.Second, 37 * time.Second, 60 * time.Second}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("List called at %v, want %v", got, want)
+		}
+		if ls := reg.ReplicaInfo().LastSync; !ls.Equal(start.Add(60 * time.Second)) {
+			t.Errorf("LastSync %v, want the 60 s resync", ls.Sub(start))
+		}
+	})
 }
