@@ -107,58 +107,34 @@ func (r *Registry) RunSync(ctx context.Context, interval time.Duration) error {
 			})
 		})
 	}
-	var tick <-chan time.Time
-	if interval > 0 {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		tick = t.C
-	}
-	var (
-		retry   *time.Timer // a failed resync is retried sooner than the tick
-		retryC  <-chan time.Time
-		retries int
-	)
-	defer func() {
-		if retry != nil {
-			retry.Stop()
-		}
-	}()
-	resync := func() {
-		if err := r.Resync(ctx); err != nil {
-			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
-				return
-			}
-			wait := min(resyncRetryMin<<min(retries, 8), resyncRetryMax)
-			retries++
-			r.log.Warn("resynchronising with the store failed; retrying", "error", err, "retry_in", wait)
-			if retry != nil {
-				retry.Stop()
-			}
-			retry = time.NewTimer(wait)
-			retryC = retry.C
-			return
-		}
-		retries, retryC = 0, nil
-	}
+	plan := resyncPlan{interval: interval}
+	plan.start(time.Now())
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
+		// One timer, re-armed for whatever the plan says is due next.
+		timer.Stop()
+		var due <-chan time.Time
+		if d, ok := plan.wait(time.Now()); ok {
+			timer.Reset(d)
+			due = timer.C
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-tick:
-			resync()
-		case <-retryC:
-			resync()
+		case <-due:
+			r.resync(ctx, &plan)
 		case c := <-changes:
 			switch c.Kind {
 			case sb.ChangeResync:
-				resync()
+				plan.requested(time.Now())
 			case sb.ChangeServer:
 				if err := r.syncServer(ctx, c.Name, c.Version); err != nil {
 					if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 						return ctx.Err()
 					}
 					r.log.Warn("applying a change from the store failed; resynchronising", "server", c.Name, "error", err)
-					resync()
+					plan.requested(time.Now())
 				} else {
 					r.synced(time.Now())
 				}
@@ -171,8 +147,21 @@ func (r *Registry) RunSync(ctx context.Context, interval time.Duration) error {
 			for len(changes) > 0 {
 				<-changes // the resync covers them
 			}
-			resync()
+			plan.requested(time.Now())
 		}
+	}
+}
+
+// resync runs a full resync and tells plan how it went.
+func (r *Registry) resync(ctx context.Context, plan *resyncPlan) {
+	err := r.Resync(ctx)
+	switch {
+	case err == nil:
+		plan.succeeded(time.Now())
+	case ctx.Err() != nil || errors.Is(err, ErrClosed):
+	default:
+		wait := plan.failed(time.Now())
+		r.log.Warn("resynchronising with the store failed; retrying", "error", err, "retry_in", wait)
 	}
 }
 

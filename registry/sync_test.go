@@ -257,7 +257,7 @@ func (s *flakyStore) List(context.Context) ([]sb.StoredServer, error) {
 }
 
 // A resync that fails is retried after 1, 2, 4 s, not at the next
-// interval; once one succeeds, the interval paces them again.
+// interval; once one succeeds, the next is one interval later.
 func TestFailedResyncIsRetriedWithBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &flakyStore{}
@@ -270,7 +270,7 @@ func TestFailedResyncIsRetriedWithBackoff(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- reg.RunSync(ctx, 30*time.Second) }()
 		start := time.Now()
-		time.Sleep(65 * time.Second)
+		time.Sleep(70 * time.Second)
 		cancel()
 		<-done
 		reg.Shutdown(context.Background())
@@ -278,14 +278,14 @@ func TestFailedResyncIsRetriedWithBackoff(t *testing.T) {
 		for _, c := range st.calls {
 			got = append(got, c.Sub(start))
 		}
-		// Load's List, the tick at 30 s (fails), retries 1, 2 and 4 s after
-		// each failure, the last succeeding, and the tick at 60 s.
-		want := []time.Duration{0, 30 * time.Second, 31 * time.Second, 33 * time.Second, 37 * time.Second, 60 * time.Second}
+		// Load's List, the resync at 30 s (fails), retries 1, 2 and 4 s
+		// after each failure, the last succeeding, and 30 s after that.
+		want := []time.Duration{0, 30 * time.Second, 31 * time.Second, 33 * time.Second, 37 * time.Second, 67 * time.Second}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("List called at %v, want %v", got, want)
 		}
-		if ls := reg.ReplicaInfo().LastSync; !ls.Equal(start.Add(60 * time.Second)) {
-			t.Errorf("LastSync %v, want the 60 s resync", ls.Sub(start))
+		if ls := reg.ReplicaInfo().LastSync; !ls.Equal(start.Add(67 * time.Second)) {
+			t.Errorf("LastSync %v, want the 67 s resync", ls.Sub(start))
 		}
 	})
 }
