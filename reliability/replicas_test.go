@@ -47,6 +47,7 @@ type lbProxy struct {
 	backends []*url.URL // nil while down
 	next     int
 	sessions map[string]string // Mcp-Session-Id → backend host
+	lastHost string            // the backend of the latest session
 }
 
 func startLB(t *testing.T, urls []string) *lbProxy {
@@ -63,6 +64,7 @@ func startLB(t *testing.T, urls []string) *lbProxy {
 			if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
 				p.mu.Lock()
 				p.sessions[id] = resp.Request.URL.Host
+				p.lastHost = resp.Request.URL.Host
 				p.mu.Unlock()
 			}
 			return nil
@@ -92,6 +94,19 @@ func (p *lbProxy) set(i int, u string) {
 		panic(err)
 	}
 	p.backends[i] = parsed
+}
+
+// sessionBackend returns the index of the backend that holds the latest
+// legacy session, or -1.
+func (p *lbProxy) sessionBackend() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, b := range p.backends {
+		if b != nil && b.Host == p.lastHost {
+			return i
+		}
+	}
+	return -1
 }
 
 func (p *lbProxy) pick(session string) *url.URL {
@@ -377,8 +392,13 @@ func TestReplicasConverge(t *testing.T) {
 		wg.Go(func() { callLoop(rs, legacy, c, calls[c%2], &stop) })
 	}
 	time.Sleep(duration / 3)
-	rs.restart(1, 500*time.Millisecond)
-	t.Log("replica 1 killed and restarted")
+	// The replica of a legacy session, so that the kill cuts one.
+	victim := rs.lb.sessionBackend()
+	if victim < 0 {
+		victim = 1
+	}
+	rs.restart(victim, 500*time.Millisecond)
+	t.Logf("replica %d killed and restarted", victim)
 	time.Sleep(duration / 3)
 	terminatePostgres(t, rs.dsn)
 	t.Log("every PostgreSQL connection terminated")
