@@ -57,8 +57,7 @@ type ReplicaInfo struct {
 	ChangeFeed bool `json:"change_feed"`
 }
 
-// replicaState is the registry's part of ReplicaInfo, and the lock of
-// syncNew.
+// replicaState is the registry's part of ReplicaInfo.
 type replicaState struct {
 	id       string
 	lastSync atomic.Int64 // unix nanoseconds
@@ -80,10 +79,11 @@ func (r *Registry) synced(now time.Time) { r.replica.lastSync.Store(now.UnixNano
 // RunSync keeps the registry in line with changes that other processes make
 // to the store, until ctx ends (it then returns ctx's error). It applies
 // every change the store's feed reports, if the store has one
-// (sb.ChangeFeed), and compares everything with the store every interval
-// (none if interval is zero or negative) and whenever the feed
-// (re)connects or falls behind. Call it once, after Load, and end it
-// before Shutdown.
+// (sb.ChangeFeed), and compares everything with the store interval after
+// the last comparison that succeeded (never if interval is zero or
+// negative), whenever the feed (re)connects or falls behind, and again
+// after 1, 2, 4 … s if one failed (syncplan.go). Call it once, after Load,
+// and end it before Shutdown.
 func (r *Registry) RunSync(ctx context.Context, interval time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
