@@ -40,52 +40,7 @@ func next(t *testing.T, ch <-chan switchboard.Change) switchboard.Change {
 	}
 }
 
-// A write through one store is reported, with its version, to the watcher
-// of another store on the same database, after the resync that every
-// LISTEN begins with.
-func TestWatchReportsEveryWrite(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	ctx := context.Background()
-	writer, err := Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer writer.Close()
-	watcher, err := Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Close()
-	ch, stop := watchFor(t, watcher)
-	defer stop()
-	if c := next(t, ch); c.Kind != switchboard.ChangeResync {
-		t.Fatalf("first change %+v, want a resync", c)
-	}
-
-	cfg := &switchboard.ServerConfig{Name: "a", Transport: switchboard.TransportStdio, Command: "x"}
-	if _, err := writer.Create(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := writer.Update(ctx, cfg, 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := writer.Update(ctx, cfg, 1); err == nil {
-		t.Fatal("a conflicting update succeeded")
-	}
-	if err := writer.Delete(ctx, "a", 0); err != nil {
-		t.Fatal(err)
-	}
-	want := []switchboard.Change{
-		{Kind: switchboard.ChangeServer, Name: "a", Version: 1},
-		{Kind: switchboard.ChangeServer, Name: "a", Version: 2},
-		{Kind: switchboard.ChangeServer, Name: "a", Version: 0}, // the failed update notified nothing
-	}
-	for i, w := range want {
-		if c := next(t, ch); c != w {
-			t.Fatalf("change %d = %+v, want %+v", i, c, w)
-		}
-	}
-}
+// Every write reported in order: storetest's ChangeFeedReportsEveryWrite.
 
 // A watcher whose connection is terminated reconnects and reports a
 // resync, then the writes made after it.
