@@ -35,3 +35,39 @@ type Store interface {
 	// Close releases the store.
 	Close() error
 }
+
+// ChangeKind names what a [Change] is about. Servers are the only kind
+// today; toolsets and tokens, when they are stored, join as kinds of their
+// own, with the same name-and-version payload.
+type ChangeKind string
+
+const (
+	// ChangeServer: the server Change.Name was created, updated (Version is
+	// its new version) or deleted (Version is 0).
+	ChangeServer ChangeKind = "server"
+	// ChangeResync: changes may have been missed (the feed connected or
+	// reconnected, or fell behind), so everything should be compared with
+	// the store. Name and Version are empty.
+	ChangeResync ChangeKind = "resync"
+)
+
+// Change is one committed write, as a [ChangeFeed] reports it. It names
+// what changed, not the new value: a receiver reads the store for that.
+type Change struct {
+	Kind    ChangeKind
+	Name    string
+	Version int64 // the version after the write; 0 for a deletion
+}
+
+// ChangeFeed is implemented by a Store that can tell the processes sharing
+// it about each other's writes (postgres: LISTEN/NOTIFY). It is optional:
+// a replica over a store without one relies on its periodic resync.
+type ChangeFeed interface {
+	// Watch calls fn with every change committed by any process, in commit
+	// order, until ctx ends; then it returns ctx's error. It reconnects on
+	// its own when the connection is lost, and after every (re)connection
+	// it calls fn with a ChangeResync, since notifications sent meanwhile
+	// are lost. fn is called from one goroutine at a time and should not
+	// block.
+	Watch(ctx context.Context, fn func(Change)) error
+}

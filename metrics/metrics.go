@@ -186,3 +186,27 @@ func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedPerAddress), gateway.LimitPerAddress)
 	ch <- prometheus.MustNewConstMetric(sessionsExpiredDesc, prometheus.CounterValue, float64(st.Expired))
 }
+
+// ReportReplica adds the metrics of the replica id (one of the serve
+// processes sharing a store): switchboard_replica_info{id} and
+// switchboard_replica_last_sync_timestamp_seconds, read from lastSync at
+// scrape time (zero before the first sync). Call it at most once.
+func (m *Metrics) ReportReplica(id string, lastSync func() time.Time) {
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "switchboard_replica_info",
+		Help:        "Always 1; its label names this replica among the serve processes sharing the database (--replica-id, or random at start).",
+		ConstLabels: prometheus.Labels{"id": id},
+	})
+	info.Set(1)
+	last := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchboard_replica_last_sync_timestamp_seconds",
+		Help: "When this replica's servers were last known to match the database (a full resync, or a change applied from its notifications), in Unix seconds.",
+	}, func() float64 {
+		t := lastSync()
+		if t.IsZero() {
+			return 0
+		}
+		return float64(t.UnixNano()) / 1e9
+	})
+	m.reg.MustRegister(info, last)
+}

@@ -49,6 +49,9 @@ type Options struct {
 	// this long is shut down; the client's next call starts a new one. If
 	// zero, DefaultClientIdleTimeout is used.
 	ClientIdleTimeout time.Duration
+	// ReplicaID names this replica among those sharing the store (see
+	// ReplicaInfo). If empty, a random one is chosen.
+	ReplicaID string
 }
 
 // Registry is the set of configured servers. It is safe for concurrent use.
@@ -58,6 +61,9 @@ type Registry struct {
 	log   *slog.Logger
 	subs  broadcaster[sb.Event]
 	notes broadcaster[upstream.Notification]
+
+	replica   replicaState // which replica this is, and when it last synced (sync.go)
+	syncNewMu sync.Mutex   // see syncNew (sync.go)
 
 	// mu guards servers. Operations on one server are serialised by that
 	// server's own lock (entry.mu), so a slow change to one server never
@@ -108,6 +114,10 @@ func New(store sb.Store, opts *Options) *Registry {
 	r := &Registry{store: store, opts: o, log: o.Logger, servers: make(map[string]*entry), loaded: make(chan struct{}),
 		reapWake: make(chan struct{}, 1)}
 	r.reapCtx, r.stopReaper = context.WithCancel(context.Background())
+	r.replica.id = o.ReplicaID
+	if r.replica.id == "" {
+		r.replica.id = randomID()
+	}
 	return r
 }
 
@@ -132,6 +142,7 @@ func (r *Registry) Load(ctx context.Context) error {
 		r.servers[st.Config.Name] = e
 	}
 	r.mu.Unlock()
+	r.synced(time.Now())
 	r.log.Info("servers loaded", "count", len(all), "enabled", len(toStart))
 
 	sem := make(chan struct{}, r.opts.StartConcurrency)
@@ -315,7 +326,7 @@ func (r *Registry) Update(ctx context.Context, name string, cfg *sb.ServerConfig
 		return sb.ServerView{}, &sb.ValidationError{Fields: []*sb.FieldError{{Field: "name",
 			Message: fmt.Sprintf("cannot be changed (%q in the body, %q in the path); create a new server and delete the old one", cfg.Name, name)}}}
 	}
-	e, err := r.get(name)
+	e, err := r.getFresh(ctx, name) // a server made through another replica a moment ago: sync.go
 	if err != nil {
 		return sb.ServerView{}, err
 	}
@@ -341,7 +352,7 @@ func (r *Registry) Update(ctx context.Context, name string, cfg *sb.ServerConfig
 
 // SetEnabled enables or disables a server.
 func (r *Registry) SetEnabled(ctx context.Context, name string, enabled bool) (sb.ServerView, error) {
-	e, err := r.get(name)
+	e, err := r.getFresh(ctx, name) // a server made through another replica a moment ago: sync.go
 	if err != nil {
 		return sb.ServerView{}, err
 	}
@@ -423,7 +434,7 @@ func (r *Registry) stop(s *upstream.Session) {
 // Delete removes a server and stops its session. version, if not zero,
 // must match the stored version.
 func (r *Registry) Delete(ctx context.Context, name string, version int64) error {
-	e, err := r.get(name)
+	e, err := r.getFresh(ctx, name) // a server made through another replica a moment ago: sync.go
 	if err != nil {
 		return err
 	}

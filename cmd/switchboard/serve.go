@@ -57,6 +57,7 @@ func newServeCommand() *cobra.Command {
 		logLevel           string
 		mcpFlags           endpointFlags
 		sessFlags          sessionFlags
+		replica            replicaFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--listen ADDR] [--db DSN] [--token T]",
@@ -67,7 +68,15 @@ the MCP endpoint and the Prometheus metrics until SIGTERM or SIGINT, when it
 shuts every server down within 10 seconds.
 
 The database is SQLite by default (a file created with mode 0600), or
-PostgreSQL with a postgres:// DSN.
+PostgreSQL with a postgres:// DSN. Several serve processes (replicas, e.g.
+behind a load balancer) may share one PostgreSQL database: a change made
+through any of them reaches the others within moments (LISTEN/NOTIFY), and
+each compares everything with the database every --resync-interval in case
+a notification was lost. Each replica runs its own server sessions. MCP
+requests of protocol 2026-07-28 (stateless) may go to any replica; a
+Streamable HTTP session of an older protocol lives on the replica that
+created it, so the balancer must send it there (by its Mcp-Session-Id):
+any other replica answers 404, and the client starts a new session.
 
 Everything but /healthz requires a credential, on every listener: whoever
 may use the API or /mcp can run any command as the user who runs serve. It
@@ -121,8 +130,12 @@ server's max_total_timeout_ms says otherwise.`,
 			if err != nil {
 				return err
 			}
+			if replica.resyncInterval < 0 {
+				return fmt.Errorf("--resync-interval %s: must not be negative", replica.resyncInterval)
+			}
 			gwOpts.Logger, gwOpts.Version = log, readBuildInfo().Version
-			return serve(cmd.Context(), log, serveConfig{listen: listen, dsn: dsn, auth: auth, allowedHosts: hosts, allowedNetworks: nets}, gwOpts)
+			return serve(cmd.Context(), log, serveConfig{listen: listen, dsn: dsn, auth: auth, allowedHosts: hosts,
+				allowedNetworks: nets, replica: replica}, gwOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -136,6 +149,10 @@ server's max_total_timeout_ms says otherwise.`,
 	registerUpstreamNetworks(f, &upstreamNets)
 	mcpFlags.register(f)
 	sessFlags.register(f)
+	f.StringVar(&replica.id, "replica-id", os.Getenv("SWITCHBOARD_REPLICA_ID"),
+		"this replica's name in the metrics and logs, among the serve processes sharing a database (env SWITCHBOARD_REPLICA_ID; default: random at start)")
+	f.DurationVar(&replica.resyncInterval, "resync-interval", registry.DefaultResyncInterval,
+		"how often to compare every server with the database, in case a change notification from another replica was lost; 0: never")
 	return cmd
 }
 
@@ -162,6 +179,12 @@ func upstreamNetworks(values []string) ([]netip.Prefix, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// replicaFlags name this replica and pace its resync with the database.
+type replicaFlags struct {
+	id             string
+	resyncInterval time.Duration
 }
 
 // envList returns the comma-separated list in the environment variable
@@ -260,6 +283,7 @@ type serveConfig struct {
 	auth            serveAuth
 	allowedHosts    []string
 	allowedNetworks []netip.Prefix // re-allowed upstream addresses
+	replica         replicaFlags
 }
 
 func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway.Options) error {
@@ -270,8 +294,10 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	}
 	defer st.Close()
 
-	reg := registry.New(st, &registry.Options{Logger: log, Session: upstream.Options{AllowedNetworks: sc.allowedNetworks}})
+	reg := registry.New(st, &registry.Options{Logger: log, ReplicaID: sc.replica.id,
+		Session: upstream.Options{AllowedNetworks: sc.allowedNetworks}})
 	m := metrics.New(reg)
+	m.ReportReplica(reg.ReplicaInfo().ID, func() time.Time { return reg.ReplicaInfo().LastSync })
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
 	gwOpts.Executor = ex
 	gw := gateway.New(reg, gwOpts)
@@ -302,7 +328,13 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 		ln.Close()
 		return err
 	}
-	log.Info("switchboard serving", "addr", "http://"+ln.Addr().String(), "db", store.Redact(sc.dsn), "servers", len(reg.Names()))
+	// Other replicas' changes, until the registry shuts down.
+	syncCtx, stopSync := context.WithCancel(context.Background())
+	syncDone := make(chan struct{})
+	go func() { defer close(syncDone); _ = reg.RunSync(syncCtx, sc.replica.resyncInterval) }()
+	defer func() { stopSync(); <-syncDone }()
+	log.Info("switchboard serving", "addr", "http://"+ln.Addr().String(), "db", store.Redact(sc.dsn), "servers", len(reg.Names()),
+		"replica", reg.ReplicaInfo().ID)
 	go func() {
 		<-reg.Loaded()
 		log.Info("every server started", "servers", len(reg.Names()), "elapsed", time.Since(started).Round(time.Millisecond))
@@ -325,6 +357,8 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 
 	select {
 	case err := <-errc:
+		stopSync()
+		<-syncDone
 		reg.Shutdown(context.Background())
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
@@ -337,6 +371,8 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("http shutdown", "error", err)
 	}
+	stopSync()
+	<-syncDone
 	if err := reg.Shutdown(sctx); err != nil {
 		log.Warn("server shutdown", "error", err)
 	}

@@ -1,10 +1,11 @@
 // Package postgres is a [switchboard.Store] kept in PostgreSQL. It is safe
 // for several processes to use one database at once: an update or delete
 // that names a version fails if the stored version moved on, and migrations
-// run one at a time under an advisory lock. Several Switchboard replicas do
-// not work yet, though: a running serve reads the store only when it starts,
-// so it does not see servers that another process adds, changes or removes
-// afterwards.
+// run one at a time under an advisory lock. Every committed write is also
+// announced with NOTIFY from the writing transaction (a trigger, see
+// migrations/00002_notify.sql), and [Store.Watch] LISTENs for them, so that
+// several Switchboard replicas sharing the database apply each other's
+// changes within moments (package registry, sync.go).
 package postgres
 
 import (
@@ -14,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,7 +48,9 @@ const uniqueViolation = "23505"
 // Store is a [switchboard.Store] backed by PostgreSQL. It is safe for
 // concurrent use, also by several processes sharing the database.
 type Store struct {
-	pool *pgxpool.Pool
+	pool       *pgxpool.Pool
+	connConfig *pgx.ConnConfig // for Watch's own connection
+	log        *slog.Logger
 }
 
 var _ switchboard.Store = (*Store)(nil)
@@ -68,8 +72,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, connConfig: cfg.ConnConfig, log: slog.Default()}, nil
 }
+
+// SetLogger sets where Watch logs its lost connections; slog.Default() if
+// never called. Call it before Watch.
+func (s *Store) SetLogger(l *slog.Logger) { s.log = l }
 
 // migrate runs the embedded migrations through database/sql, which goose
 // needs, on a short-lived connection of its own.
@@ -119,21 +127,25 @@ func (s *Store) List(ctx context.Context) ([]switchboard.StoredServer, error) {
 	// COLLATE "C" orders by bytes, as SQLite does, whatever the database's
 	// locale: under en_US a '-' is ignored at first and "a-c" sorts after
 	// "ab".
-	rows, err := s.pool.Query(ctx,
-		`SELECT config, version, created_at, updated_at FROM servers ORDER BY name COLLATE "C"`)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list: %w", err)
-	}
-	defer rows.Close()
-	out := []switchboard.StoredServer{}
-	for rows.Next() {
-		srv, err := scan(rows)
+	var out []switchboard.StoredServer
+	err := retried(ctx, func() error {
+		rows, err := s.pool.Query(ctx,
+			`SELECT config, version, created_at, updated_at FROM servers ORDER BY name COLLATE "C"`)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: list: %w", err)
+			return err
 		}
-		out = append(out, srv)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		out = []switchboard.StoredServer{}
+		for rows.Next() {
+			srv, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, srv)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, fmt.Errorf("postgres: list: %w", err)
 	}
 	return out, nil
@@ -145,8 +157,12 @@ func (s *Store) Get(ctx context.Context, name string) (switchboard.StoredServer,
 	if name == "" {
 		return switchboard.StoredServer{}, errors.New("postgres: get: empty server name")
 	}
-	srv, err := scan(s.pool.QueryRow(ctx,
-		`SELECT config, version, created_at, updated_at FROM servers WHERE name = $1`, name))
+	var srv switchboard.StoredServer
+	err := retried(ctx, func() (err error) {
+		srv, err = scan(s.pool.QueryRow(ctx,
+			`SELECT config, version, created_at, updated_at FROM servers WHERE name = $1`, name))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = switchboard.ErrNotFound
 	}
@@ -167,11 +183,13 @@ func (s *Store) Create(ctx context.Context, cfg *switchboard.ServerConfig) (swit
 	// concurrent creates, one inserts and the other gets no row back, and
 	// no duplicate-key ERROR lands in the server's log.
 	out := switchboard.StoredServer{Config: *cfg.Clone(), Version: 1}
-	err = s.pool.QueryRow(ctx,
-		`INSERT INTO servers (name, config, version, created_at, updated_at)
-		 VALUES ($1, $2, 1, now(), now()) ON CONFLICT (name) DO NOTHING
-		 RETURNING created_at`,
-		cfg.Name, data).Scan(&out.CreatedAt)
+	err = retried(ctx, func() error {
+		return s.pool.QueryRow(ctx,
+			`INSERT INTO servers (name, config, version, created_at, updated_at)
+			 VALUES ($1, $2, 1, now(), now()) ON CONFLICT (name) DO NOTHING
+			 RETURNING created_at`,
+			cfg.Name, data).Scan(&out.CreatedAt)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = switchboard.ErrExists
 	}
@@ -192,20 +210,22 @@ func (s *Store) Update(ctx context.Context, cfg *switchboard.ServerConfig, versi
 		return switchboard.StoredServer{}, fmt.Errorf("postgres: update: %w", err)
 	}
 	out := switchboard.StoredServer{Config: *cfg.Clone()}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Under READ COMMITTED, concurrent updaters of one row queue on its
-		// lock and each re-checks the WHERE against the row the previous
-		// one committed: of several writers holding the same version,
-		// exactly one matches.
-		err := tx.QueryRow(ctx,
-			`UPDATE servers SET config = $2, version = version + 1, updated_at = now()
+	err = retried(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			// Under READ COMMITTED, concurrent updaters of one row queue on its
+			// lock and each re-checks the WHERE against the row the previous
+			// one committed: of several writers holding the same version,
+			// exactly one matches.
+			err := tx.QueryRow(ctx,
+				`UPDATE servers SET config = $2, version = version + 1, updated_at = now()
 			 WHERE name = $1 AND ($3::bigint = 0 OR version = $3::bigint)
 			 RETURNING version, created_at, updated_at`,
-			cfg.Name, data, version).Scan(&out.Version, &out.CreatedAt, &out.UpdatedAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return missingOrConflict(ctx, tx, cfg.Name)
-		}
-		return err
+				cfg.Name, data, version).Scan(&out.Version, &out.CreatedAt, &out.UpdatedAt)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return missingOrConflict(ctx, tx, cfg.Name)
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return switchboard.StoredServer{}, fmt.Errorf("postgres: update %q: %w", cfg.Name, err)
@@ -221,17 +241,19 @@ func (s *Store) Delete(ctx context.Context, name string, version int64) error {
 	if name == "" {
 		return errors.New("postgres: delete: empty server name")
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx,
-			`DELETE FROM servers WHERE name = $1 AND ($2::bigint = 0 OR version = $2::bigint)`,
-			name, version)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return missingOrConflict(ctx, tx, name)
-		}
-		return nil
+	err := retried(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx,
+				`DELETE FROM servers WHERE name = $1 AND ($2::bigint = 0 OR version = $2::bigint)`,
+				name, version)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return missingOrConflict(ctx, tx, name)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete %q: %w", name, err)
@@ -255,6 +277,38 @@ func missingOrConflict(ctx context.Context, tx pgx.Tx, name string) error {
 	default:
 		return switchboard.ErrNotFound
 	}
+}
+
+// adminShutdown is PostgreSQL's SQLSTATE for a backend ended by
+// pg_terminate_backend or a fast shutdown.
+const adminShutdown = "57P01"
+
+// retryAttempts bounds retried: every idle connection of the pool may be
+// dead at once (all terminated), and each is found out by using it.
+const retryAttempts = 4
+
+// retried runs op, and again (up to retryAttempts in all) while it fails
+// because its pooled connection had died before the statement ran: a
+// backend terminated by pg_terminate_backend, or a restarted server, is
+// noticed only by the next query on it, and the pool replaces it. A
+// terminated backend aborts its transaction, so the write did not happen;
+// should it have (the termination racing the COMMIT), the retry of a
+// versioned write fails with ErrConflict, ErrExists or ErrNotFound
+// rather than applying twice.
+func retried(ctx context.Context, op func() error) error {
+	err := op()
+	for range retryAttempts - 1 {
+		if err == nil || ctx.Err() != nil || !connectionLost(err) {
+			return err
+		}
+		err = op()
+	}
+	return err
+}
+
+func connectionLost(err error) bool {
+	var pe *pgconn.PgError
+	return pgconn.SafeToRetry(err) || (errors.As(err, &pe) && pe.Code == adminShutdown)
 }
 
 // mapErr turns a duplicate-key error into ErrExists; the sentinels and

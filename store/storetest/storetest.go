@@ -38,6 +38,7 @@ func Run(t *testing.T, newDB func(t *testing.T) OpenFunc) {
 		{"ConcurrentCreatesSameName", testConcurrentCreatesSameName},
 		{"ConcurrentCreatesDistinct", testConcurrentCreatesDistinct},
 		{"SurvivesReopen", testReopen},
+		{"ChangeFeedReportsEveryWrite", testChangeFeed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newDB(t)) })

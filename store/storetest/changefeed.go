@@ -1,0 +1,71 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard"
+)
+
+// testChangeFeed: a store that is a [switchboard.ChangeFeed] reports, to a
+// watcher on another Store of the same database, a resync when it starts
+// listening, then every committed write in commit order with its version
+// (0 for a deletion), and nothing for a write that failed. A store without
+// a feed skips it.
+func testChangeFeed(t *testing.T, open OpenFunc) {
+	stores := twoStores(t, open)
+	feed, ok := stores[1].(switchboard.ChangeFeed)
+	if !ok {
+		t.Skip("the store has no change feed (optional)")
+	}
+	ch := make(chan switchboard.Change, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- feed.Watch(ctx, func(c switchboard.Change) { ch <- c }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("Watch returned %v after its context ended, want context.Canceled", err)
+		}
+	}()
+	next := func() switchboard.Change {
+		t.Helper()
+		select {
+		case c := <-ch:
+			return c
+		case <-time.After(10 * time.Second):
+			t.Fatal("no change reported within 10s")
+			return switchboard.Change{}
+		}
+	}
+	if c := next(); c.Kind != switchboard.ChangeResync {
+		t.Fatalf("first change %+v, want a resync", c)
+	}
+
+	w := stores[0]
+	if _, err := w.Create(ctx, minimalConfig("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Update(ctx, minimalConfig("a"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Update(ctx, minimalConfig("a"), 1); err == nil {
+		t.Fatal("a conflicting update succeeded")
+	}
+	if _, err := w.Create(ctx, minimalConfig("a")); err == nil {
+		t.Fatal("a duplicate create succeeded")
+	}
+	if err := w.Delete(ctx, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []switchboard.Change{
+		{Kind: switchboard.ChangeServer, Name: "a", Version: 1},
+		{Kind: switchboard.ChangeServer, Name: "a", Version: 2},
+		{Kind: switchboard.ChangeServer, Name: "a", Version: 0},
+	} {
+		if c := next(); c != want {
+			t.Fatalf("change %d = %+v, want %+v", i, c, want)
+		}
+	}
+}
