@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/sandbox"
 )
 
 // Defaults for [Options] fields whose zero value means "the default".
@@ -79,6 +80,16 @@ type Options struct {
 	// ErrResultTooLarge. Over stdio it also bounds one JSON-RPC frame. If
 	// zero, DefaultMaxResultBytes is used.
 	MaxResultBytes int
+	// Sandbox runs in bubblewrap the stdio servers whose config asks for a
+	// sandbox, and with SandboxDefault those whose config has none (see
+	// package sandbox). Nil means sandbox.System.
+	Sandbox *sandbox.Runtime
+	// SandboxDefault applies the documented default profile to stdio
+	// servers whose config has no "sandbox" field: sandboxed where
+	// bubblewrap works. The zero value runs them as they ran before
+	// sandboxes existed, so that embedders and tests opt in; the daemon's
+	// commands (serve, stdio, check) set it.
+	SandboxDefault bool
 }
 
 // DefaultMaxResultBytes is the default cap on one tool result.
@@ -358,6 +369,7 @@ func (s *Session) Info() sb.RuntimeInfo {
 			}
 		}
 	}
+	info.Sandbox = s.sandboxView(s.link)
 	info.Tools = append(info.Tools, s.catalog.infos...) // a copy: callers may keep it
 	info.ToolCount = len(s.catalog.tools)
 	info.ResourceCount = len(s.catalog.resources)
