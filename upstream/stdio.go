@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -60,7 +61,9 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 		// pipe is usually seen a moment before the exit is reaped, so give
 		// the reaper a moment.
 		exited := false
-		if pipeClosed(err) && ctx.Err() == nil {
+		// A process that exits at once (a package manager that cannot
+		// install) may be gone before initialize is written: EPIPE.
+		if (pipeClosed(err) || errors.Is(err, syscall.EPIPE)) && ctx.Err() == nil {
 			exited = proc.waitExit(exitReapGrace)
 		}
 		proc.stop()
