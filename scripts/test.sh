@@ -20,6 +20,9 @@ echo "== MCP conformance suite (npm) and the go-sdk's everything-server"
 # Switchboard's /mcp/{name}).
 source scripts/conformance-setup.sh
 
+echo "== bubblewrap and the npm servers the sandbox tests run (sandbox-setup.sh)"
+source scripts/sandbox-setup.sh
+
 echo "== go vet"
 go vet ./...
 
