@@ -153,6 +153,17 @@ func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string) []
 	return append(a, c.Args...)
 }
 
+// Provides reports whether every sandbox shows the host path p without a
+// mount (it is in a system directory, read-only) or makes p itself (/,
+// /proc, /dev, the workspace), so that a mount there would add nothing or
+// be refused.
+func Provides(p string) bool {
+	if p == "/" || within(p, "/proc") || within(p, "/dev") || within(p, sb.SandboxWorkspacePath) {
+		return true
+	}
+	return visible(p, nil)
+}
+
 // visible reports whether the host path p is at the same path in a
 // sandbox with these mounts: in a system directory, or in a mount bound
 // at its own path.
