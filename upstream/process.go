@@ -133,10 +133,13 @@ func startSandboxed(ctx context.Context, cfg *sb.ServerConfig, logs io.Writer, r
 	if f := checkCwd(cfg.Cwd); f != nil {
 		return nil, f
 	}
-	if !filepath.IsAbs(path) {
-		path, _ = filepath.Abs(path)
+	// Inside, a path means what it meant here only if it is absolute.
+	path, _ = filepath.Abs(path)
+	dir := cfg.Cwd
+	if dir != "" {
+		dir, _ = filepath.Abs(dir)
 	}
-	box, err := rt.Prepare(ctx, p, sandbox.Command{Path: path, Args: cfg.Args, Dir: cfg.Cwd}, env)
+	box, err := rt.Prepare(ctx, p, sandbox.Command{Path: path, Args: cfg.Args, Dir: dir}, env)
 	if err != nil {
 		if sandbox.IsUnavailable(err) {
 			// Never fast: installing bubblewrap or changing a sysctl takes a person.

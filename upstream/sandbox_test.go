@@ -462,3 +462,29 @@ func hostUID(t *testing.T, pid int) int {
 	t.Fatal("no Uid line")
 	return -1
 }
+
+// A configured cwd outside every mount is where the server runs, visible
+// read-only: the config named it, and nothing more of the host.
+func TestSandboxedServerRunsInItsCwdReadOnly(t *testing.T) {
+	rt := sandboxRuntime(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "project.txt"), []byte("in cwd"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandboxed(t, nil)
+	cfg.Cwd = dir
+	s := startSandboxed(t, rt, cfg)
+	if text, isErr := call(t, s, "read_file", map[string]any{"path": "project.txt"}); isErr || text != "in cwd" {
+		t.Errorf("reading a file of the cwd by a relative path: %q (error %v)", text, isErr)
+	}
+	if _, isErr := call(t, s, "write_file", map[string]any{"path": "new.txt", "text": "x"}); !isErr {
+		t.Error("the cwd is writable without a rw mount")
+	}
+	sibling := filepath.Join(filepath.Dir(dir), "sibling.txt")
+	if err := os.WriteFile(sibling, []byte("beside the cwd"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := call(t, s, "read_file", map[string]any{"path": sibling}); !isErr {
+		t.Errorf("a file beside the cwd is visible: %q", text)
+	}
+}
