@@ -488,3 +488,34 @@ func TestSandboxedServerRunsInItsCwdReadOnly(t *testing.T) {
 		t.Errorf("a file beside the cwd is visible: %q", text)
 	}
 }
+
+// The rest of a session works unchanged inside: the stderr ring, health
+// probes, a call's timeout and its cancellation, a restart.
+func TestSessionFeaturesWorkInsideTheSandbox(t *testing.T) {
+	rt := sandboxRuntime(t)
+	s, _ := newSession(t, sandboxed(t, nil), &upstream.Options{Sandbox: rt, HealthInterval: 100 * time.Millisecond})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.Info().PID
+	if logs := strings.Join(s.Logs(), "\n"); !strings.Contains(logs, "testserver: started") {
+		t.Errorf("the stderr ring lacks the server's start line: %q", logs)
+	}
+	_, err := s.CallTool(context.Background(), "slow", map[string]any{"duration_ms": 10_000}, sb.InvokeOptions{Timeout: 300 * time.Millisecond})
+	var te *upstream.TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("a call past its timeout: %v; want a *TimeoutError", err)
+	}
+	time.Sleep(500 * time.Millisecond) // a few health probes
+	if i := s.Info(); i.Status != sb.StatusConnected || i.PID != pid || i.Reconnects != 0 {
+		t.Fatalf("after the timeout and the probes: status %s, pid %d (was %d), reconnects %d", i.Status, i.PID, pid, i.Reconnects)
+	}
+	if text, isErr := call(t, s, "echo", map[string]any{"text": "after"}); isErr || text != "after" {
+		t.Errorf("echo after the cancelled call: %q", text)
+	}
+	s.Restart()
+	i := waitFor(t, s, "the restart", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected && i.PID != pid })
+	if i.Sandbox == nil || !i.Sandbox.Enabled || proc.Alive(pid) {
+		t.Errorf("after a restart: sandbox %+v, old bwrap alive %v", i.Sandbox, proc.Alive(pid))
+	}
+}
