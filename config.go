@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -76,7 +77,92 @@ type ServerConfig struct {
 	// SessionScope says who shares the server's upstream session; empty
 	// means SessionShared.
 	SessionScope SessionScope `json:"session_scope,omitempty"`
+
+	// Sandbox says how a stdio server is confined (bubblewrap). Nil means
+	// the documented default profile, where the embedder applies it (see
+	// upstream.Options.SandboxDefault).
+	Sandbox *SandboxConfig `json:"sandbox,omitempty"`
 }
+
+// SandboxConfig confines a stdio server with bubblewrap: what of the host
+// it sees, whether it reaches the network, where it may write, and how
+// much it may use. Every zero field takes the default profile's value, so
+// `{}` is the default profile and `{"network": false}` differs from it in
+// one respect only.
+//
+// The default profile: the system directories (/usr, /bin, /lib*, /sbin
+// and the parts of /etc that programs need to run and to reach the
+// network) read-only; the user's home and the rest of the host hidden; a
+// writable workspace, which is also HOME and the working directory, at
+// [SandboxWorkspacePath]; a private /tmp; the host's network; memory
+// 2048 MB and 512 processes; no CPU-time limit.
+type SandboxConfig struct {
+	// Enabled: nil runs the server sandboxed where bubblewrap works on
+	// this machine and unsandboxed where it does not (the runtime view
+	// says which); true runs it sandboxed or not at all (phase
+	// sandbox_unavailable); false runs it unsandboxed.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Network: nil or true shares the host's network (package managers
+	// need it); false leaves the server a loopback interface of its own.
+	Network *bool `json:"network,omitempty"`
+	// Mounts are the host paths the server may see, beyond the system
+	// directories.
+	Mounts []Mount `json:"mounts,omitempty"`
+	// MemoryMB caps the server's memory: 0 means the default (2048), -1
+	// none.
+	MemoryMB int64 `json:"memory_mb,omitempty"`
+	// Pids caps the processes in the sandbox: 0 means the default (512),
+	// -1 none. Only a cgroup can enforce it; the runtime view says when
+	// this machine cannot.
+	Pids int64 `json:"pids,omitempty"`
+	// CPUSeconds caps the CPU time of each process of the server (not a
+	// rate): 0 or -1 means none, the default, since a long-lived server
+	// accumulates CPU time for as long as it runs.
+	CPUSeconds int64 `json:"cpu_seconds,omitempty"`
+	// Workspace: "shared" (the default) keeps one workspace for every
+	// server with the same profile, so package-manager caches persist;
+	// "isolated" gives each process a fresh one, removed when it stops.
+	Workspace SandboxWorkspace `json:"workspace,omitempty"`
+}
+
+// Mount makes a host path visible in a sandbox.
+type Mount struct {
+	Host string `json:"host"`           // absolute path on the host
+	Path string `json:"path,omitempty"` // absolute path in the sandbox; empty means Host
+	Mode string `json:"mode,omitempty"` // MountReadOnly (the default) or MountReadWrite
+}
+
+// Mount modes.
+const (
+	MountReadOnly  = "ro"
+	MountReadWrite = "rw"
+)
+
+// SandboxWorkspace says whether servers share a workspace.
+type SandboxWorkspace string
+
+const (
+	// WorkspaceShared: one workspace per profile, kept across restarts.
+	WorkspaceShared SandboxWorkspace = "shared"
+	// WorkspaceIsolated: a fresh workspace per process, removed after it.
+	// Test sessions always get one.
+	WorkspaceIsolated SandboxWorkspace = "isolated"
+)
+
+// SandboxWorkspacePath is where a sandboxed server finds its workspace;
+// HOME points there. A config can name it (e.g. in env) to put a file in
+// the workspace.
+const SandboxWorkspacePath = "/workspace"
+
+// Limits of the sandbox config, so that a typo cannot ask for something
+// absurd.
+const (
+	minSandboxMemoryMB = 16
+	maxSandboxMemoryMB = 1 << 22 // 4 TiB
+	maxSandboxPids     = 1 << 22
+	maxSandboxCPU      = 1 << 31
+	maxSandboxMounts   = 64
+)
 
 // SessionScope says who shares a server's upstream session.
 type SessionScope string
@@ -324,6 +410,12 @@ func (c *ServerConfig) Validate() error {
 	default:
 		bad("session_scope", `must be "shared" (the default) or "per-client", not %q`, c.SessionScope)
 	}
+	if c.Sandbox != nil {
+		if c.Transport != TransportStdio {
+			bad("sandbox", "is only valid for transport stdio")
+		}
+		c.Sandbox.validate(bad)
+	}
 	if r := c.Retry; r != nil {
 		if r.MaxAttempts < 0 || r.MaxAttempts > maxAttempts {
 			bad("retry.max_attempts", "must be between 1 and %d (0 = default %d)", maxAttempts, DefaultMaxAttempts)
@@ -342,6 +434,93 @@ func (c *ServerConfig) Validate() error {
 		return nil
 	}
 	return &ValidationError{Fields: fs}
+}
+
+// validate reports every bad field of s through bad.
+func (s *SandboxConfig) validate(bad func(field, format string, args ...any)) {
+	limit := func(field string, v, lo, hi int64) {
+		if v != 0 && v != -1 && (v < lo || v > hi) {
+			bad(field, "must be between %d and %d (0 = default, -1 = no limit)", lo, hi)
+		}
+	}
+	limit("sandbox.memory_mb", s.MemoryMB, minSandboxMemoryMB, maxSandboxMemoryMB)
+	limit("sandbox.pids", s.Pids, 1, maxSandboxPids)
+	limit("sandbox.cpu_seconds", s.CPUSeconds, 1, maxSandboxCPU)
+	switch s.Workspace {
+	case "", WorkspaceShared, WorkspaceIsolated:
+	default:
+		bad("sandbox.workspace", `must be "shared" (the default) or "isolated", not %q`, s.Workspace)
+	}
+	if len(s.Mounts) > maxSandboxMounts {
+		bad("sandbox.mounts", "has more than %d entries", maxSandboxMounts)
+	}
+	seen := map[string]bool{}
+	for i, m := range s.Mounts {
+		field := fmt.Sprintf("sandbox.mounts[%d]", i)
+		// Paths are compared and bound as written: a relative or unclean
+		// one ("..", "//") would bind something else than it seems to.
+		absClean := func(what, p string) bool {
+			switch {
+			case strings.ContainsRune(p, 0) || !utf8.ValidString(p):
+				bad(field, "%s must be valid UTF-8 without NUL", what)
+			case !path.IsAbs(p) || path.Clean(p) != p:
+				bad(field, "%s must be an absolute path without . or .. components, not %q", what, p)
+			default:
+				return true
+			}
+			return false
+		}
+		if m.Host == "" {
+			bad(field, "host is required")
+		} else {
+			absClean("host", m.Host)
+		}
+		dst := m.Path
+		if dst == "" {
+			dst = m.Host
+		}
+		if dst != "" && absClean("path", dst) {
+			switch {
+			case dst == "/":
+				bad(field, "path must not be / (the sandbox's root is made of the system directories)")
+			case within(dst, "/proc") || within(dst, "/dev"):
+				bad(field, "path %s is inside /proc or /dev, which the sandbox provides itself", dst)
+			case within(dst, SandboxWorkspacePath):
+				bad(field, "path %s is inside the workspace (%s), which is the sandbox's own", dst, SandboxWorkspacePath)
+			case seen[dst]:
+				bad(field, "path %s is mounted twice", dst)
+			}
+			seen[dst] = true
+		}
+		switch m.Mode {
+		case "", MountReadOnly, MountReadWrite:
+		default:
+			bad(field, `mode must be "ro" (the default) or "rw", not %q`, m.Mode)
+		}
+	}
+}
+
+// within reports whether path p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// Clone returns a deep copy of s.
+func (s *SandboxConfig) Clone() *SandboxConfig {
+	if s == nil {
+		return nil
+	}
+	out := *s
+	if s.Enabled != nil {
+		v := *s.Enabled
+		out.Enabled = &v
+	}
+	if s.Network != nil {
+		v := *s.Network
+		out.Network = &v
+	}
+	out.Mounts = slices.Clone(s.Mounts)
+	return &out
 }
 
 // Secrets returns every secret value of c (env and header values), for
@@ -372,5 +551,6 @@ func (c *ServerConfig) Clone() *ServerConfig {
 		r.DelaysMS = slices.Clone(c.Retry.DelaysMS)
 		out.Retry = &r
 	}
+	out.Sandbox = c.Sandbox.Clone()
 	return &out
 }

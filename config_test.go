@@ -3,6 +3,7 @@ package switchboard
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,23 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 		{"per-client scope", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", SessionScope: SessionPerClient}, nil},
 		{"shared scope", ServerConfig{Name: "a", Transport: TransportRemote, URL: "http://h/", SessionScope: SessionShared}, nil},
 		{"unknown scope", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", SessionScope: "per-user"}, []string{"session_scope"}},
+		{"default sandbox", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: &SandboxConfig{}}, nil},
+		{"full sandbox", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: &SandboxConfig{
+			Network: new(bool), MemoryMB: 256, Pids: 64, CPUSeconds: 30, Workspace: WorkspaceIsolated,
+			Mounts: []Mount{{Host: "/srv/data", Mode: MountReadWrite}, {Host: "/etc/app.conf", Path: "/opt/app.conf"}}}}, nil},
+		{"sandbox without limits", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: &SandboxConfig{
+			MemoryMB: -1, Pids: -1, CPUSeconds: -1}}, nil},
+		{"sandbox on a remote server", ServerConfig{Name: "a", Transport: TransportRemote, URL: "http://h/", Sandbox: &SandboxConfig{}},
+			[]string{"sandbox"}},
+		{"absurd sandbox limits", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: &SandboxConfig{
+			MemoryMB: 8, Pids: -2, CPUSeconds: 1 << 40, Workspace: "private"}},
+			[]string{"sandbox.memory_mb", "sandbox.pids", "sandbox.cpu_seconds", "sandbox.workspace"}},
+		{"bad mounts", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: &SandboxConfig{Mounts: []Mount{
+			{Host: "data"}, {Host: "/srv/../etc"}, {Host: "/srv", Path: "/"}, {Host: "/srv", Path: "/proc/1"},
+			{Host: "/srv", Path: SandboxWorkspacePath + "/x"}, {Host: "/a", Path: "/m"}, {Host: "/b", Path: "/m"},
+			{Host: "/srv", Path: "/srv2", Mode: "rwx"}, {Path: "/x"}}}},
+			[]string{"sandbox.mounts[0]", "sandbox.mounts[1]", "sandbox.mounts[2]", "sandbox.mounts[3]", "sandbox.mounts[4]",
+				"sandbox.mounts[6]", "sandbox.mounts[7]", "sandbox.mounts[8]"}},
 		{"bad retry", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Retry: &RetryConfig{MaxAttempts: -1, DelaysMS: []int64{-5}}},
 			[]string{"retry.max_attempts", "retry.delays_ms[0]"}},
 	} {
@@ -113,12 +131,47 @@ func TestDefaults(t *testing.T) {
 func TestCloneIsDeep(t *testing.T) {
 	on := true
 	c := &ServerConfig{Name: "a", Enabled: &on, Args: []string{"x"}, Env: map[string]string{"K": "v"},
-		Headers: map[string]string{"H": "v"}, Retry: &RetryConfig{DelaysMS: []int64{1}}}
+		Headers: map[string]string{"H": "v"}, Retry: &RetryConfig{DelaysMS: []int64{1}},
+		Sandbox: &SandboxConfig{Enabled: new(true), Network: new(true), Mounts: []Mount{{Host: "/a"}}}}
 	d := c.Clone()
 	*d.Enabled = false
 	d.Args[0], d.Env["K"], d.Headers["H"], d.Retry.DelaysMS[0] = "y", "w", "w", 2
-	if !*c.Enabled || c.Args[0] != "x" || c.Env["K"] != "v" || c.Headers["H"] != "v" || c.Retry.DelaysMS[0] != 1 {
+	*d.Sandbox.Enabled, *d.Sandbox.Network, d.Sandbox.Mounts[0].Host = false, false, "/b"
+	if !*c.Enabled || c.Args[0] != "x" || c.Env["K"] != "v" || c.Headers["H"] != "v" || c.Retry.DelaysMS[0] != 1 ||
+		!*c.Sandbox.Enabled || !*c.Sandbox.Network || c.Sandbox.Mounts[0].Host != "/a" {
 		t.Fatalf("Clone shares memory with the original: %+v", c)
+	}
+}
+
+// The sandbox field is written only when set, an empty object (the default
+// profile, asked for explicitly) survives the stores' JSON as non-nil, and
+// an explicit "enabled": false is kept rather than read back as "default".
+func TestSandboxConfigSurvivesJSON(t *testing.T) {
+	for _, tc := range []struct {
+		in   *SandboxConfig
+		json string // the sandbox field as written; "" = absent
+	}{
+		{nil, ""},
+		{&SandboxConfig{}, `"sandbox":{}`},
+		{&SandboxConfig{Enabled: new(false)}, `"sandbox":{"enabled":false}`},
+		{&SandboxConfig{Network: new(false), Mounts: []Mount{{Host: "/srv", Mode: MountReadWrite}}, Workspace: WorkspaceIsolated},
+			`"sandbox":{"network":false,"mounts":[{"host":"/srv","mode":"rw"}],"workspace":"isolated"}`},
+	} {
+		in := ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: tc.in}
+		data, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(data); (tc.json == "" && strings.Contains(got, "sandbox")) || !strings.Contains(got, tc.json) {
+			t.Errorf("%+v written as %s, want %s in it", tc.in, got, tc.json)
+		}
+		var out ServerConfig
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(out.Sandbox, tc.in) {
+			t.Errorf("%s read back as %+v", data, out.Sandbox)
+		}
 	}
 }
 

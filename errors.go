@@ -155,6 +155,28 @@ const (
 	CodeLoop Code = "loop"
 )
 
+// Reasons a sandboxed stdio server failed: the Code of RuntimeInfo.Error,
+// read with its Phase.
+const (
+	// CodeSandboxUnavailable: the server must run sandboxed and bubblewrap
+	// is missing or cannot create namespaces here; the message says what
+	// to install or enable. Nothing ran.
+	CodeSandboxUnavailable Code = "sandbox_unavailable"
+	// CodeSandboxCreate: the sandbox could not be set up (a mount's host
+	// path is missing, the workspace cannot be created, bubblewrap refused
+	// the profile). Nothing of the server ran.
+	CodeSandboxCreate Code = "sandbox_create_failed"
+	// CodeMemoryLimit: the server ran out of memory at its sandbox's
+	// memory limit (sandbox.memory_mb) and died.
+	CodeMemoryLimit Code = "memory_limit"
+	// CodeCPULimit: the server used up its sandbox's CPU time
+	// (sandbox.cpu_seconds) and was killed.
+	CodeCPULimit Code = "cpu_limit"
+	// CodeDepInstallFailed: the package manager that starts the server
+	// (npx, uvx, ...) could not install it; the message quotes its error.
+	CodeDepInstallFailed Code = "dep_install_failed"
+)
+
 // HTTPStatus returns the code of a connection attempt that a remote server
 // answered with an HTTP error status: "http_401", "http_503", ...
 func HTTPStatus(status int) Code { return Code("http_" + strconv.Itoa(status)) }

@@ -76,4 +76,32 @@ type RuntimeInfo struct {
 	// StartupTimedOut is set when Start gave up waiting for the first
 	// connection; the session keeps trying in the background.
 	StartupTimedOut bool `json:"startup_timed_out,omitempty"`
+	// Sandbox says whether and how a stdio server runs sandboxed; nil for
+	// remote servers and for stdio servers to which no sandbox config
+	// applies.
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+}
+
+// SandboxInfo is the sandbox of a stdio server as it applies on this
+// machine: for a running process, as it was set up; otherwise, as the next
+// attempt will set it up.
+type SandboxInfo struct {
+	// Enabled says whether the server runs in a sandbox. A config that
+	// leaves it to the default runs unsandboxed where bubblewrap does not
+	// work; Reason then says why.
+	Enabled bool   `json:"enabled"`
+	Reason  string `json:"reason,omitempty"`
+	// Workspace is the host directory of the workspace (HOME in the
+	// sandbox), once a process has one; WorkspaceMode is "shared" or
+	// "isolated".
+	Workspace     string           `json:"workspace,omitempty"`
+	WorkspaceMode SandboxWorkspace `json:"workspace_mode,omitempty"`
+	Network       bool             `json:"network"`
+	// Limits says how the memory and process limits are enforced:
+	// "cgroup" (cgroup v2), "rlimit" (memory as RLIMIT_DATA; processes
+	// cannot be limited), or "none". CPU time is always an rlimit.
+	Limits string `json:"limits,omitempty"`
+	// Unenforced lists the limits the config asks for that this machine
+	// cannot enforce, e.g. ["pids"] without a cgroup.
+	Unenforced []string `json:"unenforced,omitempty"`
 }

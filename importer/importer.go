@@ -44,6 +44,14 @@
 //     skip the entry. A plain ${NAME} is left as written, since it may be
 //     meant for a shell the server's command runs.
 //   - Names are normalised to Switchboard's rule (see [Result.Renamed]).
+//   - Imported servers get the default sandbox profile (no "sandbox"
+//     field), which hides the host beyond the system directories. So that
+//     a server told to work on a host path (a filesystem server's root, a
+//     config file) can still see it, every argument that is an absolute
+//     path existing on this machine, alone or as --flag=PATH, becomes a
+//     mount at the same path: read-write for a directory, read-only for a
+//     file. Paths the sandbox shows anyway (/usr, /bin, /lib*) or
+//     provides itself (/proc, /dev, /) are left out.
 //   - Unknown fields (autoApprove, timeout, description, ...) are ignored.
 //
 // Entries that cannot be imported are listed in [Result.Skipped] with a
@@ -64,6 +72,7 @@ import (
 	"strings"
 
 	switchboard "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/sandbox"
 )
 
 // Format names reported in [Result.Format].
@@ -441,6 +450,11 @@ func (p *parser) convert(raw json.RawMessage) (*switchboard.ServerConfig, string
 	if len(env) > 0 {
 		cfg.Env = env
 	}
+	if transport == switchboard.TransportStdio {
+		if mounts := hostMounts(cfg.Args, os.Stat); len(mounts) > 0 {
+			cfg.Sandbox = &switchboard.SandboxConfig{Mounts: mounts}
+		}
+	}
 	if len(headers) > 0 {
 		cfg.Headers = headers
 	}
@@ -449,6 +463,36 @@ func (p *parser) convert(raw json.RawMessage) (*switchboard.ServerConfig, string
 		cfg.Enabled = &enabled
 	}
 	return cfg, ""
+}
+
+// hostMounts returns a mount for every argument that names an existing
+// absolute host path (see the package doc), in the order of the args.
+func hostMounts(args []string, stat func(string) (os.FileInfo, error)) []switchboard.Mount {
+	var mounts []switchboard.Mount
+	seen := map[string]bool{}
+	for _, a := range args {
+		if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+			a = v
+		}
+		if !filepath.IsAbs(a) {
+			continue
+		}
+		p := filepath.Clean(a)
+		if seen[p] || sandbox.Provides(p) {
+			continue
+		}
+		fi, err := stat(p)
+		if err != nil {
+			continue
+		}
+		seen[p] = true
+		mode := switchboard.MountReadOnly
+		if fi.IsDir() {
+			mode = switchboard.MountReadWrite
+		}
+		mounts = append(mounts, switchboard.Mount{Host: p, Mode: mode})
+	}
+	return mounts
 }
 
 // transport picks the Switchboard transport from "type" and which of

@@ -616,3 +616,37 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+// Imported servers get the default sandbox profile: no sandbox field,
+// except the mounts that keep a server told to work on a host path
+// working, read-write for a directory and read-only for a file.
+func TestImportedServersGetTheDefaultProfileWithTheirHostPathsMounted(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "settings.json")
+	if err := os.WriteFile(file, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	entries := `{"mcpServers": {
+		"files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "` + dir + `/", "--config=` + file + `",
+			"/usr/share", "/nonexistent/project", "relative/dir", "` + dir + `"]},
+		"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+		"remote": {"url": "https://x.example/mcp"}}}`
+	res, err := Parse([]byte(entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*sb.ServerConfig{}
+	for _, c := range res.Servers {
+		byName[c.Name] = c
+	}
+	want := &sb.SandboxConfig{Mounts: []sb.Mount{{Host: dir, Mode: sb.MountReadWrite}, {Host: file, Mode: sb.MountReadOnly}}}
+	if got := byName["files"].Sandbox; !reflect.DeepEqual(got, want) {
+		t.Errorf("files: sandbox %+v, want %+v", got, want)
+	}
+	if byName["memory"].Sandbox != nil || byName["remote"].Sandbox != nil {
+		t.Errorf("servers without host paths got a sandbox field: %+v, %+v", byName["memory"].Sandbox, byName["remote"].Sandbox)
+	}
+	if err := byName["files"].Validate(); err != nil {
+		t.Errorf("the imported config is invalid: %v", err)
+	}
+}

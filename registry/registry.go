@@ -21,6 +21,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/sandbox"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -533,7 +534,8 @@ func (r *Registry) TestConfig(ctx context.Context, cfg *sb.ServerConfig) (api.Te
 // and the server's stderr lines. The session makes one attempt, enabled
 // or not, and is shut down, with every process it started, before
 // TestSession returns. An invalid cfg is an error; a server that fails is
-// a result.
+// a result. A sandboxed server's test session runs in a fresh isolated
+// workspace of the server's sandbox profile, never in the shared one.
 func TestSession(ctx context.Context, cfg *sb.ServerConfig, o *upstream.Options) (api.TestResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return api.TestResult{}, err
@@ -541,6 +543,13 @@ func TestSession(ctx context.Context, cfg *sb.ServerConfig, o *upstream.Options)
 	cfg = cfg.Clone()
 	cfg.Enabled = nil
 	cfg.Retry = &sb.RetryConfig{MaxAttempts: 1}
+	if cfg.IsStdio() {
+		// The server's own sandbox profile, in a fresh isolated workspace
+		// removed with the test's process: a test never writes to the
+		// workspace a live server shares (a broken draft could spoil its
+		// package cache), and leaves nothing behind.
+		cfg.Sandbox = sandbox.ForTest(cfg.Sandbox, o.SandboxDefault)
+	}
 	so := *o
 	so.OnEvent, so.OnNotification = nil, nil
 	if so.Logger == nil {

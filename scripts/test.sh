@@ -24,6 +24,9 @@ echo "== chromium (for the web page's browser tests)"
 # Installs Debian's chromium if missing and exports SWITCHBOARD_CHROMIUM.
 source scripts/web-setup.sh
 
+echo "== bubblewrap and the npm servers the sandbox tests run (sandbox-setup.sh)"
+source scripts/sandbox-setup.sh
+
 echo "== go vet"
 go vet ./...
 

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/proc"
+	"github.com/switchboard-mcp/switchboard/sandbox"
 )
 
 // baseEnv is what a stdio server inherits from Switchboard's own
@@ -43,16 +45,54 @@ const stderrBufferSize = 2048
 // copying makes Wait block while any grandchild holds the pipe. process
 // avoids both: the child leads a new process group that is killed as a
 // whole, and the pipes are *os.File values read by goroutines it owns.
+//
+// A sandboxed server is the same process with bwrap in front (box): the
+// child is bwrap, which leads the group, the server runs inside it, and
+// killing the group, or bwrap alone, ends the whole sandbox.
 type process struct {
 	cmd    *exec.Cmd
 	pid    int
 	stdout *os.File // read end
 	stdin  *os.File // write end
 
+	box        *sandbox.Launch // nil unless sandboxed
+	unboxedWhy string          // why a server the default profile would sandbox runs unsandboxed
+
 	exited  chan struct{} // closed once the child is reaped
 	exitErr error         // valid after exited is closed
 
 	stderrDone chan struct{} // closed once stderr reached EOF
+}
+
+// spawn starts the session's server: in a sandbox if its config asks for
+// one (or has none and SandboxDefault is set), else as before.
+func (s *Session) spawn(ctx context.Context) (*process, *failure) {
+	profile, ok := sandbox.Resolve(s.cfg.Sandbox, s.opts.SandboxDefault)
+	if !ok {
+		return startProcess(s.cfg, s.logs)
+	}
+	rt := s.sandboxRuntime()
+	if !profile.Required {
+		// The default ("enabled" unset) sandboxes where bubblewrap works.
+		// A server that asked for the sandbox ("enabled": true) is never
+		// run without one: its Prepare fails sandbox_unavailable below.
+		if _, err := rt.Probe(ctx); err != nil {
+			s.log.Warn("bubblewrap does not work here; running the server unsandboxed", "reason", err.Error())
+			p, f := startProcess(s.cfg, s.logs)
+			if p != nil {
+				p.unboxedWhy = "bubblewrap does not work here, so the default profile runs the server unsandboxed: " + err.Error()
+			}
+			return p, f
+		}
+	}
+	return startSandboxed(ctx, s.cfg, s.logs, rt, profile)
+}
+
+func (s *Session) sandboxRuntime() *sandbox.Runtime {
+	if s.opts.Sandbox != nil {
+		return s.opts.Sandbox
+	}
+	return sandbox.System
 }
 
 // startProcess starts cfg's command. Its stderr goes into logs.
@@ -62,12 +102,70 @@ func startProcess(cfg *sb.ServerConfig, logs io.Writer) (*process, *failure) {
 	if err != nil {
 		return nil, classifySpawn(cfg.Command, err)
 	}
-	if cfg.Cwd != "" {
-		if st, err := os.Stat(cfg.Cwd); err != nil || !st.IsDir() {
-			return nil, fail(sb.PhaseSpawn, sb.CodeBadCwd, retrySlow, err, "cwd %s: no such directory", cfg.Cwd)
-		}
+	if f := checkCwd(cfg.Cwd); f != nil {
+		return nil, f
 	}
+	cmd := &exec.Cmd{
+		Path: path,
+		Args: append([]string{cfg.Command}, cfg.Args...),
+		Env:  env,
+		Dir:  cfg.Cwd,
+		// Its own process group, so that the group can be killed whole.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	return launch(cmd, cfg.Command, logs, nil)
+}
 
+// startSandboxed starts cfg's command in a sandbox with profile p. The
+// command is looked up on the sandbox's PATH, which is not Switchboard's,
+// in the host's directories of the same names.
+func startSandboxed(ctx context.Context, cfg *sb.ServerConfig, logs io.Writer, rt *sandbox.Runtime, p sandbox.Profile) (*process, *failure) {
+	env := sandbox.Env(os.Getenv, cfg.Env)
+	path, err := lookPath(cfg.Command, envValue(env, "PATH"), cfg.Cwd)
+	if err != nil {
+		f := classifySpawn(cfg.Command, err)
+		if f.code == sb.CodeCommandNotFound {
+			f.msg = fmt.Sprintf("%s: command not found on the sandbox's PATH (%s): install it in a system directory, "+
+				"give its absolute path, or mount its directory and set PATH in env", cfg.Command, envValue(env, "PATH"))
+		}
+		return nil, f
+	}
+	if f := checkCwd(cfg.Cwd); f != nil {
+		return nil, f
+	}
+	// Inside, a path means what it meant here only if it is absolute.
+	path, _ = filepath.Abs(path)
+	dir := cfg.Cwd
+	if dir != "" {
+		dir, _ = filepath.Abs(dir)
+	}
+	box, err := rt.Prepare(ctx, p, sandbox.Command{Path: path, Args: cfg.Args, Dir: dir}, env)
+	if err != nil {
+		if sandbox.IsUnavailable(err) {
+			// Never fast: installing bubblewrap or changing a sysctl takes a person.
+			return nil, fail(sb.PhaseSandboxUnavailable, sb.CodeSandboxUnavailable, retrySlow, err, "%v", err)
+		}
+		return nil, fail(sb.PhaseSandboxCreate, sb.CodeSandboxCreate, retrySlow, err, "setting up the sandbox of %s: %v", cfg.Command, err)
+	}
+	return launch(box.Cmd(), cfg.Command, logs, box)
+}
+
+func checkCwd(cwd string) *failure {
+	if cwd == "" {
+		return nil
+	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return fail(sb.PhaseSpawn, sb.CodeBadCwd, retrySlow, err, "cwd %s: no such directory", cwd)
+	}
+	return nil
+}
+
+// launch starts cmd (whose Path, Args, Env, Dir and SysProcAttr are set)
+// with pipes for its stdio, and, if box is set, lets the sandbox run the
+// server once its limits are on. name is the command as configured, for
+// messages.
+func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*process, *failure) {
+	var err error
 	var files []*os.File // every pipe end; the parent's copies of the child's ends are closed after Start
 	closeAll := func() {
 		for _, f := range files {
@@ -86,23 +184,21 @@ func startProcess(cfg *sb.ServerConfig, logs io.Writer) (*process, *failure) {
 	errR, errW := pipe()
 	if err != nil {
 		closeAll()
+		if box != nil {
+			box.Cleanup()
+		}
 		return nil, fail(sb.PhaseSpawn, sb.CodePipe, retryFast, err, "creating pipes: %v", err)
 	}
-
-	cmd := &exec.Cmd{
-		Path:   path,
-		Args:   append([]string{cfg.Command}, cfg.Args...),
-		Env:    env,
-		Dir:    cfg.Cwd,
-		Stdin:  inR,
-		Stdout: outW,
-		Stderr: errW,
-		// Its own process group, so that the group can be killed whole.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
 		closeAll()
-		return nil, classifySpawn(cfg.Command, err)
+		if box != nil {
+			box.Cleanup()
+			// bwrap itself did not start: it went missing since the probe.
+			return nil, fail(sb.PhaseSandboxUnavailable, sb.CodeSandboxUnavailable, retrySlow, err,
+				"starting bubblewrap (%s): %v", cmd.Path, err)
+		}
+		return nil, classifySpawn(name, err)
 	}
 	// The child has its copies; ours would keep the pipes open after it exits.
 	inR.Close()
@@ -114,8 +210,12 @@ func startProcess(cfg *sb.ServerConfig, logs io.Writer) (*process, *failure) {
 		pid:        cmd.Process.Pid,
 		stdout:     outR,
 		stdin:      inW,
+		box:        box,
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
+	}
+	if box != nil {
+		logs = box.Stderr(logs)
 	}
 	go func() {
 		defer close(p.stderrDone)
@@ -129,8 +229,20 @@ func startProcess(cfg *sb.ServerConfig, logs io.Writer) (*process, *failure) {
 	}()
 	go func() {
 		p.exitErr = cmd.Wait()
+		if box != nil {
+			box.Exited()
+		}
 		close(p.exited)
 	}()
+	if box != nil {
+		if err := box.Started(); err != nil {
+			// Nothing of the server ran; bwrap may still wait on its block fd.
+			p.signalGroup(syscall.SIGKILL)
+			p.stop()
+			return nil, fail(sb.PhaseSandboxCreate, sb.CodeSandboxCreate, retrySlow, err,
+				"setting up the sandbox of %s: %v", name, err)
+		}
+	}
 	return p, nil
 }
 
@@ -172,9 +284,10 @@ func isProcessGone(err error) bool {
 	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
 }
 
-// stop ends the process and everything in its group, politely first, and
-// returns once the child is reaped and its stderr is drained. It never takes
-// longer than stdinCloseGrace+sigtermGrace+2*sigkillWait.
+// stop ends the process and everything in its group (for a sandboxed one,
+// everything in its sandbox), politely first, and returns once the child
+// is reaped and its stderr is drained. It never takes longer than
+// stdinCloseGrace+sigtermGrace+2*sigkillWait.
 func (p *process) stop() {
 	p.stdin.Close()
 	if !p.waitExit(stdinCloseGrace) {
@@ -187,7 +300,14 @@ func (p *process) stop() {
 	// The leader is gone (or unkillable); grandchildren may live on in its
 	// group. Nothing of this server may outlive it.
 	p.signalGroup(syscall.SIGKILL)
+	gone := time.Now().Add(sigkillWait)
 	p.awaitGroupGone(sigkillWait)
+	if p.box != nil {
+		// Processes that left the group die with the sandbox's init; the
+		// workspace of an isolated sandbox goes once they are gone.
+		p.box.AwaitGone(time.Until(gone))
+		p.box.Cleanup()
+	}
 	p.stdout.Close()
 	t := time.NewTimer(sigkillWait)
 	defer t.Stop()

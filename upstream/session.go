@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/sandbox"
 )
 
 // Defaults for [Options] fields whose zero value means "the default".
@@ -93,6 +94,16 @@ type Options struct {
 	// from (ViaHeader): a server that is that instance itself, or leads
 	// back to it, refuses them. Nil means DefaultInstance.
 	Instance *Instance
+	// Sandbox runs in bubblewrap the stdio servers whose config asks for a
+	// sandbox, and with SandboxDefault those whose config has none (see
+	// package sandbox). Nil means sandbox.System.
+	Sandbox *sandbox.Runtime
+	// SandboxDefault applies the documented default profile to stdio
+	// servers whose config has no "sandbox" field: sandboxed where
+	// bubblewrap works. The zero value runs them as they ran before
+	// sandboxes existed, so that embedders and tests opt in; the daemon's
+	// commands (serve, stdio, check) set it.
+	SandboxDefault bool
 }
 
 // DefaultMaxResultBytes is the default cap on one tool result.
@@ -372,6 +383,7 @@ func (s *Session) Info() sb.RuntimeInfo {
 			}
 		}
 	}
+	info.Sandbox = s.sandboxView(s.link)
 	info.Tools = append(info.Tools, s.catalog.infos...) // a copy: callers may keep it
 	info.ToolCount = len(s.catalog.tools)
 	info.ResourceCount = len(s.catalog.resources)

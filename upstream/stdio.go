@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/sandbox"
 )
 
 // This file dials a stdio server: it starts the process (process.go) and
@@ -23,8 +26,11 @@ import (
 // the installation over (LangBot's cold-start loop). A process that exits
 // fails the attempt at once.
 func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
-	proc, f := startProcess(s.cfg, s.logs)
+	proc, f := s.spawn(ctx)
 	if f != nil {
+		if f.phase == sb.PhaseSandboxCreate {
+			f.msg += s.stderrHint() // bwrap's own complaint, if it made one
+		}
 		return nil, f
 	}
 	l := newLink(sb.TransportStdio)
@@ -55,13 +61,20 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 		// pipe is usually seen a moment before the exit is reaped, so give
 		// the reaper a moment.
 		exited := false
-		if pipeClosed(err) && ctx.Err() == nil {
+		// A process that exits at once (a package manager that cannot
+		// install) may be gone before initialize is written: EPIPE.
+		if (pipeClosed(err) || errors.Is(err, syscall.EPIPE)) && ctx.Err() == nil {
 			exited = proc.waitExit(exitReapGrace)
 		}
 		proc.stop()
 		switch {
 		case exited:
 			return nil, s.exitFailure(sb.PhaseSpawn, proc, "before completing the MCP handshake")
+		case context.Cause(ctx) == errAttemptTimeout && s.installing():
+			return nil, fail(sb.PhaseDepInstall, sb.CodeTimeout, retryFast, err,
+				"%s (pid %d) was still installing the server when the %s startup timeout passed: a cold install can take minutes "+
+					"(raise startup_timeout_ms); a shared sandbox workspace keeps what was downloaded for the next attempt%s",
+				s.cfg.Command, proc.pid, s.cfg.StartupTimeout(), s.stderrHint())
 		case context.Cause(ctx) == errAttemptTimeout:
 			return nil, fail(sb.PhaseInitialize, sb.CodeTimeout, retryFast, err,
 				"%s (pid %d) did not answer initialize within the %s startup timeout%s",
@@ -103,11 +116,122 @@ func (s *Session) watchStdio(l *link) {
 
 func (s *Session) exitFailure(phase sb.Phase, p *process, when string) *failure {
 	<-p.exited
-	msg := fmt.Sprintf("%s (pid %d) %s", s.cfg.Command, p.pid, exitDescription(p.exitErr))
+	if p.box != nil {
+		// A runtime's last words (its out-of-memory message) are read below;
+		// the sandbox is gone with bwrap, so its stderr closes at once.
+		t := time.NewTimer(exitReapGrace)
+		select {
+		case <-p.stderrDone:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	tail := s.logs.Tail(5)
+	desc := exitDescription(p.exitErr)
+	if p.box != nil {
+		if code, why := p.box.Explain(p.exitErr); code != "" {
+			return fail(phase, code, retryFast, p.exitErr, "%s (pid %d) %s%s", s.cfg.Command, p.pid, why, s.stderrHint())
+		}
+		if line, ok := sandbox.SetupFailure(tail); ok && phase == sb.PhaseSpawn {
+			return fail(sb.PhaseSandboxCreate, sb.CodeSandboxCreate, retrySlow, p.exitErr,
+				"bubblewrap could not set up the sandbox of %s: %s", s.cfg.Command, strings.TrimPrefix(line, "bwrap: "))
+		}
+		desc = sandbox.DescribeExit(p.exitErr)
+	}
+	if phase == sb.PhaseSpawn && isPackageManager(s.cfg.Command, s.cfg.Args) && installFailed(tail) {
+		return fail(sb.PhaseDepInstall, sb.CodeDepInstallFailed, retryFast, p.exitErr,
+			"%s (pid %d) could not install the server and %s%s", s.cfg.Command, p.pid, desc, s.stderrHint())
+	}
+	msg := fmt.Sprintf("%s (pid %d) %s", s.cfg.Command, p.pid, desc)
 	if when != "" {
 		msg += " " + when
 	}
 	return fail(phase, sb.CodeProcessExited, retryFast, p.exitErr, "%s%s", msg, s.stderrHint())
+}
+
+// installing reports whether a server that has not answered initialize
+// is most likely still being installed: it is started by a package
+// manager (npx, uvx, ...) that has printed nothing since, or only its own
+// progress. A server that is installed usually says something on stderr
+// when it starts.
+func (s *Session) installing() bool {
+	if !isPackageManager(s.cfg.Command, s.cfg.Args) {
+		return false
+	}
+	last := s.logs.Tail(1)
+	if len(last) == 0 || strings.TrimSpace(last[0]) == "" {
+		return true
+	}
+	l := strings.ToLower(last[0])
+	for _, w := range []string{"npm warn", "npm http", "npm notice", "downloading", "resolved ", "prepared ", "installed ", "building "} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPackageManager reports whether command (with args) installs the
+// server before running it: npx, uvx and their kin, or npm exec, pnpm
+// dlx, yarn dlx, bun x, uv tool run.
+func isPackageManager(command string, args []string) bool {
+	first := ""
+	if len(args) > 0 {
+		first = args[0]
+	}
+	switch filepath.Base(command) {
+	case "npx", "uvx", "pipx", "bunx", "pnpx":
+		return true
+	case "npm", "pnpm", "yarn", "bun":
+		return first == "exec" || first == "dlx" || first == "x"
+	case "uv":
+		return first == "tool" || first == "run"
+	}
+	return false
+}
+
+// installFailed reports whether a package manager's last stderr lines say
+// that it could not install the server (as opposed to the server, once
+// installed, failing).
+func installFailed(tail []string) bool {
+	for _, line := range tail {
+		l := strings.ToLower(strings.TrimSpace(line))
+		if strings.HasPrefix(l, "npm err!") || strings.HasPrefix(l, "npm error") || strings.Contains(l, "err_pnpm") ||
+			strings.HasPrefix(l, "error: failed to") || strings.Contains(l, "no solution found") ||
+			strings.Contains(l, "failed to download") {
+			return true
+		}
+	}
+	return false
+}
+
+// sandboxView describes the sandbox of the session's server for its
+// runtime view: the running process's own, else the one the next attempt
+// will set up. It is nil for servers that are not stdio, and for those to
+// which no sandbox config applies. s.mu is held; it does not block.
+func (s *Session) sandboxView(l *link) *sb.SandboxInfo {
+	if !s.cfg.IsStdio() || s.opts.Dial != nil {
+		return nil
+	}
+	profile, ok := sandbox.Resolve(s.cfg.Sandbox, s.opts.SandboxDefault)
+	if !ok {
+		if s.cfg.Sandbox == nil {
+			return nil
+		}
+		return &sb.SandboxInfo{Enabled: false, Reason: `turned off in the config ("sandbox": {"enabled": false})`}
+	}
+	if l != nil && l.proc != nil {
+		if l.proc.box != nil {
+			return l.proc.box.Info()
+		}
+		return &sb.SandboxInfo{Enabled: false, Reason: l.proc.unboxedWhy}
+	}
+	rt := s.sandboxRuntime()
+	if works, known, reason := rt.Known(); known && !works && !profile.Required {
+		return &sb.SandboxInfo{Enabled: false,
+			Reason: "bubblewrap does not work here, so the default profile runs the server unsandboxed: " + reason}
+	}
+	return rt.Plan(profile)
 }
 
 // stderrHint quotes the server's last stderr line, which usually names the

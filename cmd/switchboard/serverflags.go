@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,10 +13,12 @@ import (
 
 // serverFlags are the flags that say how to reach a server, shared by
 // check and server add: a command (stdio) or a URL (remote), with their
-// arguments, environment, headers and protocol.
+// arguments, environment, headers and protocol, and a command's sandbox.
 type serverFlags struct {
 	env, headers []string
 	transport    string
+	mounts       []string
+	noSandbox    bool
 }
 
 // register adds the flags to f, writing into cfg. secretNote is appended
@@ -29,6 +32,9 @@ func (sf *serverFlags) register(f *pflag.FlagSet, cfg *sb.ServerConfig, secretNo
 	f.StringArrayVar(&sf.headers, "header", nil, `remote server: one header "K: V" (repeat`+secretNote+")")
 	f.StringVar(&sf.transport, "transport", string(sb.TransportRemote), "remote server: remote, streamable-http or sse")
 	f.StringVar(&cfg.ProtocolVersion, "protocol", "", `protocol version to pin, e.g. "2025-11-25" (default: auto)`)
+	f.StringArrayVar(&sf.mounts, "mount", nil,
+		`stdio server: a host path its sandbox may see, HOST[:PATH][:ro|rw] (read-only unless rw; repeat)`)
+	f.BoolVar(&sf.noSandbox, "no-sandbox", false, `stdio server: run it unsandboxed ("sandbox": {"enabled": false})`)
 }
 
 // apply sets cfg's transport, env and headers from the flags, refusing
@@ -51,8 +57,61 @@ func (sf *serverFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 	if cfg.Env, err = parsePairs(sf.env, "=", "--env"); err != nil {
 		return err
 	}
-	cfg.Headers, err = parsePairs(sf.headers, ":", "--header")
-	return err
+	if cfg.Headers, err = parsePairs(sf.headers, ":", "--header"); err != nil {
+		return err
+	}
+	return sf.applySandbox(cfg)
+}
+
+// applySandbox sets cfg's sandbox from --mount and --no-sandbox. Without
+// either the config has no sandbox field: the default profile.
+func (sf *serverFlags) applySandbox(cfg *sb.ServerConfig) error {
+	switch {
+	case len(sf.mounts) == 0 && !sf.noSandbox:
+		return nil
+	case cfg.Transport != sb.TransportStdio:
+		return fmt.Errorf("--mount and --no-sandbox are for --command servers; a remote server runs elsewhere")
+	case sf.noSandbox && len(sf.mounts) > 0:
+		return fmt.Errorf("--mount makes a host path visible in the sandbox, which --no-sandbox turns off; give one or the other")
+	case sf.noSandbox:
+		cfg.Sandbox = &sb.SandboxConfig{Enabled: new(false)}
+		return nil
+	}
+	cfg.Sandbox = &sb.SandboxConfig{}
+	for _, m := range sf.mounts {
+		mount, err := parseMount(m)
+		if err != nil {
+			return err
+		}
+		cfg.Sandbox.Mounts = append(cfg.Sandbox.Mounts, mount)
+	}
+	return nil
+}
+
+// parseMount parses a --mount value, HOST[:PATH][:ro|rw]. A relative HOST
+// is taken from the working directory, as a shell user would mean it.
+func parseMount(v string) (sb.Mount, error) {
+	parts := strings.Split(v, ":")
+	var m sb.Mount
+	if n := len(parts); n > 1 && (parts[n-1] == sb.MountReadOnly || parts[n-1] == sb.MountReadWrite) {
+		m.Mode, parts = parts[n-1], parts[:n-1]
+	}
+	switch len(parts) {
+	case 1:
+	case 2:
+		m.Path = parts[1]
+	default:
+		return m, fmt.Errorf("--mount %q: want HOST, HOST:PATH, HOST:ro|rw or HOST:PATH:ro|rw", v)
+	}
+	if parts[0] == "" {
+		return m, fmt.Errorf("--mount %q: the host path is empty", v)
+	}
+	host, err := filepath.Abs(parts[0])
+	if err != nil {
+		return m, fmt.Errorf("--mount %q: %w", v, err)
+	}
+	m.Host = host
+	return m, nil
 }
 
 // parsePairs parses "K<sep>V" flag values into a map.

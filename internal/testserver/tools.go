@@ -123,6 +123,7 @@ func (s *server) newMCPServer() *mcp.Server {
 		Description: "Returns the server's process id.",
 		InputSchema: objectSchema(map[string]any{}),
 	}, s.pidTool)
+	s.addSandboxProbes()
 	for i := range s.opts.Tools {
 		s.addEcho(fmt.Sprintf("extra_%03d", i), "Extra echo tool (-tools).")
 	}
