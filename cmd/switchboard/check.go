@@ -49,7 +49,7 @@ in PATH (--env PATH=..., else this shell's).`,
 				level = slog.LevelDebug
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			res, err := registry.TestSession(cmd.Context(), &cfg, &upstream.Options{Logger: log})
+			res, err := registry.TestSession(cmd.Context(), &cfg, &upstream.Options{Logger: log, SandboxDefault: true})
 			if err != nil {
 				return err
 			}

@@ -295,7 +295,7 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	defer st.Close()
 
 	reg := registry.New(st, &registry.Options{Logger: log, ReplicaID: sc.replica.id,
-		Session: upstream.Options{AllowedNetworks: sc.allowedNetworks}})
+		Session: upstream.Options{AllowedNetworks: sc.allowedNetworks, SandboxDefault: true}})
 	m := metrics.New(reg)
 	m.ReportReplica(reg.ReplicaInfo().ID, func() time.Time { return reg.ReplicaInfo().LastSync })
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))

@@ -62,7 +62,7 @@ server's max_total_timeout_ms says otherwise.`,
 				return fmt.Errorf("opening the database %s: %w", store.Redact(dsn), err)
 			}
 			defer st.Close()
-			reg := registry.New(st, &registry.Options{Logger: log, Session: upstream.Options{AllowedNetworks: nets}})
+			reg := registry.New(st, &registry.Options{Logger: log, Session: upstream.Options{AllowedNetworks: nets, SandboxDefault: true}})
 			ex := executor.New(executor.NewMCP(reg))
 			gwOpts.Executor, gwOpts.Logger, gwOpts.Version = ex, log, readBuildInfo().Version
 			gw := gateway.New(reg, gwOpts)

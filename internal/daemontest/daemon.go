@@ -148,7 +148,13 @@ func StartProcess(ctx context.Context, o Options) (*Daemon, error) {
 		argv = append(argv, "--log-level", o.LogLevel)
 	}
 	cmd := exec.Command(o.Binary, append(argv, o.Args...)...)
-	cmd.Env = Environ(append([]string{"XDG_CONFIG_HOME=" + o.ConfigDir}, o.Env...)...)
+	env := []string{"XDG_CONFIG_HOME=" + o.ConfigDir}
+	if o.ConfigDir != "" {
+		// Sandbox workspaces live in $XDG_STATE_HOME: the test's, not the
+		// user's ~/.local/state.
+		env = append(env, "XDG_STATE_HOME="+filepath.Join(o.ConfigDir, "state"))
+	}
+	cmd.Env = Environ(append(env, o.Env...)...)
 	cmd.Dir = o.Dir
 	// Its own process group, so that Kill reaches whatever serve started
 	// in it. Pdeathsig: a test binary or driver that crashes (no cleanup
