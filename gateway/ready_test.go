@@ -10,16 +10,12 @@ package gateway_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"maps"
-	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -183,62 +179,11 @@ func TestReadyTimeoutOffAnswersAtOnce(t *testing.T) {
 
 // The rest runs in testing/synctest bubbles, with in-process servers.
 
-// script is how an in-process server's connection attempts go, in fake
-// time.
-type script struct {
-	after     time.Duration // an attempt takes this long
-	failFirst bool          // the first attempt fails (after after); the next ones succeed
-	hang      bool          // every attempt hangs until its startup timeout
-}
-
 // fleet returns a config per script and the session options that run them
-// in process. A session's Dial cannot see which server it dials; but in a
-// bubble it runs exactly one startup timeout before its deadline, and each
-// server here has its own startup timeout.
-func fleet(t *testing.T, scripts map[string]script) (map[string]*sb.ServerConfig, upstream.Options) {
+// in process, for testing/synctest bubbles (see testserver.Fleet).
+func fleet(t *testing.T, scripts map[string]testserver.Script) (map[string]*sb.ServerConfig, upstream.Options) {
 	t.Helper()
-	srv, err := testserver.NewInProcess(testserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgs := make(map[string]*sb.ServerConfig)
-	byTimeout := make(map[time.Duration]script)
-	var mu sync.Mutex
-	attempts := make(map[time.Duration]int)
-	for i, name := range slices.Sorted(maps.Keys(scripts)) {
-		ms := int64(60_000 + i)
-		cfgs[name] = &sb.ServerConfig{Name: name, Transport: sb.TransportStdio, Command: "in-process", StartupTimeoutMS: ms}
-		byTimeout[time.Duration(ms)*time.Millisecond] = scripts[name]
-	}
-	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
-		deadline, _ := ctx.Deadline()
-		key := time.Until(deadline)
-		sc, ok := byTimeout[key]
-		if !ok {
-			return nil, fmt.Errorf("no script for a startup timeout of %s", key)
-		}
-		mu.Lock()
-		attempts[key]++
-		n := attempts[key]
-		mu.Unlock()
-		if sc.hang {
-			<-ctx.Done()
-			return nil, context.Cause(ctx)
-		}
-		select {
-		case <-time.After(sc.after):
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-		if sc.failFirst && n == 1 {
-			return nil, fmt.Errorf("scripted failure")
-		}
-		client, server := net.Pipe()
-		if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
-			return nil, err
-		}
-		return client, nil
-	}
+	cfgs, dial := testserver.Fleet(t, scripts)
 	return cfgs, upstream.Options{Logger: slog.New(slog.DiscardHandler), Dial: dial}
 }
 
@@ -317,9 +262,9 @@ func hasAll(names []string, want ...string) bool {
 
 func TestFirstListWaitsForEveryFirstAttemptAndCostsOneListChanged(t *testing.T) {
 	servers := []string{"s1", "s2", "s3", "s4", "s5"}
-	scripts := make(map[string]script)
+	scripts := make(map[string]testserver.Script)
 	for i, s := range servers {
-		scripts[s] = script{after: time.Duration(i+1) * time.Second}
+		scripts[s] = testserver.Script{After: time.Duration(i+1) * time.Second}
 	}
 	for _, tc := range []struct {
 		name        string
@@ -365,9 +310,9 @@ func TestFirstListWaitsForEveryFirstAttemptAndCostsOneListChanged(t *testing.T) 
 
 func TestFailedFirstAttemptEndsTheWaitForItsServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfgs, so := fleet(t, map[string]script{
-			"ok":  {after: time.Second},
-			"bad": {after: 2 * time.Second, failFirst: true}, // retried 2 s (±20 %) later
+		cfgs, so := fleet(t, map[string]testserver.Script{
+			"ok":  {After: time.Second},
+			"bad": {After: 2 * time.Second, FailFirst: true}, // retried 2 s (±20 %) later
 		})
 		b := newBubble(t, gateway.Options{ReadyTimeout: time.Minute}, so, nil, values(cfgs, "ok", "bad")...)
 		start := time.Now()
@@ -396,7 +341,7 @@ func TestReadyTimeoutBoundsTheWaitFromTheServersStart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfgs, so := fleet(t, map[string]script{"hung": {hang: true}, "ok": {after: time.Second}})
+				cfgs, so := fleet(t, map[string]testserver.Script{"hung": {Hang: true}, "ok": {After: time.Second}})
 				start := time.Now()
 				b := newBubble(t, gateway.Options{ReadyTimeout: tc.ready}, so, nil, values(cfgs, "hung", "ok")...)
 				time.Sleep(tc.listAt)
@@ -420,7 +365,7 @@ func TestReadyTimeoutBoundsTheWaitFromTheServersStart(t *testing.T) {
 
 func TestCallOfAToolNotListedYetWaitsInFakeTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfgs, so := fleet(t, map[string]script{"late": {after: 2 * time.Second}})
+		cfgs, so := fleet(t, map[string]testserver.Script{"late": {After: 2 * time.Second}})
 		b := newBubble(t, gateway.Options{}, so, nil, cfgs["late"])
 		start := time.Now()
 		res, err := b.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "late__echo", Arguments: map[string]any{"text": "x"}})
@@ -454,8 +399,8 @@ func TestServersAddedTogetherCostOneListChanged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfgs, so := fleet(t, map[string]script{
-					"base": {}, "a": {}, "b": {after: tc.spread}, "c": {after: 2 * tc.spread},
+				cfgs, so := fleet(t, map[string]testserver.Script{
+					"base": {}, "a": {}, "b": {After: tc.spread}, "c": {After: 2 * tc.spread},
 				})
 				var changed atomic.Int32
 				b := newBubble(t, gateway.Options{ReadyTimeout: tc.ready}, so, countListChanged(&changed), cfgs["base"])
@@ -483,7 +428,7 @@ func TestServersAddedTogetherCostOneListChanged(t *testing.T) {
 func TestServersRestartedTogetherCostOneListChanged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		servers := []string{"a", "b", "c"}
-		cfgs, so := fleet(t, map[string]script{"a": {after: 100 * time.Millisecond}, "b": {after: 100 * time.Millisecond}, "c": {after: 100 * time.Millisecond}})
+		cfgs, so := fleet(t, map[string]testserver.Script{"a": {After: 100 * time.Millisecond}, "b": {After: 100 * time.Millisecond}, "c": {After: 100 * time.Millisecond}})
 		var changed atomic.Int32
 		b := newBubble(t, gateway.Options{}, so, countListChanged(&changed), values(cfgs, servers...)...)
 		time.Sleep(time.Minute)

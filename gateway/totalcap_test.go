@@ -16,6 +16,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -60,7 +61,7 @@ func TestMCPCallTotalCap(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfgs, so := fleet(t, map[string]script{"p": {}})
+				cfgs, so := fleet(t, map[string]testserver.Script{"p": {}})
 				cfgs["p"].MaxTotalTimeoutMS = tc.serverMS
 				b := newBubble(t, gateway.Options{MaxTotalTimeout: tc.gateway}, so, nil, cfgs["p"])
 				time.Sleep(time.Second) // p is listed

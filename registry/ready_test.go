@@ -4,18 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
@@ -24,63 +19,11 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
-// script is how an in-process server's connection attempts go, in fake
-// time.
-type script struct {
-	after     time.Duration // an attempt takes this long
-	failFirst bool          // the first attempt fails (after after); the next ones succeed
-	hang      bool          // every attempt hangs until its startup timeout
-}
-
 // fleet returns a config per script and the session options that run them
-// in process, for testing/synctest bubbles. A session's Dial cannot see
-// which server it dials; but in a bubble it runs exactly one startup
-// timeout before its deadline, and each server here has its own startup
-// timeout.
-func fleet(t *testing.T, scripts map[string]script) (map[string]*sb.ServerConfig, upstream.Options) {
+// in process, for testing/synctest bubbles (see testserver.Fleet).
+func fleet(t *testing.T, scripts map[string]testserver.Script) (map[string]*sb.ServerConfig, upstream.Options) {
 	t.Helper()
-	srv, err := testserver.NewInProcess(testserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgs := make(map[string]*sb.ServerConfig)
-	byTimeout := make(map[time.Duration]script)
-	var mu sync.Mutex
-	attempts := make(map[time.Duration]int)
-	for i, name := range slices.Sorted(maps.Keys(scripts)) {
-		ms := int64(60_000 + i)
-		cfgs[name] = &sb.ServerConfig{Name: name, Transport: sb.TransportStdio, Command: "in-process", StartupTimeoutMS: ms}
-		byTimeout[time.Duration(ms)*time.Millisecond] = scripts[name]
-	}
-	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
-		deadline, _ := ctx.Deadline()
-		key := time.Until(deadline)
-		sc, ok := byTimeout[key]
-		if !ok {
-			return nil, fmt.Errorf("no script for a startup timeout of %s", key)
-		}
-		mu.Lock()
-		attempts[key]++
-		n := attempts[key]
-		mu.Unlock()
-		if sc.hang {
-			<-ctx.Done()
-			return nil, context.Cause(ctx)
-		}
-		select {
-		case <-time.After(sc.after):
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-		if sc.failFirst && n == 1 {
-			return nil, fmt.Errorf("scripted failure")
-		}
-		client, server := net.Pipe()
-		if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
-			return nil, err
-		}
-		return client, nil
-	}
+	cfgs, dial := testserver.Fleet(t, scripts)
 	return cfgs, upstream.Options{Logger: slog.New(slog.DiscardHandler), Dial: dial}
 }
 
@@ -119,11 +62,11 @@ func settleTime(t *testing.T, reg *registry.Registry, limit time.Duration, names
 }
 
 func TestWaitSettledWaitsForEveryFirstAttemptOnly(t *testing.T) {
-	scripts := map[string]script{
-		"ok":   {after: time.Second},
-		"bad":  {after: 2 * time.Second, failFirst: true}, // retried 2 s (±20 %) later
-		"slow": {after: 3 * time.Second},
-		"off":  {hang: true},
+	scripts := map[string]testserver.Script{
+		"ok":   {After: time.Second},
+		"bad":  {After: 2 * time.Second, FailFirst: true}, // retried 2 s (±20 %) later
+		"slow": {After: 3 * time.Second},
+		"off":  {Hang: true},
 	}
 	for _, tc := range []struct {
 		names []string
@@ -151,7 +94,7 @@ func TestWaitSettledWaitsForEveryFirstAttemptOnly(t *testing.T) {
 
 func TestWaitSettledIsBoundedFromEachServersStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfgs, so := fleet(t, map[string]script{"hung": {hang: true}, "later": {hang: true}})
+		cfgs, so := fleet(t, map[string]testserver.Script{"hung": {Hang: true}, "later": {Hang: true}})
 		reg := loaded(t, so, cfgs["hung"])
 		if d := settleTime(t, reg, 10*time.Second); d != 10*time.Second {
 			t.Errorf("settled after %v, want the 10s limit", d)
@@ -176,7 +119,7 @@ func TestWaitSettledIsBoundedFromEachServersStart(t *testing.T) {
 
 func TestWaitSettledFollowsAReplacedSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfgs, so := fleet(t, map[string]script{"a": {hang: true}, "b": {after: time.Second}})
+		cfgs, so := fleet(t, map[string]testserver.Script{"a": {Hang: true}, "b": {After: time.Second}})
 		reg := loaded(t, so, cfgs["a"])
 		go func() {
 			time.Sleep(2 * time.Second)
@@ -195,7 +138,7 @@ func TestWaitSettledFollowsAReplacedSession(t *testing.T) {
 
 func TestWaitSettledEndsWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfgs, so := fleet(t, map[string]script{"hung": {hang: true}})
+		cfgs, so := fleet(t, map[string]testserver.Script{"hung": {Hang: true}})
 		reg := loaded(t, so, cfgs["hung"])
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -207,7 +150,7 @@ func TestWaitSettledEndsWithItsContext(t *testing.T) {
 
 func TestMaxTotalTimeoutIsTheStoredConfigs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfgs, so := fleet(t, map[string]script{"p": {}})
+		cfgs, so := fleet(t, map[string]testserver.Script{"p": {}})
 		reg := loaded(t, so, cfgs["p"])
 		if d := reg.MaxTotalTimeout("p"); d != 0 {
 			t.Errorf("unset: %v", d)

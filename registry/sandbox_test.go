@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/sandbox"
+	"github.com/switchboard-mcp/switchboard/sandbox/sandboxtest"
 	"github.com/switchboard-mcp/switchboard/store/sqlite"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -30,17 +31,8 @@ import (
 // Without bwrap they skip, unless SWITCHBOARD_SANDBOX_REQUIRED is set (by
 // scripts/sandbox-setup.sh, which scripts/test.sh sources).
 
-func sandboxRuntime(t *testing.T) *sandbox.Runtime {
-	t.Helper()
-	rt := &sandbox.Runtime{StateDir: t.TempDir()}
-	if _, err := rt.Probe(context.Background()); err != nil {
-		if os.Getenv("SWITCHBOARD_SANDBOX_REQUIRED") != "" {
-			t.Fatalf("bubblewrap is required (SWITCHBOARD_SANDBOX_REQUIRED) and does not work: %v", err)
-		}
-		t.Skipf("bubblewrap does not work here: %v", err)
-	}
-	return rt
-}
+// sandboxRuntime is sandboxtest.Runtime: bubblewrap that works, or a skip.
+func sandboxRuntime(t *testing.T) *sandbox.Runtime { return sandboxtest.Runtime(t) }
 
 // sandboxRegistry loads servers into a registry that applies the default
 // sandbox profile, with its workspaces under rt.

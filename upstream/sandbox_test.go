@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/proc"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/sandbox"
+	"github.com/switchboard-mcp/switchboard/sandbox/sandboxtest"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -28,19 +29,8 @@ import (
 // skip, unless SWITCHBOARD_SANDBOX_REQUIRED is set, as the test script
 // sets it, when they fail.
 
-// sandboxRuntime returns a Runtime whose workspaces live in a temporary
-// directory, after checking that bubblewrap works here.
-func sandboxRuntime(t *testing.T) *sandbox.Runtime {
-	t.Helper()
-	rt := &sandbox.Runtime{StateDir: t.TempDir()}
-	if _, err := rt.Probe(context.Background()); err != nil {
-		if os.Getenv("SWITCHBOARD_SANDBOX_REQUIRED") != "" {
-			t.Fatalf("bubblewrap is required (SWITCHBOARD_SANDBOX_REQUIRED) and does not work: %v", err)
-		}
-		t.Skipf("bubblewrap does not work here: %v", err)
-	}
-	return rt
-}
+// sandboxRuntime is sandboxtest.Runtime: bubblewrap that works, or a skip.
+func sandboxRuntime(t *testing.T) *sandbox.Runtime { return sandboxtest.Runtime(t) }
 
 // sandboxed returns the test server's config with a required sandbox.
 func sandboxed(t *testing.T, box *sb.SandboxConfig, args ...string) *sb.ServerConfig {
