@@ -130,6 +130,14 @@ func (c *Client) Tools(ctx context.Context) ([]api.ToolView, error) {
 	return body.Tools, err
 }
 
+// Status says which replica answered and how fresh its view of the
+// database is.
+func (c *Client) Status(ctx context.Context) (api.Status, error) {
+	var st api.Status
+	err := c.do(ctx, http.MethodGet, "/api/v1/status", nil, &st)
+	return st, err
+}
+
 // ServerTools returns the tools of one server as last listed: none while
 // it is disabled or not connected.
 func (c *Client) ServerTools(ctx context.Context, name string) ([]api.ToolView, error) {

@@ -26,6 +26,7 @@ type mirror struct {
 	tools   map[string]origin    // exposed tool name -> origin
 	prompts map[string]origin    // exposed prompt name -> origin
 	uris    map[string]string    // resource URI or URI template -> server
+	hidden  map[string]bool      // server + "\x00" + URI already warned of as hidden
 }
 
 // origin is what an exposed name stands for.
@@ -118,6 +119,7 @@ func (m *mirror) sync(server string) {
 	// URI keeps it (servers are visited in name order by the resync).
 	for _, r := range resources {
 		if owner, ok := m.uris[r.URI]; ok && owner != server {
+			m.warnHidden(server, owner, r.URI)
 			continue
 		}
 		m.uris[r.URI] = server
@@ -125,6 +127,7 @@ func (m *mirror) sync(server string) {
 	}
 	for _, t := range templates {
 		if owner, ok := m.uris[t.URITemplate]; ok && owner != server {
+			m.warnHidden(server, owner, t.URITemplate)
 			continue
 		}
 		m.uris[t.URITemplate] = server
@@ -226,6 +229,22 @@ func (m *mirror) addTool(name, server string, t *mcp.Tool) (err error) {
 		return m.g.call(ctx, m.server, req, server, t.Name)
 	})
 	return nil
+}
+
+// warnHidden says, once per server and URI, that a resource (or template)
+// of server is not shown because owner shows the same URI: clients could
+// not tell whose it is. m.mu is held.
+func (m *mirror) warnHidden(server, owner, uri string) {
+	key := server + "\x00" + uri
+	if m.hidden[key] {
+		return
+	}
+	if m.hidden == nil {
+		m.hidden = make(map[string]bool)
+	}
+	m.hidden[key] = true
+	m.g.log.Warn("two servers show one resource URI; only the first is served under it",
+		"uri", uri, "shown_for", owner, "hidden_for", server)
 }
 
 // dropGone removes what servers that no longer exist showed.

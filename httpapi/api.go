@@ -113,6 +113,7 @@ func New(o Options) http.Handler {
 	protected.HandleFunc("GET /api/v1/servers/{name}/logs", a.serverLogs)
 	protected.HandleFunc("POST /api/v1/test", a.testDraft)
 	protected.HandleFunc("GET /api/v1/tools", a.allTools)
+	protected.HandleFunc("GET /api/v1/status", a.status)
 	protected.HandleFunc("POST /api/v1/call", a.call)
 	protected.HandleFunc("POST /api/v1/elicitations/{id}", a.answerElicitation)
 	protected.HandleFunc("GET /api/v1/events", a.events)
@@ -481,6 +482,15 @@ func (a *handler) allTools(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, api.ToolList{Tools: tools})
+}
+
+func (a *handler) status(w http.ResponseWriter, r *http.Request) {
+	info := a.reg.ReplicaInfo()
+	st := api.Status{Replica: api.Replica{ID: info.ID, ChangeFeed: info.ChangeFeed}}
+	if !info.LastSync.IsZero() {
+		st.Replica.LastSync = &info.LastSync
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func toolView(server string, t sb.ToolInfo) api.ToolView {

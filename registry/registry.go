@@ -307,10 +307,14 @@ func (r *Registry) Create(ctx context.Context, cfg *sb.ServerConfig) (sb.ServerV
 	e.stored = st
 	if cfg.IsEnabled() {
 		r.newSession(e, &st.Config)
-		r.startAsync(e.session)
 	}
 	r.log.Info("server created", "server", cfg.Name, "enabled", cfg.IsEnabled())
+	// Said before the session starts, so that a watcher hears of the
+	// server before it hears of its first attempt.
 	r.subs.publish(sb.Event{Server: cfg.Name, Reason: sb.ReasonCreated, Status: view(e).Runtime.Status, At: time.Now()})
+	if cfg.IsEnabled() {
+		r.startAsync(e.session)
+	}
 	return view(e), nil
 }
 

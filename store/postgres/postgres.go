@@ -128,7 +128,7 @@ func (s *Store) List(ctx context.Context) ([]switchboard.StoredServer, error) {
 	// locale: under en_US a '-' is ignored at first and "a-c" sorts after
 	// "ab".
 	var out []switchboard.StoredServer
-	err := retried(ctx, func() error {
+	err := s.retried(ctx, func() error {
 		rows, err := s.pool.Query(ctx,
 			`SELECT config, version, created_at, updated_at FROM servers ORDER BY name COLLATE "C"`)
 		if err != nil {
@@ -158,7 +158,7 @@ func (s *Store) Get(ctx context.Context, name string) (switchboard.StoredServer,
 		return switchboard.StoredServer{}, errors.New("postgres: get: empty server name")
 	}
 	var srv switchboard.StoredServer
-	err := retried(ctx, func() (err error) {
+	err := s.retried(ctx, func() (err error) {
 		srv, err = scan(s.pool.QueryRow(ctx,
 			`SELECT config, version, created_at, updated_at FROM servers WHERE name = $1`, name))
 		return err
@@ -183,7 +183,7 @@ func (s *Store) Create(ctx context.Context, cfg *switchboard.ServerConfig) (swit
 	// concurrent creates, one inserts and the other gets no row back, and
 	// no duplicate-key ERROR lands in the server's log.
 	out := switchboard.StoredServer{Config: *cfg.Clone(), Version: 1}
-	err = retried(ctx, func() error {
+	err = s.retried(ctx, func() error {
 		return s.pool.QueryRow(ctx,
 			`INSERT INTO servers (name, config, version, created_at, updated_at)
 			 VALUES ($1, $2, 1, now(), now()) ON CONFLICT (name) DO NOTHING
@@ -210,7 +210,7 @@ func (s *Store) Update(ctx context.Context, cfg *switchboard.ServerConfig, versi
 		return switchboard.StoredServer{}, fmt.Errorf("postgres: update: %w", err)
 	}
 	out := switchboard.StoredServer{Config: *cfg.Clone()}
-	err = retried(ctx, func() error {
+	err = s.retried(ctx, func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			// Under READ COMMITTED, concurrent updaters of one row queue on its
 			// lock and each re-checks the WHERE against the row the previous
@@ -241,7 +241,7 @@ func (s *Store) Delete(ctx context.Context, name string, version int64) error {
 	if name == "" {
 		return errors.New("postgres: delete: empty server name")
 	}
-	err := retried(ctx, func() error {
+	err := s.retried(ctx, func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			tag, err := tx.Exec(ctx,
 				`DELETE FROM servers WHERE name = $1 AND ($2::bigint = 0 OR version = $2::bigint)`,
@@ -295,12 +295,18 @@ const retryAttempts = 4
 // should it have (the termination racing the COMMIT), the retry of a
 // versioned write fails with ErrConflict, ErrExists or ErrNotFound
 // rather than applying twice.
-func retried(ctx context.Context, op func() error) error {
+//
+// The first lost connection empties the pool (Reset): the rest of its idle
+// connections are likely dead too (a terminated backend is usually one of
+// all of them), and finding that out one query at a time could spend every
+// attempt of a writer on corpses.
+func (s *Store) retried(ctx context.Context, op func() error) error {
 	err := op()
 	for range retryAttempts - 1 {
 		if err == nil || ctx.Err() != nil || !connectionLost(err) {
 			return err
 		}
+		s.pool.Reset()
 		err = op()
 	}
 	return err
