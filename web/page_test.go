@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,13 @@ import (
 func (p *page) addServer(name string, args ...string) {
 	p.t.Helper()
 	cfg := &sb.ServerConfig{Name: name, Transport: sb.TransportStdio, Command: testserver.Binary(p.t), Args: args}
+	// serve sandboxes stdio servers by default: a host path the test server
+	// writes (its -events file) must be mounted, read-write.
+	for i, a := range args {
+		if a == "-events" && i+1 < len(args) {
+			cfg.Sandbox = &sb.SandboxConfig{Mounts: []sb.Mount{{Host: filepath.Dir(args[i+1]), Mode: sb.MountReadWrite}}}
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
 	defer cancel()
 	if _, err := p.api.CreateServer(ctx, cfg); err != nil {
