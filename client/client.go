@@ -125,12 +125,19 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 func (c *Client) MCPTransport() *mcp.StreamableClientTransport {
 	hc := *c.http
 	if c.token != "" {
-		hc.Transport = bearer{token: c.token, next: hc.Transport}
+		hc.Transport = Bearer(c.token, hc.Transport)
 	}
 	return &mcp.StreamableClientTransport{Endpoint: c.base + "/mcp", HTTPClient: &hc}
 }
 
-// bearer adds the token to every request of the MCP transport.
+// Bearer returns a RoundTripper that sends token as the bearer credential
+// on every request, through next (http.DefaultTransport if nil): for MCP
+// clients of /mcp and other HTTP clients of serve.
+func Bearer(token string, next http.RoundTripper) http.RoundTripper {
+	return bearer{token: token, next: next}
+}
+
+// bearer adds the token to every request.
 type bearer struct {
 	token string
 	next  http.RoundTripper

@@ -54,6 +54,20 @@ type env struct {
 
 func newEnv(t *testing.T, token string, servers ...*sb.ServerConfig) *env {
 	t.Helper()
+	return newEnvOpts(t, token, gateway.Options{ResyncInterval: time.Second}, servers...)
+}
+
+// newEnvWith is newEnv with gateway options and no token.
+func newEnvWith(t *testing.T, opts gateway.Options, servers ...*sb.ServerConfig) *env {
+	t.Helper()
+	return newEnvOpts(t, "", opts, servers...)
+}
+
+// newEnvOpts stores servers, and serves them through the gateway behind the
+// API's handler on 127.0.0.1, wired in the order serve wires it (gateway
+// first, then Load).
+func newEnvOpts(t *testing.T, token string, opts gateway.Options, servers ...*sb.ServerConfig) *env {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sb.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +80,8 @@ func newEnv(t *testing.T, token string, servers ...*sb.ServerConfig) *env {
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	reg := registry.New(st, &registry.Options{Logger: log})
 	ex := executor.New(executor.NewMCP(reg))
-	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, ResyncInterval: time.Second})
+	opts.Executor, opts.Logger = ex, log
+	gw := gateway.New(reg, opts)
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Token: token, Logger: log, MCP: gw.Handler()}))
 	if err := reg.Load(context.Background()); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -26,45 +25,11 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
-	"github.com/switchboard-mcp/switchboard/httpapi"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/store/sqlite"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
-
-// newEnvWith is newEnv with gateway options: real server processes, the
-// gateway served through the API's handler on 127.0.0.1, wired in the
-// order serve wires it (gateway first, then Load).
-func newEnvWith(t *testing.T, opts gateway.Options, servers ...*sb.ServerConfig) *env {
-	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cfg := range servers {
-		if _, err := st.Create(context.Background(), cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	reg := registry.New(st, &registry.Options{Logger: log})
-	ex := executor.New(executor.NewMCP(reg))
-	opts.Executor, opts.Logger = ex, log
-	gw := gateway.New(reg, opts)
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Logger: log, MCP: gw.Handler()}))
-	if err := reg.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		gw.Close()
-		reg.Shutdown(context.Background())
-		st.Close()
-	})
-	return &env{t: t, reg: reg, url: srv.URL}
-}
 
 // listToolNames lists the tools once (every page), sorted.
 func listToolNames(t *testing.T, ctx context.Context, cs *mcp.ClientSession) []string {

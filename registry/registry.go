@@ -448,15 +448,21 @@ func (r *Registry) Delete(ctx context.Context, name string, version int64) error
 	if err := r.store.Delete(ctx, name, version); err != nil {
 		return err
 	}
+	r.removed(e, name, "server deleted")
+	return nil
+}
+
+// removed forgets the entry e of a server deleted from the store, stops
+// everything it ran and says so. e.mu is held.
+func (r *Registry) removed(e *entry, name, msg string) {
 	r.mu.Lock()
 	delete(r.servers, name)
 	r.mu.Unlock()
 	e.gone = true
 	r.stopSession(e)
 	r.stopClients(e)
-	r.log.Info("server deleted", "server", name)
+	r.log.Info(msg, "server", name)
 	r.subs.publish(sb.Event{Server: name, Reason: sb.ReasonDeleted, Status: sb.StatusDisabled, At: time.Now()})
-	return nil
 }
 
 // Restart reconnects a server with a fresh retry budget, and its per-client

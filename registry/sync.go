@@ -322,14 +322,7 @@ func (r *Registry) syncEntry(ctx context.Context, e *entry, name string, version
 	}
 	st, err := r.store.Get(ctx, name)
 	if errors.Is(err, sb.ErrNotFound) {
-		r.mu.Lock()
-		delete(r.servers, name)
-		r.mu.Unlock()
-		e.gone = true
-		r.stopSession(e)
-		r.stopClients(e)
-		r.log.Info("server deleted by another replica", "server", name)
-		r.subs.publish(sb.Event{Server: name, Reason: sb.ReasonDeleted, Status: sb.StatusDisabled, At: time.Now()})
+		r.removed(e, name, "server deleted by another replica")
 		return true, nil
 	}
 	if err != nil {

@@ -341,19 +341,7 @@ func (d *Daemon) Transport(next http.RoundTripper) http.RoundTripper {
 	if d.Token == "" {
 		return next
 	}
-	return bearer{token: d.Token, next: next}
-}
-
-// bearer adds a bearer token to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
+	return client.Bearer(d.Token, next)
 }
 
 // Done is closed once the daemon has exited and been reaped.
