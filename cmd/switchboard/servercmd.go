@@ -330,6 +330,9 @@ func printServerView(out io.Writer, v *sb.ServerView, now time.Time) {
 	if rt.PID != 0 {
 		row("  pid", strconv.Itoa(rt.PID))
 	}
+	if sbx := rt.Sandbox; sbx != nil {
+		row("  sandbox", sandboxSummary(sbx))
+	}
 	if rt.Status == sb.StatusConnected {
 		row("  tools", strconv.Itoa(rt.ToolCount))
 		row("  resources", strconv.Itoa(rt.ResourceCount))
@@ -665,3 +668,29 @@ func logRecordLine(rec client.LogRecord) string {
 // formatStamp prints a time of a log or an event line, local, to the
 // millisecond.
 func formatStamp(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05.000") }
+
+// sandboxSummary says in one line how a server is sandboxed, or why not.
+func sandboxSummary(s *sb.SandboxInfo) string {
+	if !s.Enabled {
+		return strings.TrimSpace("off " + orParens(s.Reason))
+	}
+	network := "network on"
+	if !s.Network {
+		network = "network off"
+	}
+	parts := []string{network, "limits " + orDash(s.Limits)}
+	if s.WorkspaceMode != "" {
+		parts = append(parts, string(s.WorkspaceMode)+" workspace")
+	}
+	if len(s.Unenforced) > 0 {
+		parts = append(parts, "not enforced here: "+strings.Join(s.Unenforced, ", "))
+	}
+	return "on (" + strings.Join(parts, "; ") + ")"
+}
+
+func orParens(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
+}

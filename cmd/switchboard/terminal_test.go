@@ -75,3 +75,19 @@ func TestHostileServerNamesReachTheTerminalEscaped(t *testing.T) {
 		t.Fatalf("raw control characters reached the terminal: %q", out)
 	}
 }
+
+func TestSandboxSummary(t *testing.T) {
+	for _, tc := range []struct {
+		in   sb.SandboxInfo
+		want string
+	}{
+		{sb.SandboxInfo{Enabled: true, Network: true, Limits: "rlimit", WorkspaceMode: "shared", Unenforced: []string{"pids"}},
+			"on (network on; limits rlimit; shared workspace; not enforced here: pids)"},
+		{sb.SandboxInfo{Enabled: true, Limits: "cgroup", WorkspaceMode: "isolated"}, "on (network off; limits cgroup; isolated workspace)"},
+		{sb.SandboxInfo{Reason: "bwrap is not installed"}, "off (bwrap is not installed)"},
+	} {
+		if got := sandboxSummary(&tc.in); got != tc.want {
+			t.Errorf("sandboxSummary(%+v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
