@@ -110,18 +110,3 @@ func (p Profile) key() string {
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
-
-// limited lists the limits p asks for, by name.
-func (p Profile) limited() []string {
-	var l []string
-	if p.MemoryMB > 0 {
-		l = append(l, "memory")
-	}
-	if p.Pids > 0 {
-		l = append(l, "pids")
-	}
-	if p.CPUSeconds > 0 {
-		l = append(l, "cpu")
-	}
-	return l
-}

@@ -27,8 +27,15 @@ source scripts/web-setup.sh
 echo "== bubblewrap and the npm servers the sandbox tests run (sandbox-setup.sh)"
 source scripts/sandbox-setup.sh
 
-echo "== go vet"
+echo "== go vet, gofmt and staticcheck (staticcheck.conf says which checks)"
 go vet ./...
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 echo "== go test -race"
 go test -race -count=1 -timeout 15m ./...

@@ -290,7 +290,7 @@ func (s *server) addEcho(name, description string) {
 func (s *server) echo(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, echoResult, error) {
 	// Setting Content keeps the text content exactly equal to the input; the
 	// SDK fills structuredContent from the second result.
-	return textResult(in.Text), echoResult{Text: in.Text}, nil
+	return textResult(in.Text), echoResult(in), nil
 }
 
 func (s *server) add(_ context.Context, _ *mcp.CallToolRequest, in addArgs) (*mcp.CallToolResult, any, error) {

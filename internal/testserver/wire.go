@@ -67,11 +67,6 @@ func (m *wireMessage) isRequest() bool {
 	return m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null"
 }
 
-// isNotification reports whether m is a notification (a method without id).
-func (m *wireMessage) isNotification() bool {
-	return m.Method != "" && !m.isRequest()
-}
-
 // requestID renders the id as a plain string: 7 -> "7", "abc" -> "abc".
 func (m *wireMessage) requestID() string {
 	return idString(m.ID)
