@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -14,17 +15,29 @@ import (
 )
 
 // The sides of the endpoint scenario, besides SideDirect (a go-sdk client
-// calling the testserver's own Streamable HTTP endpoint).
+// calling the testserver's own Streamable HTTP endpoint: the go-sdk's
+// mcp.NewStreamableHTTPHandler over the testserver's mcp.Server, the
+// "direct go-sdk HTTP" baseline of issue 13).
 const (
-	SideGateway    = "Switchboard /mcp"        // the aggregated endpoint: tool <server>__echo
-	SideGatewayOne = "Switchboard /mcp/{name}" // one server passed through: tool echo
+	SideDirectStdio     = "direct go-sdk stdio"               // a go-sdk client over mcp.CommandTransport to a testserver child
+	SideGateway         = "Switchboard /mcp"                  // the aggregated endpoint: tool up__echo (HTTP upstream)
+	SideGatewayOne      = "Switchboard /mcp/{name}"           // one server passed through: tool echo at /mcp/up (HTTP upstream)
+	SideGatewayStdio    = "Switchboard /mcp, stdio up"        // the aggregated endpoint: tool upstdio__echo (stdio upstream)
+	SideGatewayOneStdio = "Switchboard /mcp/{name}, stdio up" // tool echo at /mcp/upstdio (stdio upstream)
 )
 
 // endpointSides is the order the endpoint sides are set up and listed in.
-var endpointSides = []string{SideDirect, SideGateway, SideGatewayOne}
+var endpointSides = []string{SideDirect, SideDirectStdio, SideGateway, SideGatewayOne, SideGatewayStdio, SideGatewayOneStdio}
 
-// endpointServer is the name of the upstream server in the daemon.
-const endpointServer = "up"
+// endpointDirect reports whether side calls the testserver without the daemon.
+func endpointDirect(side string) bool { return side == SideDirect || side == SideDirectStdio }
+
+// endpointServer and endpointStdioServer are the names of the upstream
+// servers in the daemon: the HTTP testserver, and a stdio testserver child.
+const (
+	endpointServer      = "up"
+	endpointStdioServer = "upstdio"
+)
 
 // EndpointInfo describes the set-up of the endpoint scenario.
 type EndpointInfo struct {
@@ -38,7 +51,9 @@ type EndpointInfo struct {
 // runEndpoint measures a go-sdk client calling echo through the daemon's
 // MCP endpoint against the same client calling the testserver directly:
 // one testserver process serving Streamable HTTP, fronted by a `switchboard
-// serve` process (the built binary) as a streamable-http server. Every
+// serve` process (the built binary) as a streamable-http server, and a
+// testserver child of the daemon over stdio; directly, the HTTP testserver
+// and a testserver child of this process over stdio. Every
 // payload size is measured sequentially and with cfg.Callers callers,
 // cfg.EndpointReps times, the sides interleaved in every repetition.
 func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *EndpointInfo, error) {
@@ -69,16 +84,44 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		return nil, nil, err
 	}
 	info := &EndpointInfo{UpstreamProtocol: st.Runtime.ProtocolVersion}
+	// The same testserver binary as a stdio child of the daemon.
+	if _, err := d.api.CreateServer(ctx, &sb.ServerConfig{Name: endpointStdioServer, Transport: sb.TransportStdio,
+		Command: cfg.Testserver, ProtocolVersion: pinnedProtocol}); err != nil {
+		return nil, nil, err
+	}
+	if _, err := d.waitServerConnected(ctx, endpointStdioServer, 30*time.Second); err != nil {
+		return nil, nil, err
+	}
+	// The testserver is the daemon's child, or its grandchild or deeper
+	// under a sandbox: the one leaf of the daemon's process tree.
+	stdioUp := d.PID
+	for {
+		kids := childrenOf(stdioUp)
+		if len(kids) == 0 {
+			break
+		}
+		if len(kids) != 1 {
+			return nil, nil, fmt.Errorf("endpoint: process %d of the daemon's tree has %d children, want 1 (the stdio testserver)", stdioUp, len(kids))
+		}
+		stdioUp = kids[0]
+	}
+	if stdioUp == d.PID {
+		return nil, nil, fmt.Errorf("endpoint: the daemon has no child (the stdio testserver)")
+	}
 
 	type endpointSide struct {
 		name, url, tool string
+		upstream        int // the pid of the testserver answering
 		cs              *mcp.ClientSession
 		hc              *http.Client
 	}
 	sides := []*endpointSide{
-		{name: SideDirect, url: server.url, tool: "echo"},
-		{name: SideGateway, url: d.MCPURL, tool: endpointServer + "__echo"},
-		{name: SideGatewayOne, url: d.MCPURL + "/" + endpointServer, tool: "echo"},
+		{name: SideDirect, url: server.url, tool: "echo", upstream: server.pid},
+		{name: SideDirectStdio, tool: "echo"},
+		{name: SideGateway, url: d.MCPURL, tool: endpointServer + "__echo", upstream: server.pid},
+		{name: SideGatewayOne, url: d.MCPURL + "/" + endpointServer, tool: "echo", upstream: server.pid},
+		{name: SideGatewayStdio, url: d.MCPURL, tool: endpointStdioServer + "__echo", upstream: stdioUp},
+		{name: SideGatewayOneStdio, url: d.MCPURL + "/" + endpointStdioServer, tool: "echo", upstream: stdioUp},
 	}
 	defer func() {
 		for _, s := range sides {
@@ -91,6 +134,21 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		}
 	}()
 	for _, s := range sides {
+		if s.name == SideDirectStdio {
+			cmd := exec.Command(cfg.Testserver)
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			s.cs, err = mcp.NewClient(&mcp.Implementation{Name: "bench-endpoint"}, nil).
+				Connect(cctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
+			cancel()
+			if err != nil {
+				return nil, nil, fmt.Errorf("endpoint %s: starting %s: %w", s.name, cfg.Testserver, err)
+			}
+			s.upstream = cmd.Process.Pid
+			if v := s.cs.InitializeResult().ProtocolVersion; v != pinnedProtocol {
+				return nil, nil, fmt.Errorf("endpoint %s: negotiated protocol %q, want %q", s.name, v, pinnedProtocol)
+			}
+			continue
+		}
 		// Each side its own connection pool, large enough for every
 		// caller to keep its connection (the default keeps 2 per host).
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -112,10 +170,12 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		}
 	}
 
-	probe := func() func(*Sample) {
-		c0, d0, u0 := selfCPU(), procCPU(d.PID), procCPU(server.pid)
-		return func(smp *Sample) {
-			smp.ClientCPU, smp.DaemonCPU, smp.UpstreamCPU = selfCPU()-c0, procCPU(d.PID)-d0, procCPU(server.pid)-u0
+	probe := func(up int) func() func(*Sample) {
+		return func() func(*Sample) {
+			c0, d0, u0 := selfCPU(), procCPU(d.PID), procCPU(up)
+			return func(smp *Sample) {
+				smp.ClientCPU, smp.DaemonCPU, smp.UpstreamCPU = selfCPU()-c0, procCPU(d.PID)-d0, procCPU(up)-u0
+			}
 		}
 	}
 	modes := []struct {
@@ -155,11 +215,11 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 						return nil, nil, err
 					}
 					measure(ctx, echo[s.name], cfg.Warmup, m.callers, lat)
-					smp := measureProbe(ctx, echo[s.name], m.calls, m.callers, lat, probe)
+					smp := measureProbe(ctx, echo[s.name], m.calls, m.callers, lat, probe(s.upstream))
 					n := time.Duration(max(1, smp.Calls))
 					smp.ClientCPU, smp.DaemonCPU, smp.UpstreamCPU = smp.ClientCPU/n, smp.DaemonCPU/n, smp.UpstreamCPU/n
 					res.Samples[s.name] = append(res.Samples[s.name], smp)
-					cfg.logf("endpoint %s %s rep %d/%d %-24s %7.0f calls/s p50 %6.0fµs p99 %6.0fµs CPU/call client %4.0fµs switchboard %4.0fµs testserver %4.0fµs errors %d",
+					cfg.logf("endpoint %s %s rep %d/%d %-34s %7.0f calls/s p50 %6.0fµs p99 %6.0fµs CPU/call client %4.0fµs switchboard %4.0fµs testserver %4.0fµs errors %d",
 						fmtPayload(size), m.mode, rep+1, cfg.EndpointReps, s.name, smp.CallsPerSec(), micros(smp.P50), micros(smp.P99),
 						micros(smp.ClientCPU), micros(smp.DaemonCPU), micros(smp.UpstreamCPU), smp.Errors)
 				}

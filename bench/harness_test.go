@@ -158,14 +158,16 @@ func checkEndpoint(t *testing.T, cfg *Config, rep *Report) {
 					t.Errorf("endpoint %d B %s %s: sample without figures or with errors: %+v", o.Payload, o.Mode, side, s)
 				}
 				// Direct, the daemon only idles; through it, it works.
-				if through := side != SideDirect; through != (s.DaemonCPU > s.UpstreamCPU/10) {
+				if through := !endpointDirect(side); through != (s.DaemonCPU > s.UpstreamCPU/10) {
 					t.Errorf("endpoint %d B %s %s: the daemon's CPU per call is %s (the testserver's %s)",
 						o.Payload, o.Mode, side, s.DaemonCPU, s.UpstreamCPU)
 				}
 			}
 		}
-		if row, ok := o.Row(SideGateway); !ok || math.IsNaN(row.AddedP50.Median) || math.IsNaN(row.VsDirect.Median) {
-			t.Errorf("endpoint %d B %s: no paired figures for %s: %+v", o.Payload, o.Mode, SideGateway, row)
+		for _, side := range []string{SideGateway, SideGatewayOneStdio, SideGatewayStdio} {
+			if row, ok := o.Row(side); !ok || math.IsNaN(row.AddedP50.Median) || math.IsNaN(row.VsDirect.Median) {
+				t.Errorf("endpoint %d B %s: no paired figures for %s: %+v", o.Payload, o.Mode, side, row)
+			}
 		}
 	}
 }

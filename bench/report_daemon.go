@@ -13,6 +13,13 @@ const (
 	endpointAddedP99Goal = 1000 // µs
 )
 
+// Issue 13's goals: calls/s through the daemon fronting a stdio testserver
+// over calls/s of the go-sdk's Streamable HTTP server answering directly.
+var endpointWireSpeedGoals = []struct {
+	side string
+	goal float64
+}{{SideGatewayOneStdio, 1.2}, {SideGatewayStdio, 1.1}}
+
 // daemonShutdownGoal is serve's own bound on a SIGTERM shutdown.
 const daemonShutdownGoal = 10 * time.Second
 
@@ -42,6 +49,22 @@ func (r *Report) endpointTargets() []Target {
 					fmtMicros(direct.P99.Median), fmtMicros(row.P99.Median)),
 				Met: row.AddedP99.Median <= endpointAddedP99Goal,
 			})
+	}
+	for _, o := range r.Endpoint {
+		direct, _ := o.Row(SideDirect)
+		for _, g := range endpointWireSpeedGoals {
+			row, ok := o.Row(g.side)
+			if !ok {
+				continue
+			}
+			out = append(out, Target{
+				Name: fmt.Sprintf("calls/s, endpoint: %s ÷ direct go-sdk HTTP, %s echo, %s", g.side, fmtPayload(o.Payload), o.Mode),
+				Goal: fmt.Sprintf("≥ %.1fx", g.goal),
+				Measured: fmt.Sprintf("%s; %s vs %s calls/s", fmtStatFull(row.VsDirect, fmtRatio),
+					fmtCount(row.CallsPerSec.Median), fmtCount(direct.CallsPerSec.Median)),
+				Met: row.VsDirect.Median >= g.goal,
+			})
+		}
 	}
 	return out
 }
@@ -162,14 +185,17 @@ func (r *Report) endpointMarkdown(b *strings.Builder) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	c := r.Config
 	p("### 6. Endpoint overhead: a client through the daemon's `/mcp` against the same client direct\n\n")
-	p("One testserver process serves Streamable HTTP on 127.0.0.1; a `switchboard serve` process (the built binary, `--listen 127.0.0.1:0`, SQLite) ")
+	p("One testserver process serves Streamable HTTP on 127.0.0.1 (the go-sdk's `mcp.NewStreamableHTTPHandler` over the testserver's `mcp.Server`: *direct*, the \"direct go-sdk HTTP\" baseline of issue 13); a `switchboard serve` process (the built binary, `--listen 127.0.0.1:0`, SQLite) ")
 	p("fronts that same process as a `streamable-http` server named `%s`, added with `POST /api/v1/servers`", endpointServer)
 	if i := r.EndpointInfo; i != nil {
 		p(" (its upstream session negotiated %s)", i.UpstreamProtocol)
 	}
+	p(", and a testserver child over stdio as `%s`; *%s* is a go-sdk client over `mcp.CommandTransport` to a testserver child of the harness", endpointStdioServer, SideDirectStdio)
 	p(". Every side is a go-sdk client (`mcp.StreamableClientTransport`, protocol pinned to %s, its own connection pool of up to 64 idle connections) ", pinnedProtocol)
 	p("calling the `echo` tool with a text of the given size (the answer carries it twice: as text and as structured content): ")
-	p("*direct* at the testserver's `/mcp`, *%s* as `%s__echo`, *%s* as `echo` at `/mcp/%s`. ", SideGateway, endpointServer, SideGatewayOne, endpointServer)
+	p("*direct* at the testserver's `/mcp`, *%s* as `%s__echo`, *%s* as `echo` at `/mcp/%s`, *%s* as `%s__echo`, *%s* as `echo` at `/mcp/%s`. ",
+		SideGateway, endpointServer, SideGatewayOne, endpointServer, SideGatewayStdio, endpointStdioServer, SideGatewayOneStdio, endpointStdioServer)
+	p("\"vs direct\" is against *direct* (HTTP) for every side. ")
 	p("%d repetitions; per side and repetition %d sequential calls, or %d calls over %d callers, after %d warm-up calls; the sides interleaved, their order rotating. ",
 		c.EndpointReps, c.Calls, c.ConcurrentCalls, c.Callers, c.Warmup)
 	p("CPU per call is each process's CPU time over the block (`/proc/PID/task/*/schedstat`; the clients': `getrusage`) divided by the calls.\n\n")

@@ -42,6 +42,9 @@ func run() int {
 	var (
 		quick      = flag.Bool("quick", false, "a tiny run of every scenario (seconds; the figures mean little)")
 		reps       = flag.Int("reps", 0, "repetitions of each overhead and endpoint comparison (default 11 and 5; -quick: 1)")
+		calls      = flag.Int("calls", 0, "sequential calls per side and repetition of the overhead and endpoint scenarios (default 1000)")
+		concCalls  = flag.Int("concurrent-calls", 0, "calls over the callers per side and repetition (default 2000)")
+		warmup     = flag.Int("warmup", 0, "warm-up calls before each measured block (default 100)")
 		daemonReps = flag.Int("daemon-reps", 0, "repetitions of the daemon-scale scenario (default 3; -quick: 1)")
 		daemonIdle = flag.Duration("daemon-idle", 0, "how long a daemon idles, once every server connected, before its memory is sampled (default 2s)")
 		out        = flag.String("out", "", "also write the markdown to `file`")
@@ -98,6 +101,15 @@ func run() int {
 		if *reps > 0 {
 			cfg.Reps, cfg.EndpointReps = *reps, *reps
 		}
+	}
+	if *calls > 0 {
+		cfg.Calls = *calls
+	}
+	if *concCalls > 0 {
+		cfg.ConcurrentCalls = *concCalls
+	}
+	if *warmup > 0 {
+		cfg.Warmup = *warmup
 	}
 	if *daemonReps > 0 {
 		cfg.DaemonReps = *daemonReps
