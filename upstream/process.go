@@ -111,7 +111,12 @@ func startProcess(cfg *sb.ServerConfig, logs io.Writer) (*process, *failure) {
 		Env:  env,
 		Dir:  cfg.Cwd,
 		// Its own process group, so that the group can be killed whole.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		// Pdeathsig: if this process dies without stopping it (kill -9),
+		// the child goes too instead of living on until its stdin closes.
+		// The kernel ties it to the thread that started the child, and the
+		// Go runtime ends no thread of a goroutine that does not lock one.
+		// (A sandboxed server gets the same from bwrap --die-with-parent.)
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	return launch(cmd, cfg.Command, logs, nil)
 }
