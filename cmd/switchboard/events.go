@@ -49,28 +49,16 @@ func printEvents(ctx context.Context, c *client.Client, out io.Writer, names []s
 	defer s.Close()
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	for {
-		ev, err := s.Next()
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, io.EOF):
-			return errors.New("the daemon ended the event stream (did it stop?)")
-		case err != nil:
-			return err
-		}
+	return printStream(ctx, s.Next, errors.New("the daemon ended the event stream (did it stop?)"), func(ev sb.Event) error {
 		if len(names) > 0 && !slices.Contains(names, ev.Server) {
-			continue
+			return nil
 		}
 		if asJSON {
-			err = enc.Encode(ev)
-		} else {
-			_, err = fmt.Fprintf(out, "%s %s %s\n", formatStamp(ev.At), ev.Server, describeEvent(&ev))
+			return enc.Encode(ev)
 		}
-		if err != nil {
-			return err
-		}
-	}
+		_, err := fmt.Fprintf(out, "%s %s %s\n", formatStamp(ev.At), ev.Server, describeEvent(&ev))
+		return err
+	})
 }
 
 // describeEvent reads "attempt_failed (attempt 1, status connecting):

@@ -5,8 +5,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -383,3 +385,23 @@ func (p *progressLines) Print(progress, total float64, message string) {
 
 // formatNumber prints a progress value without a pointless ".000000".
 func formatNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// printStream prints what next yields until the stream ends, or ctx does
+// (Ctrl-C, which is not an error here). The end of the stream is atEOF
+// (nil: a normal end).
+func printStream[T any](ctx context.Context, next func() (T, error), atEOF error, print func(T) error) error {
+	for {
+		v, err := next()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, io.EOF):
+			return atEOF
+		case err != nil:
+			return err
+		}
+		if err := print(v); err != nil {
+			return err
+		}
+	}
+}

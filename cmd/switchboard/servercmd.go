@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -627,29 +626,16 @@ func followLogs(ctx context.Context, c *client.Client, out io.Writer, name strin
 	defer s.Close()
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	for {
-		rec, err := s.Next()
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, io.EOF):
-			return nil
-		case err != nil:
+	return printStream(ctx, s.Next, nil, func(rec client.LogRecord) error {
+		if !asJSON {
+			_, err := io.WriteString(out, logRecordLine(rec)+"\n")
 			return err
 		}
-		if asJSON {
-			if rec.Event != nil {
-				err = enc.Encode(map[string]any{"event": rec.Event})
-			} else {
-				err = enc.Encode(rec.Line)
-			}
-		} else {
-			_, err = io.WriteString(out, logRecordLine(rec)+"\n")
+		if rec.Event != nil {
+			return enc.Encode(map[string]any{"event": rec.Event})
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return enc.Encode(rec.Line)
+	})
 }
 
 // logRecordLine renders one record of a followed log: a line read
