@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +21,9 @@ import (
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store/sqlite"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -68,13 +67,7 @@ func failureFor(code sb.Code, server, tool string) error {
 // map a code to a status or a result, and none decides it.
 func TestEveryCodeReadsTheSameOnEverySurface(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Create(ctx, stdio(t, "srv")); err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.Store(t, stdio(t, "srv"))
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	reg := registry.New(st, &registry.Options{Logger: log})
 	m := metrics.New(reg)
@@ -89,7 +82,6 @@ func TestEveryCodeReadsTheSameOnEverySurface(t *testing.T) {
 		srv.Close()
 		gw.Close()
 		reg.Shutdown(ctx)
-		st.Close()
 	})
 	if err := reg.Load(ctx); err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
+	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/store/sqlite"
@@ -68,15 +69,7 @@ func newEnvWith(t *testing.T, opts gateway.Options, servers ...*sb.ServerConfig)
 // first, then Load).
 func newEnvOpts(t *testing.T, token string, opts gateway.Options, servers ...*sb.ServerConfig) *env {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cfg := range servers {
-		if _, err := st.Create(context.Background(), cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := sqlitetest.Store(t, servers...)
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	reg := registry.New(st, &registry.Options{Logger: log})
 	ex := executor.New(executor.NewMCP(reg))
@@ -91,7 +84,6 @@ func newEnvOpts(t *testing.T, token string, opts gateway.Options, servers ...*sb
 		srv.Close()
 		gw.Close()
 		reg.Shutdown(context.Background())
-		st.Close()
 	})
 	return &env{t: t, reg: reg, gw: gw, url: srv.URL}
 }

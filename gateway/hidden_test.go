@@ -3,16 +3,15 @@ package gateway_test
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store/sqlite"
 )
 
 // Two servers that show the same resource URI (every test server shows
@@ -20,15 +19,7 @@ import (
 // of hiding the second silently.
 func TestAResourceURIShownTwiceIsSaid(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"alpha", "beta"} {
-		if _, err := st.Create(ctx, stdio(t, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := sqlitetest.Store(t, stdio(t, "alpha"), stdio(t, "beta"))
 	var logs testserver.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	reg := registry.New(st, &registry.Options{Logger: log})
@@ -36,7 +27,6 @@ func TestAResourceURIShownTwiceIsSaid(t *testing.T) {
 	t.Cleanup(func() {
 		gw.Close()
 		reg.Shutdown(ctx)
-		st.Close()
 	})
 	if err := reg.Load(ctx); err != nil {
 		t.Fatal(err)

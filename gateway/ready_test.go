@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -25,9 +24,9 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store/sqlite"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -165,16 +164,7 @@ type bubble struct {
 func newBubble(t *testing.T, opts gateway.Options, so upstream.Options, copts *mcp.ClientOptions, cfgs ...*sb.ServerConfig) *bubble {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	for _, cfg := range cfgs {
-		if _, err := st.Create(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := sqlitetest.Store(t, cfgs...)
 	log := slog.New(slog.DiscardHandler)
 	reg := registry.New(st, &registry.Options{Logger: log, Session: so})
 	t.Cleanup(func() { reg.Shutdown(ctx) })

@@ -6,16 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"path/filepath"
 	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store/sqlite"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -32,16 +31,7 @@ func fleet(t *testing.T, scripts map[string]testserver.Script) (map[string]*sb.S
 func loaded(t *testing.T, so upstream.Options, cfgs ...*sb.ServerConfig) *registry.Registry {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	for _, cfg := range cfgs {
-		if _, err := st.Create(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := sqlitetest.Store(t, cfgs...)
 	reg := registry.New(st, &registry.Options{Logger: slog.New(slog.DiscardHandler), Session: so})
 	t.Cleanup(func() { reg.Shutdown(ctx) })
 	if err := reg.Load(ctx); err != nil {

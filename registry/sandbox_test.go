@@ -18,11 +18,11 @@ import (
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/sandbox"
 	"github.com/switchboard-mcp/switchboard/sandbox/sandboxtest"
-	"github.com/switchboard-mcp/switchboard/store/sqlite"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -38,25 +38,14 @@ func sandboxRuntime(t *testing.T) *sandbox.Runtime { return sandboxtest.Runtime(
 // sandbox profile, with its workspaces under rt.
 func sandboxRegistry(t *testing.T, rt *sandbox.Runtime, servers ...*sb.ServerConfig) *registry.Registry {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cfg := range servers {
-		if _, err := st.Create(context.Background(), cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := sqlitetest.Store(t, servers...)
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	reg := registry.New(st, &registry.Options{Logger: log,
 		Session: upstream.Options{Sandbox: rt, SandboxDefault: true, HealthInterval: -1}})
 	if err := reg.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		reg.Shutdown(context.Background())
-		st.Close()
-	})
+	t.Cleanup(func() { reg.Shutdown(context.Background()) })
 	return reg
 }
 
