@@ -125,6 +125,9 @@ func (s *Session) dial(ctx context.Context) (*link, *failure) {
 	if f != nil {
 		return nil, f
 	}
+	// What the session keeps of the server's introduction is bounded the
+	// same way whatever carried it.
+	trimInitializeResult(l.cs.InitializeResult())
 	if f := s.discover(ctx, l); f != nil {
 		l.close(closeDead)
 		return nil, f

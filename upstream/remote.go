@@ -119,7 +119,6 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		}
 		return nil, classifyRemote(phase, endpoint, status, page, err), fallback
 	}
-	trimInitializeResult(cs.InitializeResult())
 	l.cs = cs
 	l.cancel = cancel
 	go func() {
