@@ -295,21 +295,20 @@ func (r *sendRecord) end(status int, refused bool) {
 // neverRan, it waits at most d for POSTs still in flight (the go-sdk may
 // fail the call on the closed event stream first).
 func (r *sendRecord) wasRefused(d time.Duration) bool {
-	r.settle(d)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.refused && !r.accepted && r.inflight == 0
+	inflight, accepted, refused := r.settle(d)
+	return refused && !accepted && inflight == 0
 }
 
-// settle waits until no POST of the call is in flight, or d has passed.
-func (r *sendRecord) settle(d time.Duration) {
+// settle waits, at most d, until no POST of the call is in flight or one
+// of them got an answer, and returns the record as it then stands.
+func (r *sendRecord) settle(d time.Duration) (inflight int, accepted, refused bool) {
 	deadline := time.Now().Add(d)
 	for {
 		r.mu.Lock()
-		inflight := r.inflight
+		inflight, accepted, refused = r.inflight, r.accepted, r.refused
 		r.mu.Unlock()
-		if inflight == 0 || time.Now().After(deadline) {
-			return
+		if accepted || inflight == 0 || time.Now().After(deadline) {
+			return inflight, accepted, refused
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -320,20 +319,6 @@ func (r *sendRecord) settle(d time.Duration) {
 // been answered, so it waits, at most d, for POSTs still in flight: one
 // that has not been answered by then counts as having reached the server.
 func (r *sendRecord) neverRan(d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		r.mu.Lock()
-		inflight, accepted := r.inflight, r.accepted
-		r.mu.Unlock()
-		if accepted {
-			return false
-		}
-		if inflight == 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	inflight, accepted, _ := r.settle(d)
+	return !accepted && inflight == 0
 }
