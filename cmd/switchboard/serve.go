@@ -67,7 +67,12 @@ func newServeCommand() *cobra.Command {
 the MCP endpoint and the Prometheus metrics until SIGTERM or SIGINT, when it
 shuts every server down within 10 seconds.
 
-The database is SQLite by default (a file created with mode 0600), or
+Stdio servers run in a bubblewrap sandbox (system directories read-only,
+home hidden, a workspace of their own) wherever bubblewrap works, unless a
+server's config says "sandbox": {"enabled": false}; the runtime view says
+which. See the README's Sandbox section.
+
+The database is SQLite by default (a file kept at mode 0600), or
 PostgreSQL with a postgres:// DSN. Several serve processes (replicas, e.g.
 behind a load balancer) may share one PostgreSQL database: a change made
 through any of them reaches the others within moments (LISTEN/NOTIFY), and

@@ -30,7 +30,7 @@ Desktop, IDEs): it runs the servers configured in the database itself (no
 "switchboard serve" needed) and speaks MCP on stdin and stdout, with every
 server's tools and prompts named "<server>__<name>" and resources under
 their own URIs. Logs go to stderr. It exits when stdin closes, stopping
-every server it started.
+every server it started. Stdio servers run sandboxed as under serve.
 
 The servers start with it, so the client's first tools/list (and prompts
 and resources lists, and a call of a tool not listed yet) is answered once
