@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -30,10 +29,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/registrytest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store"
 )
 
 func TestMain(m *testing.M) {
@@ -51,15 +50,8 @@ const token = "client-test-token"
 // 127.0.0.1 and returns a client of it.
 func newDaemon(t *testing.T) *client.Client {
 	t.Helper()
-	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "sb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg := registry.New(st, &registry.Options{Logger: log})
-	if err := reg.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	reg := registrytest.New(t, &registry.Options{Logger: log})
 	m := metrics.New(reg)
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
 	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log})
@@ -73,10 +65,6 @@ func newDaemon(t *testing.T) *client.Client {
 		srv.CloseClientConnections()
 		srv.Close()
 		gw.Close()
-		if err := reg.Shutdown(context.Background()); err != nil {
-			t.Errorf("registry shutdown: %v", err)
-		}
-		st.Close()
 	})
 	return c
 }

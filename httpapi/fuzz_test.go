@@ -22,10 +22,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/registrytest"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -47,21 +47,8 @@ type fuzzAPI struct {
 
 func newFuzzAPI(tb testing.TB) *fuzzAPI {
 	tb.Helper()
-	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(tb.TempDir(), "fuzz.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg := registry.New(st, &registry.Options{Logger: log})
-	if err := reg.Load(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := reg.Shutdown(context.Background()); err != nil {
-			tb.Errorf("registry shutdown: %v", err)
-		}
-		st.Close()
-	})
+	reg := registrytest.New(tb, &registry.Options{Logger: log})
 	off := false
 	orig := &sb.ServerConfig{Name: "x", Enabled: &off, Transport: sb.TransportStdio, Command: fuzzMissingCommand,
 		Env: map[string]string{"K": fuzzSecret}}

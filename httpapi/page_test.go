@@ -18,8 +18,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/registrytest"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store"
 )
 
 // TestInvalidConfigNamesEachField: a config refused by validation is
@@ -110,26 +110,15 @@ type pageEnv struct {
 
 func newPageEnv(t *testing.T, authenticate func(*http.Request) bool) *pageEnv {
 	t.Helper()
-	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "sb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg := registry.New(st, &registry.Options{Logger: log})
-	if err := reg.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	reg := registrytest.New(t, &registry.Options{Logger: log})
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "page "+r.Method+" "+r.URL.Path)
 	})
 	token := "tok-" + randomHex(16)
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: executor.New(executor.NewMCP(reg)),
 		Token: token, Logger: log, Page: page, Authenticate: authenticate}))
-	t.Cleanup(func() {
-		srv.Close()
-		reg.Shutdown(context.Background())
-		st.Close()
-	})
+	t.Cleanup(srv.Close)
 	return &pageEnv{url: srv.URL, token: token}
 }
 

@@ -35,6 +35,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
+	"github.com/switchboard-mcp/switchboard/internal/registrytest"
 	"github.com/switchboard-mcp/switchboard/internal/sse"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/metrics"
@@ -64,10 +65,6 @@ type secEnv struct {
 
 func newSecEnv(t *testing.T, o secOptions) *secEnv {
 	t.Helper()
-	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "sb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &testserver.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sess := o.session
@@ -77,10 +74,7 @@ func newSecEnv(t *testing.T, o secOptions) *secEnv {
 	if sess.ProbeTimeout == 0 {
 		sess.ProbeTimeout = time.Second
 	}
-	reg := registry.New(st, &registry.Options{Logger: log, Session: sess})
-	if err := reg.Load(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	reg := registrytest.New(t, &registry.Options{Logger: log, Session: sess})
 	m := metrics.New(reg)
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
 	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, Version: "test"})
@@ -95,10 +89,6 @@ func newSecEnv(t *testing.T, o secOptions) *secEnv {
 		srv.CloseClientConnections()
 		srv.Close()
 		gw.Close()
-		if err := reg.Shutdown(context.Background()); err != nil {
-			t.Errorf("registry shutdown: %v", err)
-		}
-		st.Close()
 		if t.Failed() {
 			t.Logf("logs:\n%s", logs.String())
 		}

@@ -4,32 +4,22 @@ import (
 	"context"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/registrytest"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store/sqlite"
 )
 
 // GET /api/v1/status names the replica that answered and when it last
 // matched the database.
 func TestStatusNamesTheReplica(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	reg := registry.New(st, &registry.Options{Logger: slog.New(slog.DiscardHandler), ReplicaID: "replica-7"})
-	defer reg.Shutdown(ctx)
 	before := time.Now()
-	if err := reg.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	reg := registrytest.New(t, &registry.Options{Logger: slog.New(slog.DiscardHandler), ReplicaID: "replica-7"})
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: executor.New(executor.NewMCP(reg)), Token: "t0ken"}))
 	defer srv.Close()
 	c, err := client.New(srv.URL, "t0ken", nil)
