@@ -24,8 +24,8 @@ const (
 	CodeBadRequest Code = "bad_request"
 	// CodeTooLarge: the request body is over the API's limit.
 	CodeTooLarge Code = "too_large"
-	// CodeInvalidConfig: a server config failed validation; the
-	// *ValidationError names each field.
+	// CodeInvalidConfig: a server config (or toolset, or token) failed
+	// validation; the *ValidationError names each field.
 	CodeInvalidConfig Code = "invalid_config"
 	// CodeBadAddress: a tool address is not "server/tool".
 	CodeBadAddress Code = "bad_address"
@@ -50,6 +50,9 @@ const (
 	CodeConflict Code = "conflict"
 	// CodeUnauthorized: the request lacks a valid credential.
 	CodeUnauthorized Code = "unauthorized"
+	// CodeForbidden: the credential is valid but its scopes do not reach
+	// this endpoint (a token for one toolset used on /mcp or the API).
+	CodeForbidden Code = "forbidden"
 	// CodeForbiddenHost: the request named a Host the listener does not
 	// answer to (a DNS-rebinding defence).
 	CodeForbiddenHost Code = "forbidden_host"
@@ -187,7 +190,7 @@ func RequestCodes() []Code {
 	return []Code{
 		CodeBadRequest, CodeMethodNotAllowed, CodeTooLarge, CodeInvalidConfig, CodeBadAddress, CodeInvalidArguments,
 		CodeInvalidOptions, CodeNotFound, CodeUnknownServer, CodeUnknownTool, CodeExists,
-		CodeConflict, CodeUnauthorized, CodeForbiddenHost, CodeForbiddenOrigin, CodeTimeout,
+		CodeConflict, CodeUnauthorized, CodeForbidden, CodeForbiddenHost, CodeForbiddenOrigin, CodeTimeout,
 		CodeDisabled, CodeUnavailable, CodeConnectionLost, CodeResultTooLarge, CodeServerError,
 		CodeToolError, CodeCancelled, CodeShuttingDown, CodeInternal,
 	}

@@ -35,7 +35,7 @@ func Status(code sb.Code) int {
 		return http.StatusUnauthorized
 	case sb.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case sb.CodeForbiddenHost, sb.CodeForbiddenOrigin:
+	case sb.CodeForbidden, sb.CodeForbiddenHost, sb.CodeForbiddenOrigin:
 		return http.StatusForbidden
 	case sb.CodeNotFound, sb.CodeUnknownServer, sb.CodeUnknownTool:
 		return http.StatusNotFound

@@ -27,6 +27,7 @@ fi
 # target package
 targets=(
 	"FuzzValidateConfig ."
+	"FuzzMatchPattern ."
 	"FuzzParseAddress ./executor"
 	"FuzzAggregateName ./gateway"
 	"FuzzAPIRequestBodies ./httpapi"

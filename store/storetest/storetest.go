@@ -1,5 +1,7 @@
 // Package storetest is a conformance suite for implementations of
-// [switchboard.Store]. Each implementation's tests call [Run].
+// [switchboard.Store] (and of [switchboard.ToolsetStore] and
+// [switchboard.TokenStore], which every store of ours implements too).
+// Each implementation's tests call [Run].
 package storetest
 
 import (
@@ -39,6 +41,9 @@ func Run(t *testing.T, newDB func(t *testing.T) OpenFunc) {
 		{"ConcurrentCreatesDistinct", testConcurrentCreatesDistinct},
 		{"SurvivesReopen", testReopen},
 		{"ChangeFeedReportsEveryWrite", testChangeFeed},
+		{"Toolsets", testToolsets},
+		{"Tokens", testTokens},
+		{"ChangeFeedReportsToolsetsAndTokens", testToolsetTokenFeed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newDB(t)) })
