@@ -53,6 +53,9 @@ type Options struct {
 	// ReplicaID names this replica among those sharing the store (see
 	// ReplicaInfo). If empty, a random one is chosen.
 	ReplicaID string
+	// Followers are kept in step with the store by RunSync beside the
+	// servers (the toolsets and the tokens, which Load does not read).
+	Followers []Follower
 }
 
 // Registry is the set of configured servers. It is safe for concurrent use.

@@ -139,8 +139,16 @@ func (r *Registry) RunSync(ctx context.Context, interval time.Duration) error {
 					r.synced(time.Now())
 				}
 			default:
-				// A kind this version does not keep (a newer replica's):
-				// nothing here depends on it.
+				// A toolset or a token, for the followers; or a kind this
+				// version does not keep (a newer replica's), which they
+				// ignore.
+				if err := r.follow(ctx, c); err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					r.log.Warn("applying a change from the store failed; resynchronising", "kind", c.Kind, "name", c.Name, "error", err)
+					plan.requested(time.Now())
+				}
 			}
 		}
 		if behind.Swap(false) {
@@ -192,11 +200,23 @@ func (r *Registry) Resync(ctx context.Context) error {
 			}
 		}
 	}
+	if err := r.follow(ctx, sb.Change{Kind: sb.ChangeResync}); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	r.synced(start)
 	return nil
+}
+
+// follow hands c to every follower (Options.Followers).
+func (r *Registry) follow(ctx context.Context, c sb.Change) error {
+	var errs []error
+	for _, f := range r.opts.Followers {
+		errs = append(errs, f.Apply(ctx, c))
+	}
+	return errors.Join(errs...)
 }
 
 // runs reports whether the registry runs st's version of its server.

@@ -1,0 +1,163 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/pgtest"
+	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/store"
+)
+
+// replica is one serve process's view of a shared store: its registry,
+// running RunSync, with the toolsets and tokens following it.
+type replica struct {
+	toolsets *registry.Toolsets
+	tokens   *registry.Tokens
+}
+
+func startReplica(t *testing.T, dsn string) replica {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	ts, err := registry.NewToolsets(st, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := registry.NewTokens(st, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(st, &registry.Options{Logger: log, Followers: []registry.Follower{ts, tk}})
+	if err := reg.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); reg.RunSync(sctx, 0) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		tk.Close()
+		reg.Shutdown(ctx)
+		st.Close()
+	})
+	return replica{toolsets: ts, tokens: tk}
+}
+
+// eventually polls cond every 10 ms for up to 10 s (the change feed
+// delivers within milliseconds; the bound only stops a broken test).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 1000 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within 10s", what)
+}
+
+// A token revoked through one replica stops working on the other as soon
+// as the change feed says so, and the requests it authenticated there
+// (bound to its context) end; a toolset written through one is served by
+// the other.
+func TestTokensAndToolsetsReachOtherReplicas(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	a, b := startReplica(t, dsn), startReplica(t, dsn)
+	ctx := context.Background()
+
+	secret, tok, err := a.tokens.Create(ctx, "ci", []sb.Scope{sb.ToolsetScope("coder")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Name != "ci" || len(secret) < 40 {
+		t.Fatalf("created %+v, secret %q", tok, secret)
+	}
+	if p, _, ok := a.tokens.Authenticate(secret); !ok || p.Name != "ci" || !p.Allows(sb.Endpoint{Toolset: "coder"}) {
+		t.Fatalf("on the creating replica: %+v %v", p, ok)
+	}
+	var bound context.Context
+	eventually(t, "the token works on the other replica", func() bool {
+		_, bound, _ = b.tokens.Authenticate(secret)
+		return bound != nil
+	})
+	if _, _, ok := b.tokens.Authenticate(secret + "x"); ok {
+		t.Fatal("a wrong secret authenticates")
+	}
+
+	if err := a.tokens.Revoke(ctx, "ci"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := a.tokens.Authenticate(secret); ok {
+		t.Fatal("a revoked token still works on the replica that revoked it")
+	}
+	select {
+	case <-bound.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other replica did not end the revoked token's requests")
+	}
+	if _, _, ok := b.tokens.Authenticate(secret); ok {
+		t.Fatal("a revoked token still works on the other replica")
+	}
+	if err := b.tokens.Revoke(ctx, "ci"); !errors.Is(err, sb.ErrTokenNotFound) {
+		t.Errorf("revoking twice: %v", err)
+	}
+
+	if _, err := a.toolsets.Create(ctx, &sb.Toolset{Name: "coder", Tools: []sb.Selector{{Server: "fs", Name: "read_file"}}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the toolset reaches the other replica", func() bool {
+		ts, ok := b.toolsets.Toolset("coder")
+		return ok && ts.Allows(sb.KindTool, "fs", "read_file")
+	})
+	if err := b.toolsets.Delete(ctx, "coder", 1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deletion reaches the first replica", func() bool {
+		_, ok := a.toolsets.Toolset("coder")
+		return !ok
+	})
+}
+
+// The last-used time is written on first use and then at most once a
+// minute, and shows in the listing.
+func TestTokenLastUsed(t *testing.T) {
+	dsn := "sqlite:" + t.TempDir() + "/sb.db"
+	r := startReplica(t, dsn)
+	ctx := context.Background()
+	secret, _, err := r.tokens.Create(ctx, "bot", []sb.Scope{sb.ScopeMCP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := r.tokens.List(ctx)
+	if err != nil || len(list) != 1 || list[0].LastUsedAt != nil {
+		t.Fatalf("before use: %+v %v", list, err)
+	}
+	r.tokens.Authenticate(secret)
+	eventually(t, "the use is recorded", func() bool {
+		list, _ := r.tokens.List(ctx)
+		return len(list) == 1 && list[0].LastUsedAt != nil
+	})
+	_, _, err = r.tokens.Create(ctx, "bot", []sb.Scope{sb.ScopeMCP})
+	if !errors.Is(err, sb.ErrTokenExists) {
+		t.Errorf("a second token by one name: %v", err)
+	}
+	if _, _, err := r.tokens.Create(ctx, "x", []sb.Scope{"root"}); !errors.Is(err, sb.ErrInvalidConfig) {
+		t.Errorf("an unknown scope: %v", err)
+	}
+}
