@@ -57,6 +57,10 @@ type Principal struct {
 	// PrincipalAnonymous. Never a secret.
 	Name   string
 	Scopes []Scope
+	// Revoked, for an API token, ends when the token is revoked: what the
+	// principal opened (a request, an SSE stream, an MCP session) ends
+	// with it. Nil for a credential that cannot be revoked.
+	Revoked context.Context
 }
 
 // Names of the principals that are not API tokens.
@@ -177,3 +181,16 @@ var (
 	ErrTokenNotFound = NewError(CodeNotFound, "token not found")
 	ErrTokenExists   = NewError(CodeExists, "a token with that name already exists")
 )
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p, who made the request.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal ctx carries, if any.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}

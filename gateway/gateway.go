@@ -97,6 +97,8 @@ type Options struct {
 	// DefaultMaxTotalTimeout is used; if negative, there is no cap. It is
 	// at most sb.MaxInvokeTimeout.
 	MaxTotalTimeout time.Duration
+	// Toolsets, if set, are served by ToolsetHandler (toolset.go).
+	Toolsets ToolsetSource
 }
 
 // Defaults for Options.
@@ -138,8 +140,9 @@ type Gateway struct {
 
 	agg *mirror
 
-	mu  sync.Mutex
-	per map[string]*mirror
+	mu   sync.Mutex
+	per  map[string]*mirror
+	sets map[string]*mirror // by toolset (toolset.go)
 
 	clients *clients // the downstream sessions named for per-client sessions
 
@@ -188,6 +191,9 @@ func New(src Source, opts Options) *Gateway {
 	})
 	sweep := clientSweep
 	running.Go(func() { g.watchClients(ctx, sweep) })
+	if opts.Toolsets != nil {
+		running.Go(func() { g.followToolsets(ctx) })
+	}
 	go func() {
 		running.Wait()
 		close(g.done)
@@ -341,6 +347,7 @@ func (g *Gateway) syncServer(server string) {
 	if m != nil {
 		m.sync(server)
 	}
+	g.syncToolsets(server)
 }
 
 // relay passes a server's log message or resource update to the
@@ -366,12 +373,24 @@ func (g *Gateway) relay(ctx context.Context, n upstream.Notification) {
 				ss.Log(ctx, p)
 			}
 		}
+		for _, m := range g.toolsetMirrors() {
+			if ts, _, ok := g.toolset(m.set); ok && ts.Servers(n.Server) {
+				for ss := range m.server.Sessions() {
+					ss.Log(ctx, &agg)
+				}
+			}
+		}
 	case *mcp.ResourceUpdatedNotificationParams:
 		if g.agg.owns(n.Server, p.URI) {
 			g.agg.server.ResourceUpdated(ctx, p)
 		}
 		if per != nil {
 			per.server.ResourceUpdated(ctx, p)
+		}
+		for _, m := range g.toolsetMirrors() {
+			if m.owns(n.Server, p.URI) {
+				m.server.ResourceUpdated(ctx, p)
+			}
 		}
 	}
 }
@@ -411,14 +430,27 @@ func (g *Gateway) Handler() http.Handler {
 		}
 		return nil
 	}
+	return g.streamable(serverFor, func(r *http.Request) error {
+		if name := serverName(r); name != "" {
+			if _, ok := g.src.Session(name); !ok {
+				return fmt.Errorf("no server named %q", name)
+			}
+		}
+		return nil
+	})
+}
+
+// streamable serves the mirrors serverFor picks over Streamable HTTP:
+// stateless for 2026-07-28 requests without a session, stateful sessions
+// (capped) otherwise. A request for which exists fails is answered 404
+// with its message.
+func (g *Gateway) streamable(serverFor func(*http.Request) *mcp.Server, exists func(*http.Request) error) http.Handler {
 	stateful := mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{SessionTimeout: g.opts.SessionTimeout})
 	stateless := mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{Stateless: true})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if name := serverName(r); name != "" {
-			if _, ok := g.src.Session(name); !ok {
-				http.Error(w, fmt.Sprintf("no server named %q", name), http.StatusNotFound)
-				return
-			}
+		if err := exists(r); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
 		}
 		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
 			stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), statelessKey{}, true)))
@@ -452,7 +484,7 @@ func serverName(r *http.Request) string {
 // (clients.go), on a session of its own if the server's scope is
 // per-client. from is the mirror's server that received it.
 func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolRequest, server, tool string) (*mcp.CallToolResult, error) {
-	ctx = g.clients.withClient(ctx, req.Session, from)
+	ctx = g.clients.withClient(withCaller(ctx, req), req.Session, from)
 	// Requests to the downstream client are sent with the context of the
 	// downstream call, which tells the go-sdk to send them on that call's
 	// stream (not the standalone one, which a client may not have opened),

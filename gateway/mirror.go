@@ -14,12 +14,16 @@ import (
 )
 
 // mirror is one MCP server that shows upstream servers' tools, prompts and
-// resources: the aggregate (every server, names prefixed) or one server
-// (names unchanged).
+// resources: the aggregate (every server, names prefixed), one server
+// (names unchanged), or a toolset (what it selects, names prefixed unless
+// it renames them; toolset.go).
 type mirror struct {
 	g      *Gateway
 	server *mcp.Server
 	only   string // the one server of a per-server mirror; "" for the aggregate
+	set    string // the toolset of a toolset mirror; "" otherwise
+	// version is the toolset's version the mirror shows (toolset.go).
+	version int64
 
 	mu      sync.Mutex
 	shown   map[string]*exposure // by upstream server
@@ -43,11 +47,20 @@ type exposure struct {
 }
 
 func (g *Gateway) newMirror(only string) *mirror {
-	m := &mirror{g: g, only: only, shown: make(map[string]*exposure),
+	return g.newMirrorOf(only, "")
+}
+
+// newMirrorOf returns a per-server mirror (only), a toolset's (set), or the
+// aggregate (neither).
+func (g *Gateway) newMirrorOf(only, set string) *mirror {
+	m := &mirror{g: g, only: only, set: set, shown: make(map[string]*exposure),
 		tools: make(map[string]origin), prompts: make(map[string]origin), uris: make(map[string]string)}
 	name := "switchboard"
-	if only != "" {
+	switch {
+	case only != "":
 		name = "switchboard/" + only
+	case set != "":
+		name = "switchboard/toolsets/" + set
 	}
 	m.server = mcp.NewServer(&mcp.Implementation{Name: name, Version: g.opts.Version}, &mcp.ServerOptions{
 		// Advertise everything from the start: a client that connects
@@ -64,14 +77,17 @@ func (g *Gateway) newMirror(only string) *mirror {
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
-	m.server.AddReceivingMiddleware(g.clients.countSession(m.server), m.awaitReady)
+	m.server.AddReceivingMiddleware(g.clients.countSession(m.server), m.awaitReady, endOnRevoke)
 	return m
 }
 
 // exposedName is the name a tool or prompt of server gets in this mirror.
-func (m *mirror) exposedName(server, name string) string {
+func (m *mirror) exposedName(kind sb.Kind, server, name string) string {
 	if m.only != "" {
 		return name
+	}
+	if sel, ok := m.selector(kind, server, name); ok && sel.As != "" {
+		return sel.As
 	}
 	return aggregateName(server, name)
 }
@@ -89,6 +105,9 @@ func (m *mirror) sync(server string) {
 	if s, ok := m.g.src.Session(server); ok && s != nil && s.Status() == sb.StatusConnected {
 		tools, resources, templates, prompts = s.Catalog()
 	}
+	if m.set != "" {
+		tools, resources, templates, prompts = m.selected(server, tools, resources, templates, prompts)
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -101,16 +120,19 @@ func (m *mirror) sync(server string) {
 		templates: make(map[string]*mcp.ResourceTemplate),
 	}
 
-	next.tools = syncNamed(m, server, tools, old.tools, m.tools,
+	next.tools = syncNamed(m, sb.KindTool, server, tools, old.tools, m.tools,
 		func(t *mcp.Tool) string { return t.Name },
 		func(name string) { m.server.RemoveTools(name) },
 		func(name string, t *mcp.Tool) error { return m.addTool(name, server, t) })
-	next.prompts = syncNamed(m, server, prompts, old.prompts, m.prompts,
+	next.prompts = syncNamed(m, sb.KindPrompt, server, prompts, old.prompts, m.prompts,
 		func(p *mcp.Prompt) string { return p.Name },
 		func(name string) { m.server.RemovePrompts(name) },
 		func(name string, p *mcp.Prompt) error {
 			cp := *p
 			cp.Name = name
+			if sel, ok := m.selector(sb.KindPrompt, server, p.Name); ok && sel.Description != "" {
+				cp.Description = sel.Description
+			}
 			m.server.AddPrompt(&cp, m.getPrompt(server, p.Name))
 			return nil
 		})
@@ -170,12 +192,12 @@ func (m *mirror) sync(server string) {
 // (re)adds the ones that are new or changed, so that an unchanged list
 // causes no list_changed notification. It returns what is now shown, by
 // exposed name. m.mu is held.
-func syncNamed[T comparable](m *mirror, server string, items []T, old map[string]T, names map[string]origin,
+func syncNamed[T comparable](m *mirror, kind sb.Kind, server string, items []T, old map[string]T, names map[string]origin,
 	nameOf func(T) string, remove func(exposed string), add func(exposed string, item T) error) map[string]T {
 	next := make(map[string]T, len(items))
 	for _, it := range items {
 		name := nameOf(it)
-		next[m.claim(names, origin{server, name}, m.exposedName(server, name))] = it
+		next[m.claim(names, origin{server, name}, m.exposedName(kind, server, name))] = it
 	}
 	for name := range old {
 		if _, ok := next[name]; !ok {
@@ -225,7 +247,13 @@ func (m *mirror) addTool(name, server string, t *mcp.Tool) (err error) {
 	if cp.InputSchema == nil {
 		cp.InputSchema = map[string]any{"type": "object"}
 	}
+	if sel, ok := m.selector(sb.KindTool, server, t.Name); ok {
+		override(&cp, sel)
+	}
 	m.server.AddTool(&cp, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !m.allows(sb.KindTool, server, t.Name) {
+			return nil, unknownTool(req.Params.Name)
+		}
 		return m.g.call(ctx, m.server, req, server, t.Name)
 	})
 	return nil
@@ -328,6 +356,9 @@ func (m *mirror) client(ctx context.Context, server string) (*mcp.ClientSession,
 
 func (m *mirror) readResource(server string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if !m.allows(sb.KindResource, server, req.Params.URI) {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
 		cs, ctx, cancel, err := m.client(ctx, server)
 		if err != nil {
 			return nil, err
@@ -339,6 +370,9 @@ func (m *mirror) readResource(server string) mcp.ResourceHandler {
 
 func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if !m.allows(sb.KindPrompt, server, name) {
+			return nil, fmt.Errorf("unknown prompt %q", req.Params.Name)
+		}
 		cs, ctx, cancel, err := m.client(ctx, server)
 		if err != nil {
 			return nil, err
@@ -366,9 +400,12 @@ func (m *mirror) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 			return nil, fmt.Errorf("unknown prompt %q", ref.Name)
 		}
 		server, ref.Name = o.server, o.name
+		if !m.allows(sb.KindPrompt, server, o.name) {
+			return nil, fmt.Errorf("unknown prompt %q", req.Params.Ref.Name)
+		}
 	case "ref/resource":
 		s, ok := m.serverOf(ref.URI)
-		if !ok {
+		if !ok || !m.allows(sb.KindResource, s, ref.URI) {
 			return nil, fmt.Errorf("unknown resource %q", ref.URI)
 		}
 		server = s
@@ -410,7 +447,7 @@ func (m *mirror) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) e
 // sessionOf returns the session of the server that serves the resource.
 func (m *mirror) sessionOf(uri string) (*upstream.Session, error) {
 	server, ok := m.serverOf(uri)
-	if !ok {
+	if !ok || !m.allows(sb.KindResource, server, uri) {
 		return nil, fmt.Errorf("unknown resource %q", uri)
 	}
 	s, ok := m.g.src.Session(server)

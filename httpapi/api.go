@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,21 +69,31 @@ type Options struct {
 	// if it carried the token.
 	Authenticate func(*http.Request) bool
 	Logger       *slog.Logger
+	// Toolsets, if set, are served at /api/v1/toolsets (toolsets.go), and
+	// ToolsetMCP at /toolsets/{name}/mcp.
+	Toolsets   *registry.Toolsets
+	ToolsetMCP http.Handler
+	// Tokens, if set, are served at /api/v1/tokens and accepted as
+	// credentials, within their scopes (tokens.go).
+	Tokens Tokens
 }
 
 type handler struct {
-	reg     *registry.Registry
-	ex      *executor.Executor
-	log     *slog.Logger
-	tokenH  [32]byte
-	hasTok  bool
-	authn   func(*http.Request) bool
-	pending sync.Map // elicitation id -> chan sb.ElicitationResponse
+	reg    *registry.Registry
+	ex     *executor.Executor
+	log    *slog.Logger
+	tokenH [32]byte
+	hasTok bool
+	authn  func(*http.Request) bool
+	// toolsets and tokens are nil if the daemon keeps none.
+	toolsets *registry.Toolsets
+	tokens   Tokens
+	pending  sync.Map // elicitation id -> chan sb.ElicitationResponse
 }
 
 // New returns the API's handler.
 func New(o Options) http.Handler {
-	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate}
+	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, toolsets: o.Toolsets, tokens: o.Tokens}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -127,6 +136,21 @@ func New(o Options) http.Handler {
 		mcp := refuseLoops(o.Instance, withoutLocalAddr(o.MCP))
 		protected.Handle("/mcp", mcp)
 		protected.Handle("/mcp/", mcp)
+	}
+	if o.Toolsets != nil {
+		protected.HandleFunc("GET /api/v1/toolsets", a.listToolsets)
+		protected.HandleFunc("POST /api/v1/toolsets", a.createToolset)
+		protected.HandleFunc("GET /api/v1/toolsets/{name}", a.getToolset)
+		protected.HandleFunc("PUT /api/v1/toolsets/{name}", a.updateToolset)
+		protected.HandleFunc("DELETE /api/v1/toolsets/{name}", a.deleteToolset)
+	}
+	if o.ToolsetMCP != nil {
+		protected.Handle("/toolsets/{name}/mcp", refuseLoops(o.Instance, withoutLocalAddr(o.ToolsetMCP)))
+	}
+	if o.Tokens != nil {
+		protected.HandleFunc("GET /api/v1/tokens", a.listTokens)
+		protected.HandleFunc("POST /api/v1/tokens", a.createToken)
+		protected.HandleFunc("DELETE /api/v1/tokens/{name}", a.revokeToken)
 	}
 	protected.HandleFunc("/", noRoute(protected))
 	mux.Handle("/", a.auth(protected))
@@ -243,28 +267,6 @@ func refuseLoops(in *upstream.Instance, next http.Handler) http.Handler {
 			writeJSON(w, http.StatusLoopDetected, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeLoop,
 				Message: "this request comes from this Switchboard itself (its " + upstream.ViaHeader + " header names it): " +
 					"a server configured with this /mcp as its URL, directly or through other Switchboards, would feed on its own tools"}})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// auth requires the bearer token, if one is configured. The comparison
-// is of fixed-length digests in constant time, so neither the token's
-// content nor its length leaks through timing; the answer says nothing
-// about what was wrong. The scheme is case-insensitive (RFC 9110 §11.1).
-func (a *handler) auth(next http.Handler) http.Handler {
-	if !a.hasTok {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		ok := strings.EqualFold(scheme, "Bearer")
-		h := sha256.Sum256([]byte(got))
-		if (!ok || subtle.ConstantTimeCompare(h[:], a.tokenH[:]) != 1) && (a.authn == nil || !a.authn(r)) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-			writeJSON(w, http.StatusUnauthorized, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeUnauthorized,
-				Message: "a valid bearer token is required"}})
 			return
 		}
 		next.ServeHTTP(w, r)

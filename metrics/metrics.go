@@ -40,6 +40,7 @@ type Metrics struct {
 	calls    *prometheus.CounterVec
 	timeouts *prometheus.CounterVec
 	inflight *prometheus.GaugeVec
+	byToken  *prometheus.CounterVec // tokens.go
 }
 
 // New returns the metrics for the servers of src.
@@ -64,7 +65,8 @@ func New(src Source) *Metrics {
 			Help: "Tool calls in flight, by server.",
 		}, []string{"server"}),
 	}
-	m.reg.MustRegister(m.latency, m.calls, m.timeouts, m.inflight, &serverCollector{src: src},
+	m.byToken = newTokenCalls()
+	m.reg.MustRegister(m.latency, m.calls, m.timeouts, m.inflight, m.byToken, &serverCollector{src: src},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -99,6 +101,7 @@ func (i *instrumented) Invoke(ctx context.Context, server, tool string, args any
 	outcome := Outcome(err)
 	i.m.latency.WithLabelValues(server, outcome).Observe(time.Since(start).Seconds())
 	i.m.calls.WithLabelValues(server, outcome).Inc()
+	i.m.countByToken(ctx, outcome)
 	var te *upstream.TimeoutError
 	if errors.As(err, &te) {
 		i.m.timeouts.WithLabelValues(server, te.Limit).Inc()

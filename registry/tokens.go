@@ -73,23 +73,23 @@ func (t *Tokens) Close() {
 	t.touches.Wait()
 }
 
-// Authenticate returns the principal of a token secret, and a context
-// that ends when the token is revoked (bind the request to it), or false
-// if secret is no valid token. It records the use, at most once a minute
-// per token, without waiting for the store.
-func (t *Tokens) Authenticate(secret string) (sb.Principal, context.Context, bool) {
+// Authenticate returns the principal of a token secret (its Revoked ends
+// when the token is revoked: bind what it opens to it), or false if secret
+// is no valid token. It records the use, at most once a minute per token,
+// without waiting for the store.
+func (t *Tokens) Authenticate(secret string) (sb.Principal, bool) {
 	if !strings.HasPrefix(secret, sb.TokenPrefix) {
-		return sb.Principal{}, nil, false
+		return sb.Principal{}, false
 	}
 	h := sb.HashToken(secret)
 	t.mu.RLock()
 	lt := t.byHash[h]
 	t.mu.RUnlock()
 	if lt == nil {
-		return sb.Principal{}, nil, false
+		return sb.Principal{}, false
 	}
 	t.touch(lt)
-	return sb.Principal{Name: lt.token.Name, Scopes: lt.token.Scopes}, lt.revoked, true
+	return sb.Principal{Name: lt.token.Name, Scopes: lt.token.Scopes, Revoked: lt.revoked}, true
 }
 
 // touch writes lt's last-used time if the last write is touchInterval old.

@@ -88,22 +88,23 @@ func TestTokensAndToolsetsReachOtherReplicas(t *testing.T) {
 	if tok.Name != "ci" || len(secret) < 40 {
 		t.Fatalf("created %+v, secret %q", tok, secret)
 	}
-	if p, _, ok := a.tokens.Authenticate(secret); !ok || p.Name != "ci" || !p.Allows(sb.Endpoint{Toolset: "coder"}) {
+	if p, ok := a.tokens.Authenticate(secret); !ok || p.Name != "ci" || !p.Allows(sb.Endpoint{Toolset: "coder"}) {
 		t.Fatalf("on the creating replica: %+v %v", p, ok)
 	}
 	var bound context.Context
 	eventually(t, "the token works on the other replica", func() bool {
-		_, bound, _ = b.tokens.Authenticate(secret)
+		p, _ := b.tokens.Authenticate(secret)
+		bound = p.Revoked
 		return bound != nil
 	})
-	if _, _, ok := b.tokens.Authenticate(secret + "x"); ok {
+	if _, ok := b.tokens.Authenticate(secret + "x"); ok {
 		t.Fatal("a wrong secret authenticates")
 	}
 
 	if err := a.tokens.Revoke(ctx, "ci"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok := a.tokens.Authenticate(secret); ok {
+	if _, ok := a.tokens.Authenticate(secret); ok {
 		t.Fatal("a revoked token still works on the replica that revoked it")
 	}
 	select {
@@ -111,7 +112,7 @@ func TestTokensAndToolsetsReachOtherReplicas(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the other replica did not end the revoked token's requests")
 	}
-	if _, _, ok := b.tokens.Authenticate(secret); ok {
+	if _, ok := b.tokens.Authenticate(secret); ok {
 		t.Fatal("a revoked token still works on the other replica")
 	}
 	if err := b.tokens.Revoke(ctx, "ci"); !errors.Is(err, sb.ErrTokenNotFound) {
@@ -122,14 +123,14 @@ func TestTokensAndToolsetsReachOtherReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the toolset reaches the other replica", func() bool {
-		ts, ok := b.toolsets.Toolset("coder")
+		ts, _, ok := b.toolsets.Toolset("coder")
 		return ok && ts.Allows(sb.KindTool, "fs", "read_file")
 	})
 	if err := b.toolsets.Delete(ctx, "coder", 1); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the deletion reaches the first replica", func() bool {
-		_, ok := a.toolsets.Toolset("coder")
+		_, _, ok := a.toolsets.Toolset("coder")
 		return !ok
 	})
 }

@@ -82,14 +82,14 @@ func (t *Toolsets) Get(name string) (sb.StoredToolset, error) {
 	return s, nil
 }
 
-// Toolset returns the toolset named name as the gateway serves it. The
-// value is shared: the caller must not change it.
-func (t *Toolsets) Toolset(name string) (*sb.Toolset, bool) {
+// Toolset returns the toolset named name as the gateway serves it, and its
+// version. The value is shared: the caller must not change it.
+func (t *Toolsets) Toolset(name string) (*sb.Toolset, int64, bool) {
 	s, err := t.Get(name)
 	if err != nil {
-		return nil, false
+		return nil, 0, false
 	}
-	return &s.Toolset, true
+	return &s.Toolset, s.Version, true
 }
 
 // Create validates and stores a new toolset.
