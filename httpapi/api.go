@@ -79,16 +79,17 @@ type Options struct {
 }
 
 type handler struct {
-	reg    *registry.Registry
-	ex     *executor.Executor
-	log    *slog.Logger
-	tokenH [32]byte
-	hasTok bool
-	authn  func(*http.Request) bool
+	reg     *registry.Registry
+	ex      *executor.Executor
+	log     *slog.Logger
+	tokenH  [32]byte
+	hasTok  bool
+	authn   func(*http.Request) bool
+	pending sync.Map // elicitation id -> chan sb.ElicitationResponse
+
 	// toolsets and tokens are nil if the daemon keeps none.
 	toolsets *registry.Toolsets
 	tokens   Tokens
-	pending  sync.Map // elicitation id -> chan sb.ElicitationResponse
 }
 
 // New returns the API's handler.
