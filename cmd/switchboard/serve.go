@@ -298,20 +298,27 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 		return fmt.Errorf("opening the database %s: %w", store.Redact(sc.dsn), err)
 	}
 	defer st.Close()
+	toolsets, tokens, err := loadToolsetsAndTokens(ctx, st, log)
+	if err != nil {
+		return err
+	}
+	defer tokens.Close()
 
 	reg := registry.New(st, &registry.Options{Logger: log, ReplicaID: sc.replica.id,
-		Session: upstream.Options{AllowedNetworks: sc.allowedNetworks, SandboxDefault: true}})
+		Session:   upstream.Options{AllowedNetworks: sc.allowedNetworks, SandboxDefault: true},
+		Followers: []registry.Follower{toolsets, tokens}})
 	m := metrics.New(reg)
 	m.ReportReplica(reg.ReplicaInfo().ID, func() time.Time { return reg.ReplicaInfo().LastSync })
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
-	gwOpts.Executor = ex
+	gwOpts.Executor, gwOpts.Toolsets = ex, toolsets
 	gw := gateway.New(reg, gwOpts)
 	m.ReportSessions(gw)
 	defer gw.Close()
 	page := web.New(&web.Options{Logger: log})
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token,
 		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: upstream.DefaultInstance,
-		Page: page, Authenticate: page.Authenticate})
+		Page: page, Authenticate: page.Authenticate,
+		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens})
 
 	ln, err := net.Listen("tcp", sc.listen)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 func newStdioCommand() *cobra.Command {
 	var (
 		dsn, logLevel string
+		toolset       string
 		upstreamNets  []string
 		mcpFlags      endpointFlags
 	)
@@ -38,10 +39,17 @@ every enabled server has connected or failed its first attempt, or after
 --ready-timeout; a server that connects later is announced with
 notifications/tools/list_changed, one for the servers that start together.
 A tool call is capped at --max-total-timeout, progress or not, unless the
-server's max_total_timeout_ms says otherwise.`,
+server's max_total_timeout_ms says otherwise.
+
+With --toolset NAME it serves that toolset instead of every server: only
+the tools, prompts and resources the toolset selects, under the names it
+gives them (see "switchboard toolset --help"). No token is needed: the
+client is the local user, who can read the database anyway. The toolset
+is read when stdio starts.`,
 		Example: `  # in claude_desktop_config.json:
   # "mcpServers": {"switchboard": {"command": "switchboard", "args": ["stdio", "--db", "sqlite:/home/me/switchboard.db"]}}
-  switchboard stdio --db sqlite:./switchboard.db`,
+  switchboard stdio --db sqlite:./switchboard.db
+  switchboard stdio --toolset coder`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(cmd, logLevel)
@@ -62,15 +70,32 @@ server's max_total_timeout_ms says otherwise.`,
 				return fmt.Errorf("opening the database %s: %w", store.Redact(dsn), err)
 			}
 			defer st.Close()
+			if toolset != "" {
+				toolsets, err := registry.NewToolsets(st, log)
+				if err != nil {
+					return err
+				}
+				if err := toolsets.Load(ctx); err != nil {
+					return err
+				}
+				gwOpts.Toolsets = toolsets
+			}
 			reg := registry.New(st, &registry.Options{Logger: log, Session: upstream.Options{AllowedNetworks: nets, SandboxDefault: true}})
 			ex := executor.New(executor.NewMCP(reg))
 			gwOpts.Executor, gwOpts.Logger, gwOpts.Version = ex, log, readBuildInfo().Version
 			gw := gateway.New(reg, gwOpts)
 			defer gw.Close()
+			served := gw.Aggregate()
+			if toolset != "" {
+				var ok bool
+				if served, ok = gw.ServeToolset(toolset); !ok {
+					return fmt.Errorf("no toolset named %q; \"switchboard toolset list\" lists them", toolset)
+				}
+			}
 			if err := reg.Load(ctx); err != nil {
 				return err
 			}
-			runErr := gw.Aggregate().Run(ctx, &mcp.StdioTransport{})
+			runErr := served.Run(ctx, &mcp.StdioTransport{})
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
 			if err := reg.Shutdown(sctx); err != nil {
@@ -85,6 +110,7 @@ server's max_total_timeout_ms says otherwise.`,
 	f := cmd.Flags()
 	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
 	f.StringVar(&logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	f.StringVar(&toolset, "toolset", "", "serve only this toolset's tools, prompts and resources")
 	registerUpstreamNetworks(f, &upstreamNets)
 	mcpFlags.register(f)
 	return cmd
