@@ -20,6 +20,9 @@ echo "== MCP conformance suite (npm) and the go-sdk's everything-server"
 # Switchboard's /mcp/{name}).
 source scripts/conformance-setup.sh
 
+echo "== MCP Inspector (npm), for the test that its CLI lists a toolset's tools"
+source scripts/inspector-setup.sh
+
 echo "== chromium (for the web page's browser tests)"
 # Installs Debian's chromium if missing and exports SWITCHBOARD_CHROMIUM.
 source scripts/web-setup.sh

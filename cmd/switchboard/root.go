@@ -27,6 +27,6 @@ and errors that say where and why a server failed.`,
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "wide", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(newCheckCommand(), newServeCommand(), newStdioCommand(),
 		newServerCommand(), newToolsCommand(), newCallCommand(), newImportCommand(), newClientConfigCommand(),
-		newEventsCommand(), newVersionCommand(), newWebCommand())
+		newEventsCommand(), newVersionCommand(), newWebCommand(), newToolsetCommand(), newTokenCommand())
 	return root
 }

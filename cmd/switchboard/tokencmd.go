@@ -1,0 +1,148 @@
+package main
+
+// This file holds the "token" verbs: create, list and revoke, each one
+// request to a running "switchboard serve".
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/client"
+)
+
+func newTokenCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Create, list and revoke scoped API tokens",
+		Long: `An API token lets a client in with only the reach it needs, beside the
+daemon's admin credential. Its scopes:
+
+  admin          everything: the API and every MCP endpoint
+  mcp            /mcp and /mcp/NAME: every server's tools
+  toolset:NAME   /toolsets/NAME/mcp only
+
+The secret (sbt_...) is shown once, when the token is created; the daemon
+keeps only its hash. A revoked token stops working at once, on every
+replica, open MCP sessions and streams included. Calls are counted by
+token name in switchboard_token_calls_total.`,
+		Example: `  switchboard token create coder-bot --scope toolset:coder
+  switchboard token list
+  switchboard token revoke coder-bot`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	addTokenFlag(cmd, true)
+	cmd.AddCommand(newTokenCreateCommand(), newTokenListCommand(), newTokenRevokeCommand())
+	return cmd
+}
+
+func newTokenCreateCommand() *cobra.Command {
+	var scopes []string
+	cmd := &cobra.Command{
+		Use:   "create NAME --scope SCOPE...",
+		Short: "Create a token and print its secret (once)",
+		Long: `create makes a token with the scopes given and prints its secret, which
+is not shown again: give it to the client now (Authorization: Bearer ...).`,
+		Example: `  switchboard token create coder-bot --scope toolset:coder
+  switchboard token create ci --scope mcp -o json | jq -r .secret`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ss := make([]sb.Scope, len(scopes))
+			for i, s := range scopes {
+				ss[i] = sb.Scope(s)
+			}
+			return withClient(cmd, func(c *client.Client) error {
+				t, err := c.CreateToken(cmd.Context(), args[0], ss)
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printJSON(cmd.OutOrStdout(), t)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "created token %s (%s); its secret, shown this once:\n", t.Name, scopeList(t.Scopes))
+				fmt.Fprintln(cmd.OutOrStdout(), t.Secret)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringArrayVar(&scopes, "scope", nil, `admin, mcp or toolset:NAME (repeatable)`)
+	return cmd
+}
+
+func scopeList(scopes []sb.Scope) string {
+	parts := make([]string, len(scopes))
+	for i, s := range scopes {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ",")
+}
+
+func newTokenListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the tokens (never their secrets)",
+		Long:    `list prints one line per token: its scopes, when it was created and when it was last used (to within a minute).`,
+		Example: `  switchboard token list`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withClient(cmd, func(c *client.Client) error {
+				list, err := c.Tokens(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printJSON(cmd.OutOrStdout(), api.TokenList{Tokens: list})
+				}
+				printTokenList(cmd.OutOrStdout(), list, time.Now())
+				return nil
+			})
+		},
+	}
+}
+
+func printTokenList(out io.Writer, list []sb.Token, now time.Time) {
+	if len(list) == 0 {
+		fmt.Fprintln(out, `no tokens; create one with "switchboard token create"`)
+		return
+	}
+	tw := newTable(out)
+	fmt.Fprintln(tw, "NAME\tSCOPES\tCREATED\tLAST USED")
+	for _, t := range list {
+		used := "never"
+		if t.LastUsedAt != nil {
+			used = now.Sub(*t.LastUsedAt).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, scopeList(t.Scopes), t.CreatedAt.Local().Format(time.DateTime), used)
+	}
+	tw.Flush()
+}
+
+func newTokenRevokeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "revoke NAME",
+		Aliases: []string{"rm"},
+		Short:   "Revoke a token at once",
+		Long:    `revoke deletes a token: it stops working at once, open MCP sessions and streams included.`,
+		Example: `  switchboard token revoke coder-bot`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd, func(c *client.Client) error {
+				if err := c.RevokeToken(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printJSON(cmd.OutOrStdout(), map[string]string{"revoked": args[0]})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", args[0])
+				return nil
+			})
+		},
+	}
+}

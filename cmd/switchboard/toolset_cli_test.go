@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/daemontest"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+)
+
+// bearerTransport sends a token on every request.
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// toolNames lists a session's tools, waiting (bounded) until want shows.
+func toolNames(t *testing.T, cs *mcp.ClientSession, want string) []string {
+	t.Helper()
+	var names []string
+	for range 200 {
+		names = names[:0]
+		for tool, err := range cs.Tools(context.Background(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, tool.Name)
+		}
+		if slices.Contains(names, want) {
+			return names
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("tools %v, want %s", names, want)
+	return nil
+}
+
+// The toolset and token verbs, end to end: a toolset made with the CLI is
+// served at /toolsets/NAME/mcp to a token made with the CLI, whose use
+// shows in "token list", and "token revoke" shuts it out.
+func TestToolsetAndTokenVerbs(t *testing.T) {
+	d := startServe(t, daemontest.Options{})
+	ts := testserver.Binary(t)
+	d.ok(t, "server", "add", "alpha", "--command", ts, "--wait")
+	d.ok(t, "server", "add", "beta", "--command", ts, "--wait")
+	d.fail(t, []string{"invalid_config", "tools[1].as"}, "toolset", "add", "bad", "--tool", "alpha/echo=x", "--tool", "beta/echo=x")
+	d.ok(t, "toolset", "add", "coder", "--tool", "alpha/echo=say", "--tool", "beta/add")
+	if r := d.ok(t, "toolset", "list"); !strings.Contains(r.stdout, "coder") {
+		t.Errorf("toolset list: %s", r)
+	}
+	secret := strings.TrimSpace(d.ok(t, "token", "create", "coder-bot", "--scope", "toolset:coder").stdout)
+	if !strings.HasPrefix(secret, sb.TokenPrefix) {
+		t.Fatalf("token create printed %q, want the secret", secret)
+	}
+	if r := d.ok(t, "token", "list"); !strings.Contains(r.stdout, "coder-bot") || !strings.Contains(r.stdout, "toolset:coder") ||
+		!strings.Contains(r.stdout, "never") || strings.Contains(r.stdout, secret) {
+		t.Errorf("token list before use: %s", r)
+	}
+
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "coder"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: d.addr + "/toolsets/coder/mcp", HTTPClient: &http.Client{Transport: bearerTransport(secret)}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	names := toolNames(t, cs, "say")
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"beta__add", "say"}) {
+		t.Errorf("tools %v, want exactly [beta__add say]", names)
+	}
+	for range 100 {
+		if r := d.ok(t, "token", "list"); !strings.Contains(r.stdout, "never") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := d.ok(t, "token", "list"); strings.Contains(r.stdout, "never") || !strings.Contains(r.stdout, "ago") {
+		t.Errorf("token list after use: %s", r)
+	}
+
+	d.ok(t, "token", "revoke", "coder-bot")
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "say", Arguments: map[string]any{"text": "x"}}); err == nil {
+		t.Error("a revoked token's session could still call")
+	}
+	d.fail(t, []string{"not_found"}, "token", "revoke", "coder-bot")
+	d.ok(t, "toolset", "rm", "coder")
+	d.fail(t, []string{"not_found"}, "toolset", "show", "coder")
+}
+
+// The MCP Inspector's CLI (scripts/inspector-setup.sh installs it) lists
+// a toolset's tools, and only them.
+func TestInspectorListsAToolset(t *testing.T) {
+	bin := os.Getenv("SWITCHBOARD_INSPECTOR_BIN")
+	if bin == "" {
+		const msg = "SWITCHBOARD_INSPECTOR_BIN is not set; source scripts/inspector-setup.sh"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	// The inspector's CLI sends no header: a daemon without a credential,
+	// where the toolset's endpoint is open (the scoping is that of the
+	// toolset, which is what this test is about).
+	d := startServe(t, daemontest.Options{NoAuth: true})
+	ts := testserver.Binary(t)
+	d.ok(t, "server", "add", "alpha", "--command", ts, "--wait")
+	d.ok(t, "server", "add", "beta", "--command", ts, "--wait")
+	d.ok(t, "toolset", "add", "coder", "--tool", "alpha/echo=say", "--tool", "beta/add")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--cli", d.addr+"/toolsets/coder/mcp", "--transport", "http", "--method", "tools/list")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the inspector: %v\n%s", err, out)
+	}
+	text := string(out)
+	if !strings.Contains(text, `"name": "say"`) || !strings.Contains(text, `"name": "beta__add"`) ||
+		strings.Contains(text, "alpha__echo") || strings.Contains(text, "beta__echo") {
+		t.Errorf("the inspector listed:\n%s", text)
+	}
+}

@@ -1,0 +1,298 @@
+package main
+
+// This file holds the "toolset" verbs: add, update, list, show and rm,
+// each one request to a running "switchboard serve".
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/client"
+)
+
+func newToolsetCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "toolset",
+		Short: "Define which tools, prompts and resources each client sees",
+		Long: `A toolset is a named selection of tools, prompts and resources of one or
+more servers, served at /toolsets/NAME/mcp (and by "switchboard stdio
+--toolset NAME"). Its clients can list, call, read and complete what it
+selects and nothing else, whatever name they try. Give a client a token
+that reaches only its toolset: "switchboard token create NAME --scope
+toolset:NAME".
+
+Items are picked by exact name or by pattern ('*' is any run of
+characters), and exposed as "<server>__<name>" unless renamed. A JSON file
+(-f) can also set descriptions and annotations:
+
+  {"name": "coder",
+   "tools": [{"server": "github", "name": "search_*"},
+             {"server": "fs", "name": "read_file", "as": "read",
+              "description": "Read a file of the repository.",
+              "annotations": {"readOnlyHint": true}}],
+   "prompts": [{"server": "github", "name": "review"}],
+   "resources": [{"server": "fs", "uri": "file:///repo/*"}]}`,
+		Example: `  switchboard toolset add coder --tool github/search_* --tool fs/read_file=read
+  switchboard toolset add support -f support.json
+  switchboard toolset list`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	addTokenFlag(cmd, true)
+	cmd.AddCommand(newToolsetAddCommand(false), newToolsetAddCommand(true), newToolsetListCommand(),
+		newToolsetShowCommand(), newToolsetRmCommand())
+	return cmd
+}
+
+// toolsetFlags build a toolset from flags or a file.
+type toolsetFlags struct {
+	file, description         string
+	tools, prompts, resources []string
+}
+
+func (f *toolsetFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.file, "file", "f", "", "read the toolset as JSON from this file (- for stdin)")
+	fl.StringVar(&f.description, "description", "", "what the toolset is for")
+	fl.StringArrayVar(&f.tools, "tool", nil, "SERVER/NAME[=EXPOSED]: a tool, or a pattern such as github/search_* (repeatable)")
+	fl.StringArrayVar(&f.prompts, "prompt", nil, "SERVER/NAME[=EXPOSED]: a prompt or pattern (repeatable)")
+	fl.StringArrayVar(&f.resources, "resource", nil, "SERVER/URI: a resource (or template) URI or pattern, such as fs/file:///repo/* (repeatable)")
+}
+
+// toolset returns the toolset the flags describe, named name.
+func (f *toolsetFlags) toolset(in io.Reader, name string) (*sb.Toolset, error) {
+	ts := &sb.Toolset{}
+	if f.file != "" {
+		if len(f.tools)+len(f.prompts)+len(f.resources) > 0 || f.description != "" {
+			return nil, fmt.Errorf("-f and --tool, --prompt, --resource or --description exclude each other: put everything in the file")
+		}
+		var data []byte
+		var err error
+		if f.file == "-" {
+			data, err = io.ReadAll(in)
+		} else {
+			data, err = os.ReadFile(f.file)
+		}
+		if err != nil {
+			return nil, err
+		}
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(ts); err != nil {
+			return nil, fmt.Errorf("reading the toolset from %s: %w", f.file, err)
+		}
+		if ts.Name != "" && ts.Name != name {
+			return nil, fmt.Errorf("the file names the toolset %q, not %q", ts.Name, name)
+		}
+		ts.Name = name
+		return ts, nil
+	}
+	ts.Name, ts.Description = name, f.description
+	for _, spec := range f.tools {
+		s, err := parseSelector("--tool", spec)
+		if err != nil {
+			return nil, err
+		}
+		ts.Tools = append(ts.Tools, s)
+	}
+	for _, spec := range f.prompts {
+		s, err := parseSelector("--prompt", spec)
+		if err != nil {
+			return nil, err
+		}
+		ts.Prompts = append(ts.Prompts, s)
+	}
+	for _, spec := range f.resources {
+		server, uri, ok := strings.Cut(spec, "/")
+		if !ok || server == "" || uri == "" {
+			return nil, fmt.Errorf("--resource %q: want SERVER/URI, such as fs/file:///repo/*", spec)
+		}
+		ts.Resources = append(ts.Resources, sb.ResourceSelector{Server: server, URI: uri})
+	}
+	return ts, nil
+}
+
+// parseSelector reads SERVER/NAME[=EXPOSED].
+func parseSelector(flag, spec string) (sb.Selector, error) {
+	server, rest, ok := strings.Cut(spec, "/")
+	name, as, _ := strings.Cut(rest, "=")
+	if !ok || server == "" || name == "" {
+		return sb.Selector{}, fmt.Errorf("%s %q: want SERVER/NAME or SERVER/NAME=EXPOSED, such as github/search_* or fs/read_file=read", flag, spec)
+	}
+	return sb.Selector{Server: server, Name: name, As: as}, nil
+}
+
+func newToolsetAddCommand(update bool) *cobra.Command {
+	var f toolsetFlags
+	use, short, long := "add NAME (--tool SERVER/NAME[=EXPOSED]... | -f FILE)", "Create a toolset",
+		`add creates a toolset; its endpoint /toolsets/NAME/mcp serves it at once.
+A toolset whose exposed names would collide is refused, naming the field.`
+	if update {
+		use, short, long = "update NAME (--tool SERVER/NAME[=EXPOSED]... | -f FILE)", "Replace a toolset",
+			`update replaces a toolset with the one the flags or the file describe; its
+open sessions see the change (list_changed) at once.`
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ts, err := f.toolset(cmd.InOrStdin(), args[0])
+			if err != nil {
+				return err
+			}
+			return withClient(cmd, func(c *client.Client) error {
+				var v api.ToolsetView
+				var err error
+				if update {
+					v, err = c.UpdateToolset(cmd.Context(), args[0], ts, 0)
+				} else {
+					v, err = c.CreateToolset(cmd.Context(), ts)
+				}
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printJSON(cmd.OutOrStdout(), v)
+				}
+				verb := "added"
+				if update {
+					verb = "updated"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s toolset %s (version %d), served at /toolsets/%s/mcp\n", verb, v.Name, v.Version, v.Name)
+				return nil
+			})
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newToolsetListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the toolsets",
+		Long:    `list prints one line per toolset: how many tool, prompt and resource selectors it has; -o wide adds them.`,
+		Example: `  switchboard toolset list
+  switchboard toolset list -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withClient(cmd, func(c *client.Client) error {
+				list, err := c.Toolsets(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printJSON(cmd.OutOrStdout(), api.ToolsetList{Toolsets: list})
+				}
+				printToolsetList(cmd.OutOrStdout(), list, wideOutput(cmd))
+				return nil
+			})
+		},
+	}
+}
+
+func printToolsetList(out io.Writer, list []api.ToolsetView, wide bool) {
+	if len(list) == 0 {
+		fmt.Fprintln(out, `no toolsets; add one with "switchboard toolset add"`)
+		return
+	}
+	tw := newTable(out)
+	if wide {
+		fmt.Fprintln(tw, "NAME\tVERSION\tTOOLS\tPROMPTS\tRESOURCES\tDESCRIPTION")
+	} else {
+		fmt.Fprintln(tw, "NAME\tTOOLS\tPROMPTS\tRESOURCES\tDESCRIPTION")
+	}
+	for _, v := range list {
+		desc := v.Description
+		if desc == "" {
+			desc = "-"
+		}
+		if wide {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", v.Name, v.Version, selectors(v.Tools), selectors(v.Prompts), resourceSelectors(v.Resources), desc)
+		} else {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", v.Name, len(v.Tools), len(v.Prompts), len(v.Resources), desc)
+		}
+	}
+	tw.Flush()
+}
+
+// selectors writes selectors as the --tool flag takes them.
+func selectors(sels []sb.Selector) string {
+	if len(sels) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(sels))
+	for i, s := range sels {
+		parts[i] = s.Server + "/" + s.Name
+		if s.As != "" {
+			parts[i] += "=" + s.As
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func resourceSelectors(sels []sb.ResourceSelector) string {
+	if len(sels) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(sels))
+	for i, s := range sels {
+		parts[i] = s.Server + "/" + s.URI
+	}
+	return strings.Join(parts, ",")
+}
+
+func newToolsetShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "show NAME",
+		Short:   "Show a toolset",
+		Long:    `show prints a toolset as JSON, as "toolset update -f" takes it back.`,
+		Example: `  switchboard toolset show coder > coder.json`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd, func(c *client.Client) error {
+				v, err := c.Toolset(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printJSON(cmd.OutOrStdout(), v)
+				}
+				return printJSON(cmd.OutOrStdout(), v.Toolset)
+			})
+		},
+	}
+}
+
+func newToolsetRmCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm NAME",
+		Aliases: []string{"remove", "delete"},
+		Short:   "Delete a toolset",
+		Long:    `rm deletes a toolset; its clients' next requests are answered 404. Tokens scoped to it stay (revoke them with "switchboard token revoke").`,
+		Example: `  switchboard toolset rm coder`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd, func(c *client.Client) error {
+				if err := c.DeleteToolset(cmd.Context(), args[0], 0); err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printJSON(cmd.OutOrStdout(), map[string]string{"removed": args[0]})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "removed toolset %s\n", args[0])
+				return nil
+			})
+		},
+	}
+}
