@@ -556,6 +556,7 @@ func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolR
 	// Switchboard's own failures (timeout, connection lost, unavailable)
 	// are results the model can read, marked as errors, with the code and
 	// phase (and which limit a timeout hit) in _meta for programs.
+	g.logFailure(ctx, server, tool, err)
 	meta := map[string]any{"code": sb.CodeOf(err), "phase": sb.PhaseOf(err)}
 	var te *upstream.TimeoutError
 	if errors.As(err, &te) {

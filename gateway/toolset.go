@@ -209,8 +209,8 @@ func (g *Gateway) toolsetMirrors() []*mirror {
 }
 
 // followToolsets applies the toolsets' changes to their mirrors until ctx
-// ends: a changed toolset is shown afresh, a deleted one's clients get
-// 404 from then on.
+// ends: a changed toolset is shown afresh, a deleted one is emptied and
+// its clients get 404 from then on.
 func (g *Gateway) followToolsets(ctx context.Context) {
 	changes, stop := g.opts.Toolsets.Subscribe()
 	defer stop()
@@ -229,6 +229,9 @@ func (g *Gateway) followToolsets(ctx context.Context) {
 				continue // nobody uses it yet: its first client builds it
 			}
 			if _, _, ok := g.toolset(name); !ok {
+				// Deleted: its open sessions see an empty list (and
+				// list_changed) until they end; new requests get 404.
+				m.resyncAll()
 				g.mu.Lock()
 				delete(g.sets, name)
 				g.mu.Unlock()
@@ -336,4 +339,14 @@ func endOnRevoke(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// logFailure logs a call that failed in Switchboard (not in the tool),
+// with who made it: the API token's name, never its secret.
+func (g *Gateway) logFailure(ctx context.Context, server, tool string, err error) {
+	who := sb.PrincipalLocal
+	if p, ok := sb.PrincipalFrom(ctx); ok && p.Name != "" {
+		who = p.Name
+	}
+	g.log.Info("tool call failed", "server", server, "tool", tool, "token", who, "code", sb.CodeOf(err), "error", err)
 }

@@ -142,6 +142,9 @@ func TestToolsetShowsAndAllowsOnlyItsSelection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if got := cs.InitializeResult().ProtocolVersion; version == "" && got != "2026-07-28" {
+				t.Fatalf("negotiated %q, want the stateless 2026-07-28", got)
+			}
 			checkCoder(t, cs)
 		})
 	}
@@ -394,5 +397,76 @@ func TestToolsetAPI(t *testing.T) {
 	}
 	if code, eb := do("GET", "/api/v1/toolsets/coder", nil); code != http.StatusNotFound || eb.Error.Code != sb.CodeNotFound {
 		t.Errorf("get deleted: %d %+v", code, eb)
+	}
+}
+
+// A toolset follows its servers: a server that goes down leaves the
+// toolset's list and comes back, with list_changed each time; an edit of
+// the toolset reaches its open sessions the same way.
+func TestToolsetFollowsItsServersAndEdits(t *testing.T) {
+	e := newToolsetEnv(t, stdio(t, "alpha"), stdio(t, "beta"))
+	ctx := context.Background()
+	if _, err := e.toolsets.Create(ctx, &coder); err != nil {
+		t.Fatal(err)
+	}
+	tok := e.createToken("coder-bot", sb.ToolsetScope("coder"))
+	changed := make(chan struct{}, 100)
+	c := mcp.NewClient(&mcp.Implementation{Name: "downstream"}, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url + "/toolsets/coder/mcp",
+		HTTPClient: &http.Client{Transport: bearer(tok)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	waitTools(t, cs, "say", "beta__add")
+	drain := func() {
+		for len(changed) > 0 {
+			<-changed
+		}
+	}
+	awaitChange := func(what string) {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no tools/list_changed when %s", what)
+		}
+	}
+	drain()
+	if _, err := e.reg.SetEnabled(ctx, "beta", false); err != nil {
+		t.Fatal(err)
+	}
+	awaitChange("a server left")
+	if names := waitTools(t, cs, "say"); slices.Contains(names, "beta__add") {
+		t.Fatalf("the disabled server's tool is still listed: %v", names)
+	}
+	drain()
+	if _, err := e.reg.SetEnabled(ctx, "beta", true); err != nil {
+		t.Fatal(err)
+	}
+	awaitChange("the server came back")
+	waitTools(t, cs, "say", "beta__add")
+
+	drain()
+	narrower := coder
+	narrower.Tools = coder.Tools[:1]
+	if _, err := e.toolsets.Update(ctx, "coder", &narrower, 0); err != nil {
+		t.Fatal(err)
+	}
+	awaitChange("the toolset was narrowed")
+	for range 200 {
+		names := waitTools(t, cs, "say")
+		if !slices.Contains(names, "beta__add") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "beta__add", Arguments: map[string]any{"a": 1, "b": 2}}); err == nil {
+		t.Error("a tool the toolset no longer selects could still be called")
 	}
 }

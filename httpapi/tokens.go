@@ -123,6 +123,8 @@ func (a *handler) auth(next http.Handler) http.Handler {
 			return
 		}
 		if !p.Allows(endpointOf(r)) {
+			// The token's name, never its secret.
+			a.log.Warn("a token was refused: its scopes do not reach the endpoint", "token", p.Name, "path", r.URL.Path)
 			writeJSON(w, http.StatusForbidden, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeForbidden,
 				Message: "the token's scopes do not reach " + r.URL.Path}})
 			return

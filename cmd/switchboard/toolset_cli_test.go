@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -92,6 +93,18 @@ func TestToolsetAndTokenVerbs(t *testing.T) {
 		t.Errorf("token list after use: %s", r)
 	}
 
+	// Calls are counted by the token's name, and the secret is nowhere.
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "say", Arguments: map[string]any{"text": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	metrics := get(t, d, "/metrics")
+	if !strings.Contains(metrics, `switchboard_token_calls_total{outcome="ok",token="coder-bot"} 1`) {
+		t.Errorf("no call of coder-bot counted:\n%s", grepLines(metrics, "switchboard_token_calls_total"))
+	}
+	if strings.Contains(metrics, secret) || strings.Contains(d.serve.Logs(), secret) {
+		t.Error("the token's secret is in the metrics or the daemon's log")
+	}
+
 	d.ok(t, "token", "revoke", "coder-bot")
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "say", Arguments: map[string]any{"text": "x"}}); err == nil {
 		t.Error("a revoked token's session could still call")
@@ -99,6 +112,31 @@ func TestToolsetAndTokenVerbs(t *testing.T) {
 	d.fail(t, []string{"not_found"}, "token", "revoke", "coder-bot")
 	d.ok(t, "toolset", "rm", "coder")
 	d.fail(t, []string{"not_found"}, "toolset", "show", "coder")
+}
+
+// get fetches path from the daemon with its admin credential.
+func get(t *testing.T, d *target, path string) string {
+	t.Helper()
+	resp, err := (&http.Client{Transport: d.serve.Transport(nil)}).Get(d.addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+	}
+	return string(body)
+}
+
+func grepLines(text, substr string) string {
+	var out []string
+	for line := range strings.Lines(text) {
+		if strings.Contains(line, substr) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }
 
 // The MCP Inspector's CLI (scripts/inspector-setup.sh installs it) lists
