@@ -3,8 +3,12 @@
 // view of an upstream session ([RuntimeInfo], [Status], [Phase]); the options
 // of one tool call ([InvokeOptions]); the one vocabulary of failures ([Code],
 // [CodeOf], [PhaseOf]); secrets and how they are masked and redacted
-// ([SecretMask], [Redactor]); events ([Event], [Reason]); and the [Store]
-// interface. It imports no other package of Switchboard.
+// ([SecretMask], [Redactor]); events ([Event], [Reason]); toolsets
+// ([Toolset], whose Allows decides what a toolset's clients may see and
+// use) and scoped API tokens ([Token], [Scope], [Principal], whose Allows
+// decides which endpoints a credential reaches); and the [Store],
+// [ToolsetStore] and [TokenStore] interfaces. It imports no other package
+// of Switchboard.
 //
 // The implementations live in packages named after what they wrap, each
 // depending only on those listed before it:
@@ -14,9 +18,11 @@
 //	executor    Execute(ctx, "server/tool", args, opts) over plugins (MCP today)
 //	store/...   the Store in SQLite (sqlite) or PostgreSQL (postgres); storetest
 //	            is the contract suite both pass
-//	registry    the configured servers and their sessions, changed at runtime
+//	registry    the configured servers and their sessions, changed at runtime;
+//	            the toolsets and tokens, kept in step with other replicas
 //	metrics     Prometheus collectors: server state, call outcomes by Code
-//	gateway     the MCP endpoint: /mcp, /mcp/{name} and the stdio server
+//	gateway     the MCP endpoint: /mcp, /mcp/{name}, /toolsets/{name}/mcp and
+//	            the stdio server
 //	api         the HTTP API's wire types, shared by server and client
 //	httpapi     the HTTP API: routes, status per Code
 //	client      a Go client of the HTTP API (the CLI uses it)

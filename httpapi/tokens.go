@@ -137,7 +137,8 @@ func (a *handler) auth(next http.Handler) http.Handler {
 			defer context.AfterFunc(p.Revoked, cancel)()
 		}
 		r = r.WithContext(ctx)
-		if e := endpointOf(r); (e.MCP || e.Toolset != "") && r.Header.Get("Authorization") != "" {
+		scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if e := endpointOf(r); (e.MCP || e.Toolset != "") && strings.EqualFold(scheme, "Bearer") {
 			withTokenInfo(p, next).ServeHTTP(w, r)
 			return
 		}
