@@ -209,3 +209,19 @@ func TestValidateToken(t *testing.T) {
 		t.Error("two secrets are equal")
 	}
 }
+
+// BenchmarkToolsetAllows is the cost of the decision for one item of a
+// toolset of 20 selectors, where the last one picks it.
+func BenchmarkToolsetAllows(b *testing.B) {
+	ts := &Toolset{Name: "big"}
+	for i := range 19 {
+		ts.Tools = append(ts.Tools, Selector{Server: "server" + string(rune('a'+i)), Name: "tool_*"})
+	}
+	ts.Tools = append(ts.Tools, Selector{Server: "github", Name: "search_*"})
+	b.ReportAllocs()
+	for b.Loop() {
+		if !ts.Allows(KindTool, "github", "search_code") {
+			b.Fatal("refused")
+		}
+	}
+}

@@ -20,7 +20,7 @@ type replica struct {
 	tokens   *registry.Tokens
 }
 
-func startReplica(t *testing.T, dsn string) replica {
+func startReplica(t testing.TB, dsn string) replica {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn)
@@ -160,5 +160,21 @@ func TestTokenLastUsed(t *testing.T) {
 	}
 	if _, _, err := r.tokens.Create(ctx, "x", []sb.Scope{"root"}); !errors.Is(err, sb.ErrInvalidConfig) {
 		t.Errorf("an unknown scope: %v", err)
+	}
+}
+
+// BenchmarkAuthenticate is the per-request cost of an API token: a hash
+// and a map lookup (the last-used write is at most once a minute).
+func BenchmarkAuthenticate(b *testing.B) {
+	r := startReplica(b, "sqlite:"+b.TempDir()+"/sb.db")
+	secret, _, err := r.tokens.Create(context.Background(), "bench", []sb.Scope{sb.ScopeMCP})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := r.tokens.Authenticate(secret); !ok {
+			b.Fatal("refused")
+		}
 	}
 }
