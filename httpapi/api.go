@@ -75,7 +75,7 @@ type Options struct {
 	ToolsetMCP http.Handler
 	// Tokens, if set, are served at /api/v1/tokens and accepted as
 	// credentials, within their scopes (tokens.go).
-	Tokens Tokens
+	Tokens *registry.Tokens
 }
 
 type handler struct {
@@ -89,7 +89,7 @@ type handler struct {
 
 	// toolsets and tokens are nil if the daemon keeps none.
 	toolsets *registry.Toolsets
-	tokens   Tokens
+	tokens   *registry.Tokens
 }
 
 // New returns the API's handler.

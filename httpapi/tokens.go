@@ -14,16 +14,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/api"
 )
 
-// Tokens authenticates API tokens; registry.Tokens implements it.
-type Tokens interface {
-	// Authenticate returns the principal of a token secret (its Revoked
-	// ends when the token is revoked), or false.
-	Authenticate(secret string) (sb.Principal, bool)
-	List(ctx context.Context) ([]sb.Token, error)
-	Create(ctx context.Context, name string, scopes []sb.Scope) (string, sb.Token, error)
-	Revoke(ctx context.Context, name string) error
-}
-
 func (a *handler) listTokens(w http.ResponseWriter, r *http.Request) {
 	list, err := a.tokens.List(r.Context())
 	if err != nil {

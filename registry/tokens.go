@@ -34,8 +34,9 @@ type Tokens struct {
 	byHash map[[sha256.Size]byte]*liveToken
 	byName map[string]*liveToken
 
+	touchMu sync.Mutex     // orders touches.Go after Close's Wait
 	touches sync.WaitGroup // last-used writes in flight
-	closed  atomic.Bool
+	closed  bool           // guarded by touchMu
 }
 
 // liveToken is a valid token: its listing, and a context that ends when it
@@ -69,7 +70,9 @@ func (t *Tokens) Load(ctx context.Context) error {
 
 // Close waits for the last-used writes in flight; later uses write none.
 func (t *Tokens) Close() {
-	t.closed.Store(true)
+	t.touchMu.Lock()
+	t.closed = true
+	t.touchMu.Unlock()
 	t.touches.Wait()
 }
 
@@ -99,7 +102,9 @@ func (t *Tokens) touch(lt *liveToken) {
 	if now.UnixNano()-last < int64(touchInterval) || !lt.lastUsed.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	if t.closed.Load() {
+	t.touchMu.Lock()
+	defer t.touchMu.Unlock()
+	if t.closed {
 		return
 	}
 	t.touches.Go(func() {
