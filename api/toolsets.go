@@ -33,10 +33,10 @@ type TokenRequest struct {
 }
 
 // CreatedToken is the answer (201) of POST /api/v1/tokens: the token and
-// its secret, shown this once; only its hash is kept.
+// its secret ("token"), shown this once; only its hash is kept.
 type CreatedToken struct {
 	sb.Token
-	Secret string `json:"secret"`
+	Secret string `json:"token"`
 }
 
 // TokenList is the answer of GET /api/v1/tokens: every token, ordered by

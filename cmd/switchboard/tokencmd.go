@@ -50,7 +50,7 @@ func newTokenCreateCommand() *cobra.Command {
 		Long: `create makes a token with the scopes given and prints its secret, which
 is not shown again: give it to the client now (Authorization: Bearer ...).`,
 		Example: `  switchboard token create coder-bot --scope toolset:coder
-  switchboard token create ci --scope mcp -o json | jq -r .secret`,
+  switchboard token create ci --scope mcp -o json | jq -r .token`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ss := make([]sb.Scope, len(scopes))
