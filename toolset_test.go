@@ -1,7 +1,9 @@
 package switchboard
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -224,4 +226,69 @@ func BenchmarkToolsetAllows(b *testing.B) {
 			b.Fatal("refused")
 		}
 	}
+}
+
+// FuzzValidateToolset decodes arbitrary bytes as a Toolset, as the API and
+// the stores do, and checks what the gateway relies on: Validate never
+// panics; an error is a *ValidationError naming a field; a toolset that
+// validates has unique exposed names, none with "__", renames only on
+// exact selectors, and survives a JSON round trip unchanged.
+func FuzzValidateToolset(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"coder","tools":[{"server":"gh","name":"search_*"},{"server":"fs","name":"read_file","as":"read","description":"d","annotations":{"readOnlyHint":true}}],"prompts":[{"server":"*","name":"review"}],"resources":[{"server":"fs","uri":"file:///*"}]}`,
+		`{"name":"x","tools":[{"server":"a","name":"b","as":"same"},{"server":"c","name":"d","as":"same"}]}`,
+		`{"name":"x","tools":[{"server":"a*","name":"b","as":"r"}]}`,
+		`{"name":"x","prompts":[{"server":"a","name":"b","annotations":{}}]}`,
+		`{"name":"","tools":[{}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ts Toolset
+		if json.Unmarshal(data, &ts) != nil {
+			return
+		}
+		err := ts.Validate()
+		if err != nil {
+			var ve *ValidationError
+			if !errors.As(err, &ve) || len(ve.Fields) == 0 || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("Validate: %v is not a *ValidationError naming a field", err)
+			}
+			return
+		}
+		for _, sels := range [][]Selector{ts.Tools, ts.Prompts} {
+			seen := map[string]bool{}
+			for _, s := range sels {
+				if s.As == "" {
+					continue
+				}
+				if seen[s.As] || strings.Contains(s.As, "__") || IsPattern(s.Server) || IsPattern(s.Name) {
+					t.Fatalf("a valid toolset exposes %q badly: %+v", s.As, sels)
+				}
+				seen[s.As] = true
+			}
+		}
+		again, err := json.Marshal(ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Toolset
+		if err := json.Unmarshal(again, &back); err != nil || !reflect.DeepEqual(normal(back), normal(ts)) {
+			t.Fatalf("round trip: %+v, want %+v (%v)", back, ts, err)
+		}
+	})
+}
+
+// normal makes empty and nil lists the same, as JSON does (omitempty).
+func normal(t Toolset) Toolset {
+	if len(t.Tools) == 0 {
+		t.Tools = nil
+	}
+	if len(t.Prompts) == 0 {
+		t.Prompts = nil
+	}
+	if len(t.Resources) == 0 {
+		t.Resources = nil
+	}
+	return t
 }

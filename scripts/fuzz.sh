@@ -28,6 +28,7 @@ fi
 targets=(
 	"FuzzValidateConfig ."
 	"FuzzMatchPattern ."
+	"FuzzValidateToolset ."
 	"FuzzParseAddress ./executor"
 	"FuzzAggregateName ./gateway"
 	"FuzzAPIRequestBodies ./httpapi"
