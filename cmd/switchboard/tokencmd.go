@@ -126,12 +126,13 @@ func printTokenList(out io.Writer, list []sb.Token, now time.Time) {
 
 func newTokenRevokeCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "revoke NAME",
-		Aliases: []string{"rm"},
-		Short:   "Revoke a token at once",
-		Long:    `revoke deletes a token: it stops working at once, open MCP sessions and streams included.`,
-		Example: `  switchboard token revoke coder-bot`,
-		Args:    cobra.ExactArgs(1),
+		Use:               "revoke NAME",
+		Aliases:           []string{"rm"},
+		Short:             "Revoke a token at once",
+		Long:              `revoke deletes a token: it stops working at once, open MCP sessions and streams included.`,
+		Example:           `  switchboard token revoke coder-bot`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTokenName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, func(c *client.Client) error {
 				if err := c.RevokeToken(cmd.Context(), args[0]); err != nil {

@@ -62,6 +62,12 @@ func TestToolsetAndTokenVerbs(t *testing.T) {
 		t.Errorf("toolset list: %s", r)
 	}
 	secret := strings.TrimSpace(d.ok(t, "token", "create", "coder-bot", "--scope", "toolset:coder").stdout)
+	if r := d.ok(t, "__complete", "toolset", "rm", ""); !strings.Contains(r.stdout, "coder") {
+		t.Errorf("completing a toolset name: %s", r)
+	}
+	if r := d.ok(t, "__complete", "token", "revoke", ""); !strings.Contains(r.stdout, "coder-bot\ttoolset:coder") {
+		t.Errorf("completing a token name: %s", r)
+	}
 	if !strings.HasPrefix(secret, sb.TokenPrefix) {
 		t.Fatalf("token create printed %q, want the secret", secret)
 	}

@@ -144,6 +144,13 @@ open sessions see the change (list_changed) at once.`
 		Short: short,
 		Long:  long,
 		Args:  cobra.ExactArgs(1),
+		// A new name for add; an existing one for update.
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if update {
+				return completeToolsetName(cmd, args, toComplete)
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ts, err := f.toolset(cmd.InOrStdin(), args[0])
 			if err != nil {
@@ -254,11 +261,12 @@ func resourceSelectors(sels []sb.ResourceSelector) string {
 
 func newToolsetShowCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "show NAME",
-		Short:   "Show a toolset",
-		Long:    `show prints a toolset as JSON, as "toolset update -f" takes it back.`,
-		Example: `  switchboard toolset show coder > coder.json`,
-		Args:    cobra.ExactArgs(1),
+		Use:               "show NAME",
+		Short:             "Show a toolset",
+		Long:              `show prints a toolset as JSON, as "toolset update -f" takes it back.`,
+		Example:           `  switchboard toolset show coder > coder.json`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeToolsetName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, func(c *client.Client) error {
 				v, err := c.Toolset(cmd.Context(), args[0])
@@ -276,12 +284,13 @@ func newToolsetShowCommand() *cobra.Command {
 
 func newToolsetRmCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "rm NAME",
-		Aliases: []string{"remove", "delete"},
-		Short:   "Delete a toolset",
-		Long:    `rm deletes a toolset; its clients' next requests are answered 404. Tokens scoped to it stay (revoke them with "switchboard token revoke").`,
-		Example: `  switchboard toolset rm coder`,
-		Args:    cobra.ExactArgs(1),
+		Use:               "rm NAME",
+		Aliases:           []string{"remove", "delete"},
+		Short:             "Delete a toolset",
+		Long:              `rm deletes a toolset; its clients' next requests are answered 404. Tokens scoped to it stay (revoke them with "switchboard token revoke").`,
+		Example:           `  switchboard toolset rm coder`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeToolsetName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, func(c *client.Client) error {
 				if err := c.DeleteToolset(cmd.Context(), args[0], 0); err != nil {
