@@ -29,13 +29,15 @@ type Toolset struct {
 type Selector struct {
 	// Server is a server name or pattern ("*" is every server).
 	Server string `json:"server"`
-	// Name is a tool (or prompt) name or pattern, as the server names it.
-	Name string `json:"name"`
-	// As is the name the item is exposed under; only for an exact Name.
+	// Tool is a tool name or pattern as the server names it; in a
+	// prompts selector, a prompt name or pattern. The contract calls the
+	// field "tool" for both kinds.
+	Tool string `json:"tool"`
+	// As is the name the item is exposed under; only for an exact Tool.
 	// It may not contain "__", which marks the aggregated names, so it
 	// can never collide with an item exposed under its default name.
 	As string `json:"as,omitempty"`
-	// Description replaces the item's description; only for an exact Name.
+	// Description replaces the item's description; only for an exact Tool.
 	Description string `json:"description,omitempty"`
 	// Annotations override the tool's annotations field by field (tools
 	// only).
@@ -96,10 +98,10 @@ func (t *Toolset) Select(kind Kind, server, name string) (Selector, bool) {
 		var found *Selector
 		for i := range sels {
 			s := &sels[i]
-			if !MatchPattern(s.Server, server) || !MatchPattern(s.Name, name) {
+			if !MatchPattern(s.Server, server) || !MatchPattern(s.Tool, name) {
 				continue
 			}
-			if !IsPattern(s.Name) {
+			if !IsPattern(s.Tool) {
 				return *s, true
 			}
 			if found == nil {
@@ -112,7 +114,7 @@ func (t *Toolset) Select(kind Kind, server, name string) (Selector, bool) {
 	case KindResource:
 		for _, s := range t.Resources {
 			if MatchPattern(s.Server, server) && MatchPattern(s.URI, name) {
-				return Selector{Server: s.Server, Name: s.URI}, true
+				return Selector{Server: s.Server, Tool: s.URI}, true
 			}
 		}
 	}
@@ -199,12 +201,12 @@ func validateSelectors(kind string, sels []Selector, tools bool, bad func(field,
 	for i, s := range sels {
 		field := fmt.Sprintf("%s[%d]", kind, i)
 		validatePattern(field+".server", s.Server, bad)
-		validatePattern(field+".name", s.Name, bad)
-		exact := !IsPattern(s.Server) && !IsPattern(s.Name)
+		validatePattern(field+".tool", s.Tool, bad)
+		exact := !IsPattern(s.Server) && !IsPattern(s.Tool)
 		if s.As != "" {
 			switch {
 			case !exact:
-				bad(field+".as", "renames one item: its server and name must be exact, not patterns")
+				bad(field+".as", "renames one item: its server and tool must be exact, not patterns")
 			case !validExposedName(s.As):
 				bad(field+".as", "must be 1-64 characters of A-Z, a-z, 0-9, '_' and '-' (what LLM APIs accept)")
 			case strings.Contains(s.As, "__"):
@@ -216,7 +218,7 @@ func validateSelectors(kind string, sels []Selector, tools bool, bad func(field,
 			}
 		}
 		if s.Description != "" && !exact {
-			bad(field+".description", "describes one item: its server and name must be exact, not patterns")
+			bad(field+".description", "describes one item: its server and tool must be exact, not patterns")
 		}
 		if len(s.Description) > maxDescription {
 			bad(field+".description", "is over %d bytes", maxDescription)

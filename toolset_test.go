@@ -87,11 +87,11 @@ func bytewise(re, name string) bool {
 func TestToolsetSelect(t *testing.T) {
 	ts := &Toolset{Name: "coder",
 		Tools: []Selector{
-			{Server: "github", Name: "*"},
-			{Server: "github", Name: "search_code", As: "search"},
-			{Server: "fs", Name: "read_*"},
+			{Server: "github", Tool: "*"},
+			{Server: "github", Tool: "search_code", As: "search"},
+			{Server: "fs", Tool: "read_*"},
 		},
-		Prompts:   []Selector{{Server: "*", Name: "review"}},
+		Prompts:   []Selector{{Server: "*", Tool: "review"}},
 		Resources: []ResourceSelector{{Server: "fs", URI: "file:///repo/*"}},
 	}
 	if s, ok := ts.Select(KindTool, "github", "search_code"); !ok || s.As != "search" {
@@ -125,7 +125,7 @@ func TestToolsetSelect(t *testing.T) {
 }
 
 func TestToolsetValidate(t *testing.T) {
-	ok := &Toolset{Name: "coder", Tools: []Selector{{Server: "fs", Name: "read_file", As: "read"}, {Server: "gh", Name: "*"}}}
+	ok := &Toolset{Name: "coder", Tools: []Selector{{Server: "fs", Tool: "read_file", As: "read"}, {Server: "gh", Tool: "*"}}}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("a valid toolset: %v", err)
 	}
@@ -136,12 +136,14 @@ func TestToolsetValidate(t *testing.T) {
 	}{
 		{"no name", Toolset{}, "name"},
 		{"bad name", Toolset{Name: "Coder"}, "name"},
-		{"empty server", Toolset{Name: "x", Tools: []Selector{{Name: "a"}}}, "tools[0].server"},
-		{"rename a pattern", Toolset{Name: "x", Tools: []Selector{{Server: "fs", Name: "read_*", As: "read"}}}, "tools[0].as"},
-		{"two items, one name", Toolset{Name: "x", Tools: []Selector{{Server: "fs", Name: "a", As: "same"}, {Server: "gh", Name: "b", As: "same"}}}, "tools[1].as"},
-		{"an aggregated name", Toolset{Name: "x", Tools: []Selector{{Server: "fs", Name: "a", As: "gh__b"}}}, "tools[0].as"},
-		{"a name LLMs refuse", Toolset{Name: "x", Tools: []Selector{{Server: "fs", Name: "a", As: "a b"}}}, "tools[0].as"},
-		{"annotations on a prompt", Toolset{Name: "x", Prompts: []Selector{{Server: "fs", Name: "a", Annotations: &ToolAnnotations{}}}}, "prompts[0].annotations"},
+		{"empty server", Toolset{Name: "x", Tools: []Selector{{Tool: "a"}}}, "tools[0].server"},
+		{"empty tool", Toolset{Name: "x", Tools: []Selector{{Server: "fs"}}}, "tools[0].tool"},
+		{"empty prompt", Toolset{Name: "x", Prompts: []Selector{{Server: "fs"}}}, "prompts[0].tool"},
+		{"rename a pattern", Toolset{Name: "x", Tools: []Selector{{Server: "fs", Tool: "read_*", As: "read"}}}, "tools[0].as"},
+		{"two items, one name", Toolset{Name: "x", Tools: []Selector{{Server: "fs", Tool: "a", As: "same"}, {Server: "gh", Tool: "b", As: "same"}}}, "tools[1].as"},
+		{"an aggregated name", Toolset{Name: "x", Tools: []Selector{{Server: "fs", Tool: "a", As: "gh__b"}}}, "tools[0].as"},
+		{"a name LLMs refuse", Toolset{Name: "x", Tools: []Selector{{Server: "fs", Tool: "a", As: "a b"}}}, "tools[0].as"},
+		{"annotations on a prompt", Toolset{Name: "x", Prompts: []Selector{{Server: "fs", Tool: "a", Annotations: &ToolAnnotations{}}}}, "prompts[0].annotations"},
 		{"empty uri", Toolset{Name: "x", Resources: []ResourceSelector{{Server: "fs"}}}, "resources[0].uri"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,9 +219,9 @@ func TestValidateToken(t *testing.T) {
 func BenchmarkToolsetAllows(b *testing.B) {
 	ts := &Toolset{Name: "big"}
 	for i := range 19 {
-		ts.Tools = append(ts.Tools, Selector{Server: "server" + string(rune('a'+i)), Name: "tool_*"})
+		ts.Tools = append(ts.Tools, Selector{Server: "server" + string(rune('a'+i)), Tool: "tool_*"})
 	}
-	ts.Tools = append(ts.Tools, Selector{Server: "github", Name: "search_*"})
+	ts.Tools = append(ts.Tools, Selector{Server: "github", Tool: "search_*"})
 	b.ReportAllocs()
 	for b.Loop() {
 		if !ts.Allows(KindTool, "github", "search_code") {
@@ -235,10 +237,10 @@ func BenchmarkToolsetAllows(b *testing.B) {
 // exact selectors, and survives a JSON round trip unchanged.
 func FuzzValidateToolset(f *testing.F) {
 	for _, s := range []string{
-		`{"name":"coder","tools":[{"server":"gh","name":"search_*"},{"server":"fs","name":"read_file","as":"read","description":"d","annotations":{"readOnlyHint":true}}],"prompts":[{"server":"*","name":"review"}],"resources":[{"server":"fs","uri":"file:///*"}]}`,
-		`{"name":"x","tools":[{"server":"a","name":"b","as":"same"},{"server":"c","name":"d","as":"same"}]}`,
-		`{"name":"x","tools":[{"server":"a*","name":"b","as":"r"}]}`,
-		`{"name":"x","prompts":[{"server":"a","name":"b","annotations":{}}]}`,
+		`{"name":"coder","tools":[{"server":"gh","tool":"search_*"},{"server":"fs","tool":"read_file","as":"read","description":"d","annotations":{"readOnlyHint":true}}],"prompts":[{"server":"*","tool":"review"}],"resources":[{"server":"fs","uri":"file:///*"}]}`,
+		`{"name":"x","tools":[{"server":"a","tool":"b","as":"same"},{"server":"c","tool":"d","as":"same"}]}`,
+		`{"name":"x","tools":[{"server":"a*","tool":"b","as":"r"}]}`,
+		`{"name":"x","prompts":[{"server":"a","tool":"b","annotations":{}}]}`,
 		`{"name":"","tools":[{}]}`,
 	} {
 		f.Add([]byte(s))
@@ -262,7 +264,7 @@ func FuzzValidateToolset(f *testing.F) {
 				if s.As == "" {
 					continue
 				}
-				if seen[s.As] || strings.Contains(s.As, "__") || IsPattern(s.Server) || IsPattern(s.Name) {
+				if seen[s.As] || strings.Contains(s.As, "__") || IsPattern(s.Server) || IsPattern(s.Tool) {
 					t.Fatalf("a valid toolset exposes %q badly: %+v", s.As, sels)
 				}
 				seen[s.As] = true

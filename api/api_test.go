@@ -29,6 +29,9 @@ func TestWireShapes(t *testing.T) {
 		{RestartResponse{Status: StatusRestarting}, `{"status":"restarting"}`},
 		{LogLines{Lines: []string{"x"}}, `{"lines":["x"]}`},
 		{ServerList{Servers: []sb.ServerView{}}, `{"servers":[]}`},
+		{sb.Toolset{Name: "coder", Tools: []sb.Selector{{Server: "gh", Tool: "search_*"}, {Server: "fs", Tool: "read_file", As: "read", Description: "d"}},
+			Prompts: []sb.Selector{{Server: "gh", Tool: "review"}}, Resources: []sb.ResourceSelector{{Server: "fs", URI: "file:///*"}}},
+			`{"name":"coder","tools":[{"server":"gh","tool":"search_*"},{"server":"fs","tool":"read_file","as":"read","description":"d"}],"prompts":[{"server":"gh","tool":"review"}],"resources":[{"server":"fs","uri":"file:///*"}]}`},
 	} {
 		b, err := json.Marshal(tc.v)
 		if err != nil || string(b) != tc.want {

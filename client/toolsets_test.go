@@ -58,20 +58,36 @@ func newToolsetDaemon(t *testing.T) (*client.Client, string) {
 }
 
 func TestToolsetRoutes(t *testing.T) {
-	c, _ := newToolsetDaemon(t)
+	c, url := newToolsetDaemon(t)
 	ctx := context.Background()
-	ts := &sb.Toolset{Name: "coder", Description: "repo", Tools: []sb.Selector{{Server: "gh", Name: "search_*"},
-		{Server: "fs", Name: "read_file", As: "read", Annotations: &sb.ToolAnnotations{ReadOnlyHint: new(true)}}}}
+	ts := &sb.Toolset{Name: "coder", Description: "repo", Tools: []sb.Selector{{Server: "gh", Tool: "search_*"},
+		{Server: "fs", Tool: "read_file", As: "read", Annotations: &sb.ToolAnnotations{ReadOnlyHint: new(true)}}}}
 	v, err := c.CreateToolset(ctx, ts)
 	if err != nil || v.Version != 1 || !reflect.DeepEqual(v.Toolset, *ts) {
 		t.Fatalf("create: %+v, %v", v, err)
 	}
 	_, err = c.CreateToolset(ctx, ts)
 	wantCode(t, "create again", err, http.StatusConflict, sb.CodeExists)
-	bad := &sb.Toolset{Name: "bad", Tools: []sb.Selector{{Server: "a", Name: "x", As: "a__b"}}}
+	bad := &sb.Toolset{Name: "bad", Tools: []sb.Selector{{Server: "a", Tool: "x", As: "a__b"}}}
 	ce := wantCode(t, "an aggregated name", func() error { _, err := c.CreateToolset(ctx, bad); return err }(), http.StatusBadRequest, sb.CodeInvalidConfig)
 	if !strings.Contains(ce.Message, "tools[0].as") {
 		t.Errorf("message %q does not name tools[0].as", ce.Message)
+	}
+
+	// A selector names its item in "tool", and only there: the spelling
+	// "name" is an unknown field like any other.
+	for body, want := range map[string]int{
+		`{"name":"wire","tools":[{"server":"gh","tool":"search_*"}],"prompts":[{"server":"gh","tool":"review"}]}`: http.StatusCreated,
+		`{"name":"old","tools":[{"server":"gh","name":"search_*"}]}`:                                              http.StatusBadRequest,
+		`{"name":"old","prompts":[{"server":"gh","name":"review"}]}`:                                              http.StatusBadRequest,
+	} {
+		status, answer := postRaw(t, url+"/api/v1/toolsets", body)
+		if status != want || want == http.StatusBadRequest && !strings.Contains(answer, `unknown field \"name\"`) {
+			t.Errorf("POST %s: %d %s, want %d", body, status, answer, want)
+		}
+	}
+	if v, err := c.Toolset(ctx, "wire"); err != nil || len(v.Tools) != 1 || len(v.Prompts) != 1 || v.Tools[0].Tool != "search_*" || v.Prompts[0].Tool != "review" {
+		t.Errorf("the toolset sent with \"tool\": %+v, %v", v, err)
 	}
 
 	ts.Description = "the repository"
@@ -81,7 +97,7 @@ func TestToolsetRoutes(t *testing.T) {
 	_, err = c.UpdateToolset(ctx, "coder", ts, 1)
 	wantCode(t, "update at an old version", err, http.StatusConflict, sb.CodeConflict)
 	list, err := c.Toolsets(ctx)
-	if err != nil || len(list) != 1 || list[0].Version != 2 {
+	if err != nil || len(list) != 2 || list[0].Name != "coder" || list[0].Version != 2 {
 		t.Fatalf("list: %+v, %v", list, err)
 	}
 	if got, err := c.Toolset(ctx, "coder"); err != nil || !reflect.DeepEqual(got, list[0]) {
@@ -125,4 +141,23 @@ func TestTokenRoutes(t *testing.T) {
 	_, err = ci.Servers(ctx)
 	wantCode(t, "a revoked token", err, http.StatusUnauthorized, sb.CodeUnauthorized)
 	wantCode(t, "revoke again", c.RevokeToken(ctx, "ci"), http.StatusNotFound, sb.CodeNotFound)
+}
+
+// postRaw posts body with the admin token, as a client that is not the Go
+// one would, and returns the status and the answer.
+func postRaw(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(answer)
 }

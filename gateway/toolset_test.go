@@ -104,11 +104,11 @@ func (e *toolsetEnv) connectWith(tr *mcp.StreamableClientTransport, version stri
 // marked read-only), one prompt and one resource template.
 var coder = sb.Toolset{Name: "coder",
 	Tools: []sb.Selector{
-		{Server: "alpha", Name: "echo", As: "say", Description: "Says it back.",
+		{Server: "alpha", Tool: "echo", As: "say", Description: "Says it back.",
 			Annotations: &sb.ToolAnnotations{ReadOnlyHint: ptr(true)}},
-		{Server: "beta", Name: "add"},
+		{Server: "beta", Tool: "add"},
 	},
-	Prompts:   []sb.Selector{{Server: "alpha", Name: "greet"}},
+	Prompts:   []sb.Selector{{Server: "alpha", Tool: "greet"}},
 	Resources: []sb.ResourceSelector{{Server: "alpha", URI: "test://items/*"}},
 }
 
@@ -224,7 +224,7 @@ func TestToolsetTokenReachesOnlyItsToolset(t *testing.T) {
 	if _, err := e.toolsets.Create(ctx, &coder); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.toolsets.Create(ctx, &sb.Toolset{Name: "support", Tools: []sb.Selector{{Server: "beta", Name: "echo"}}}); err != nil {
+	if _, err := e.toolsets.Create(ctx, &sb.Toolset{Name: "support", Tools: []sb.Selector{{Server: "beta", Tool: "echo"}}}); err != nil {
 		t.Fatal(err)
 	}
 	tok := e.createToken("coder-bot", sb.ToolsetScope("coder"))
@@ -375,7 +375,7 @@ func TestToolsetAPI(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&eb)
 		return resp.StatusCode, eb
 	}
-	clash := sb.Toolset{Name: "x", Tools: []sb.Selector{{Server: "a", Name: "one", As: "same"}, {Server: "b", Name: "two", As: "same"}}}
+	clash := sb.Toolset{Name: "x", Tools: []sb.Selector{{Server: "a", Tool: "one", As: "same"}, {Server: "b", Tool: "two", As: "same"}}}
 	if code, eb := do("POST", "/api/v1/toolsets", clash); code != http.StatusBadRequest || eb.Error.Code != sb.CodeInvalidConfig ||
 		len(eb.Error.Fields) != 1 || eb.Error.Fields[0].Field != "tools[1].as" {
 		t.Errorf("a collision: %d %+v", code, eb)

@@ -119,7 +119,7 @@ func TestTokensAndToolsetsReachOtherReplicas(t *testing.T) {
 		t.Errorf("revoking twice: %v", err)
 	}
 
-	if _, err := a.toolsets.Create(ctx, &sb.Toolset{Name: "coder", Tools: []sb.Selector{{Server: "fs", Name: "read_file"}}}); err != nil {
+	if _, err := a.toolsets.Create(ctx, &sb.Toolset{Name: "coder", Tools: []sb.Selector{{Server: "fs", Tool: "read_file"}}}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the toolset reaches the other replica", func() bool {

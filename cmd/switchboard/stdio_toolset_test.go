@@ -32,7 +32,7 @@ func TestStdioServesAToolset(t *testing.T) {
 		}
 	}
 	if _, err := st.(sb.ToolsetStore).CreateToolset(ctx, &sb.Toolset{Name: "coder",
-		Tools: []sb.Selector{{Server: "alpha", Name: "echo", As: "say"}, {Server: "beta", Name: "add"}}}); err != nil {
+		Tools: []sb.Selector{{Server: "alpha", Tool: "echo", As: "say"}, {Server: "beta", Tool: "add"}}}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -58,9 +59,24 @@ func TestToolsetAndTokenVerbs(t *testing.T) {
 	d.ok(t, "server", "add", "beta", "--command", ts, "--wait")
 	d.fail(t, []string{"invalid_config", "tools[1].as"}, "toolset", "add", "bad", "--tool", "alpha/echo=x", "--tool", "beta/echo=x")
 	d.ok(t, "toolset", "add", "coder", "--tool", "alpha/echo=say", "--tool", "beta/add")
-	if r := d.ok(t, "toolset", "list"); !strings.Contains(r.stdout, "coder") {
-		t.Errorf("toolset list: %s", r)
+	if r := d.ok(t, "toolset", "list", "-o", "wide"); !strings.Contains(r.stdout, "alpha/echo=say,beta/add") {
+		t.Errorf("toolset list -o wide: %s", r)
 	}
+	// "show" prints the file "update -f" takes back, its selectors naming
+	// their item in "tool"; the spelling "name" is refused.
+	shown := d.ok(t, "toolset", "show", "coder").stdout
+	if !strings.Contains(shown, `"tool": "echo"`) || strings.Contains(shown, `"name": "echo"`) {
+		t.Errorf("toolset show: %s", shown)
+	}
+	file := filepath.Join(t.TempDir(), "coder.json")
+	if err := os.WriteFile(file, []byte(shown), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.ok(t, "toolset", "update", "coder", "-f", file)
+	if err := os.WriteFile(file, []byte(`{"tools": [{"server": "alpha", "name": "echo"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.fail(t, []string{`unknown field "name"`}, "toolset", "update", "coder", "-f", file)
 	secret := strings.TrimSpace(d.ok(t, "token", "create", "coder-bot", "--scope", "toolset:coder").stdout)
 	if r := d.ok(t, "__complete", "toolset", "rm", ""); !strings.Contains(r.stdout, "coder") {
 		t.Errorf("completing a toolset name: %s", r)

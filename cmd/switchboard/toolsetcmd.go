@@ -30,14 +30,15 @@ toolset:NAME".
 
 Items are picked by exact name or by pattern ('*' is any run of
 characters), and exposed as "<server>__<name>" unless renamed. A JSON file
-(-f) can also set descriptions and annotations:
+(-f) can also set descriptions and annotations; a selector names its item
+in "tool", for prompts too:
 
   {"name": "coder",
-   "tools": [{"server": "github", "name": "search_*"},
-             {"server": "fs", "name": "read_file", "as": "read",
+   "tools": [{"server": "github", "tool": "search_*"},
+             {"server": "fs", "tool": "read_file", "as": "read",
               "description": "Read a file of the repository.",
               "annotations": {"readOnlyHint": true}}],
-   "prompts": [{"server": "github", "name": "review"}],
+   "prompts": [{"server": "github", "tool": "review"}],
    "resources": [{"server": "fs", "uri": "file:///repo/*"}]}`,
 		Example: `  switchboard toolset add coder --tool github/search_* --tool fs/read_file=read
   switchboard toolset add support -f support.json
@@ -61,8 +62,8 @@ func (f *toolsetFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.file, "file", "f", "", "read the toolset as JSON from this file (- for stdin)")
 	fl.StringVar(&f.description, "description", "", "what the toolset is for")
-	fl.StringArrayVar(&f.tools, "tool", nil, "SERVER/NAME[=EXPOSED]: a tool, or a pattern such as github/search_* (repeatable)")
-	fl.StringArrayVar(&f.prompts, "prompt", nil, "SERVER/NAME[=EXPOSED]: a prompt or pattern (repeatable)")
+	fl.StringArrayVar(&f.tools, "tool", nil, "SERVER/TOOL[=EXPOSED]: a tool, or a pattern such as github/search_* (repeatable)")
+	fl.StringArrayVar(&f.prompts, "prompt", nil, "SERVER/PROMPT[=EXPOSED]: a prompt or pattern (repeatable)")
 	fl.StringArrayVar(&f.resources, "resource", nil, "SERVER/URI: a resource (or template) URI or pattern, such as fs/file:///repo/* (repeatable)")
 }
 
@@ -96,14 +97,14 @@ func (f *toolsetFlags) toolset(in io.Reader, name string) (*sb.Toolset, error) {
 	}
 	ts.Name, ts.Description = name, f.description
 	for _, spec := range f.tools {
-		s, err := parseSelector("--tool", spec)
+		s, err := parseSelector("--tool", "TOOL", spec)
 		if err != nil {
 			return nil, err
 		}
 		ts.Tools = append(ts.Tools, s)
 	}
 	for _, spec := range f.prompts {
-		s, err := parseSelector("--prompt", spec)
+		s, err := parseSelector("--prompt", "PROMPT", spec)
 		if err != nil {
 			return nil, err
 		}
@@ -119,23 +120,24 @@ func (f *toolsetFlags) toolset(in io.Reader, name string) (*sb.Toolset, error) {
 	return ts, nil
 }
 
-// parseSelector reads SERVER/NAME[=EXPOSED].
-func parseSelector(flag, spec string) (sb.Selector, error) {
+// parseSelector reads SERVER/ITEM[=EXPOSED], where item names what the
+// flag picks (TOOL or PROMPT) in its error.
+func parseSelector(flag, item, spec string) (sb.Selector, error) {
 	server, rest, ok := strings.Cut(spec, "/")
 	name, as, _ := strings.Cut(rest, "=")
 	if !ok || server == "" || name == "" {
-		return sb.Selector{}, fmt.Errorf("%s %q: want SERVER/NAME or SERVER/NAME=EXPOSED, such as github/search_* or fs/read_file=read", flag, spec)
+		return sb.Selector{}, fmt.Errorf("%s %q: want SERVER/%s or SERVER/%s=EXPOSED, such as github/search_* or fs/read_file=read", flag, spec, item, item)
 	}
-	return sb.Selector{Server: server, Name: name, As: as}, nil
+	return sb.Selector{Server: server, Tool: name, As: as}, nil
 }
 
 func newToolsetAddCommand(update bool) *cobra.Command {
 	var f toolsetFlags
-	use, short, long := "add NAME (--tool SERVER/NAME[=EXPOSED]... | -f FILE)", "Create a toolset",
+	use, short, long := "add NAME (--tool SERVER/TOOL[=EXPOSED]... | -f FILE)", "Create a toolset",
 		`add creates a toolset; its endpoint /toolsets/NAME/mcp serves it at once.
 A toolset whose exposed names would collide is refused, naming the field.`
 	if update {
-		use, short, long = "update NAME (--tool SERVER/NAME[=EXPOSED]... | -f FILE)", "Replace a toolset",
+		use, short, long = "update NAME (--tool SERVER/TOOL[=EXPOSED]... | -f FILE)", "Replace a toolset",
 			`update replaces a toolset with the one the flags or the file describe; its
 open sessions see the change (list_changed) at once.`
 	}
@@ -240,7 +242,7 @@ func selectors(sels []sb.Selector) string {
 	}
 	parts := make([]string, len(sels))
 	for i, s := range sels {
-		parts[i] = s.Server + "/" + s.Name
+		parts[i] = s.Server + "/" + s.Tool
 		if s.As != "" {
 			parts[i] += "=" + s.As
 		}

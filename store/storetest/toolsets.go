@@ -40,11 +40,11 @@ func fullToolset(name string) *switchboard.Toolset {
 		Name:        name,
 		Description: "the repository tools, \"quoted\" ünï",
 		Tools: []switchboard.Selector{
-			{Server: "github", Name: "search_*"},
-			{Server: "fs", Name: "read_file", As: "read", Description: "Read one file.",
+			{Server: "github", Tool: "search_*"},
+			{Server: "fs", Tool: "read_file", As: "read", Description: "Read one file.",
 				Annotations: &switchboard.ToolAnnotations{Title: "Read", ReadOnlyHint: ptr(true), DestructiveHint: ptr(false)}},
 		},
-		Prompts:   []switchboard.Selector{{Server: "*", Name: "review"}},
+		Prompts:   []switchboard.Selector{{Server: "*", Tool: "review"}},
 		Resources: []switchboard.ResourceSelector{{Server: "fs", URI: "file:///repo/*"}},
 	}
 }
@@ -73,7 +73,7 @@ func testToolsets(t *testing.T, open OpenFunc) {
 	_, err = s.GetToolset(ctx, "nope")
 	checkErr(t, "get missing", err, switchboard.ErrToolsetNotFound)
 
-	smaller := &switchboard.Toolset{Name: "coder", Tools: []switchboard.Selector{{Server: "fs", Name: "*"}}}
+	smaller := &switchboard.Toolset{Name: "coder", Tools: []switchboard.Selector{{Server: "fs", Tool: "*"}}}
 	updated, err := s.UpdateToolset(ctx, smaller, 1)
 	if err != nil {
 		t.Fatal(err)
