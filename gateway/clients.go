@@ -73,6 +73,7 @@ type downstream struct {
 	counted   bool         // it holds a slot
 	sessionID string       // its Mcp-Session-Id, while counted
 	addr      netip.Prefix // its client's address, while counted
+	poked     time.Time    // when the relay last reset its idle timer (relay.go)
 }
 
 func newClients(maxLive, maxPerAddr int) *clients {

@@ -1,0 +1,188 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// relayed runs call and fails the test unless the gateway's relay served
+// exactly one tools/call and the upstream relayed it as bytes (n is 0 for
+// a call the upstream never answered with a result or an error).
+func relayed(t *testing.T, e *env, upstreamN int64, call func()) {
+	t.Helper()
+	served, bytes := gateway.RelayServed(e.gw), upstream.RelayedCalls()
+	call()
+	if got := gateway.RelayServed(e.gw) - served; got != 1 {
+		t.Errorf("the relay served %d calls, want 1", got)
+	}
+	if got := upstream.RelayedCalls() - bytes; got != upstreamN {
+		t.Errorf("the upstream relayed %d calls as bytes, want %d", got, upstreamN)
+	}
+}
+
+func TestRelayCarriesCallsOnBothEndpoints(t *testing.T) {
+	e := newEnv(t, "", stdio(t, "r"))
+	for path, tool := range map[string]string{"/mcp/r": "echo", "/mcp": "r__echo"} {
+		cs := e.connect(path, nil)
+		waitTools(t, cs, tool)
+		relayed(t, e, 1, func() {
+			if got := text(t)(cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "héllo \"x\"\n"}})); got != "héllo \"x\"\n" {
+				t.Errorf("%s: echo = %q", path, got)
+			}
+		})
+	}
+}
+
+func TestRelayedProgressArrivesInOrderBeforeTheResult(t *testing.T) {
+	e := newEnv(t, "", stdio(t, "p"))
+	var mu sync.Mutex
+	var got []float64
+	cs := e.connect("/mcp/p", &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Params.ProgressToken == "tok" {
+			got = append(got, r.Params.Progress)
+		}
+	}})
+	waitTools(t, cs, "slow")
+	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"duration_ms": 200, "interval_ms": 20}}
+	params.SetProgressToken("tok")
+	relayed(t, e, 1, func() { text(t)(cs.CallTool(context.Background(), params)) })
+	// The go-sdk client handles notifications on a goroutine of its own:
+	// they are all on the wire before the result, but may be handled after.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 10 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}; !slices.Equal(got, want) {
+		t.Fatalf("progress %v, want %v", got, want)
+	}
+}
+
+func TestRelayedCallCancelledDownstreamIsCancelledUpstream(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	e := newEnv(t, "", stdio(t, "c", "-events", events))
+	cs := e.connect("/mcp/c", nil)
+	waitTools(t, cs, "sleep")
+	relayed(t, e, 0, func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 30000}})
+			errc <- err
+		}()
+		testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
+		cancel()
+		if err := <-errc; err == nil {
+			t.Fatal("the cancelled call succeeded")
+		}
+		testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "cancelled" && ev.Tool == "sleep" }, 5*time.Second)
+	})
+}
+
+func TestRelayedCallTimingOutIsCancelledUpstreamWithTheTypedError(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	cfg := stdio(t, "t", "-events", events)
+	cfg.CallTimeoutMS = 300
+	e := newEnv(t, "", cfg)
+	cs := e.connect("/mcp/t", nil)
+	waitTools(t, cs, "sleep")
+	relayed(t, e, 0, func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 30000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if meta, _ := res.Meta["switchboard/error"].(map[string]any); !res.IsError || meta["code"] != string(sb.CodeTimeout) || meta["limit"] != "request" {
+			t.Errorf("result %+v, want the typed timeout error", res)
+		}
+	})
+	testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "cancelled" && ev.Tool == "sleep" }, 5*time.Second)
+}
+
+func TestRelayedErrorsAreTheTypedOnes(t *testing.T) {
+	e := newEnvRegistry(t, "", registry.Options{Session: upstream.Options{MaxResultBytes: 1000}}, gateway.Options{}, stdio(t, "x"))
+	cs := e.connect("/mcp/x", nil)
+	waitTools(t, cs, "big", "fail", "rpc_error", "crash")
+	call := func(tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	}
+	code := func(res *mcp.CallToolResult) any {
+		meta, _ := res.Meta["switchboard/error"].(map[string]any)
+		return meta["code"]
+	}
+	relayed(t, e, 1, func() {
+		if res, err := call("big", map[string]any{"bytes": 900}); err != nil || res.IsError || len(res.Content[0].(*mcp.TextContent).Text) != 900 {
+			t.Errorf("big under the cap: %v %+v", err, res)
+		}
+	})
+	relayed(t, e, 1, func() {
+		if res, err := call("big", map[string]any{"bytes": 2000}); err != nil || !res.IsError || code(res) != string(sb.CodeResultTooLarge) {
+			t.Errorf("big over the cap: %v %+v, want result_too_large", err, res)
+		}
+	})
+	relayed(t, e, 1, func() {
+		if res, err := call("fail", map[string]any{"message": "no"}); err != nil || !res.IsError || res.Meta["switchboard/error"] != nil {
+			t.Errorf("tool error: %v %+v, want the tool's own isError result", err, res)
+		}
+	})
+	relayed(t, e, 0, func() {
+		var rpc *jsonrpc.Error
+		if _, err := call("rpc_error", map[string]any{"code": -32000, "message": "nope"}); !errors.As(err, &rpc) || rpc.Code != -32000 || rpc.Message != "nope" {
+			t.Errorf("rpc error: %v, want the upstream's JSON-RPC error", err)
+		}
+	})
+	relayed(t, e, 0, func() {
+		if res, err := call("echo", map[string]any{"text": 42}); err != nil || !res.IsError || code(res) != string(sb.CodeInvalidArguments) {
+			t.Errorf("bad arguments: %v %+v, want invalid_arguments", err, res)
+		}
+	})
+	relayed(t, e, 0, func() {
+		res, err := call("crash", nil)
+		if err != nil || !res.IsError || code(res) != string(sb.CodeConnectionLost) ||
+			!strings.Contains(res.Content[0].(*mcp.TextContent).Text, "exited with status 3") {
+			t.Errorf("crash: %v %+v, want connection_lost naming the exit", err, res)
+		}
+	})
+}
+
+func TestToolsNotShownAndElicitingClientsTakeTheGoSDKPath(t *testing.T) {
+	e := newEnv(t, "", stdio(t, "f"))
+	cs := e.connect("/mcp/f", nil)
+	waitTools(t, cs, "echo")
+	served := gateway.RelayServed(e.gw)
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "nope"}); err == nil {
+		t.Error("a tool that does not exist was called")
+	}
+	el := e.connect("/mcp/f", &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
+	}})
+	if got := text(t)(el.CallTool(context.Background(), &mcp.CallToolParams{Name: "elicit"})); got != "answer: yes" {
+		t.Errorf("elicit = %q", got)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 0 {
+		t.Errorf("the relay served %d calls it should have left to the go-sdk", got)
+	}
+}
