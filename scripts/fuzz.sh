@@ -30,6 +30,8 @@ targets=(
 	"FuzzParseAddress ./executor"
 	"FuzzAggregateName ./gateway"
 	"FuzzAPIRequestBodies ./httpapi"
+	"FuzzMembers ./internal/rawjson"
+	"FuzzRelayEnvelope ./gateway"
 )
 
 log="$(mktemp)"

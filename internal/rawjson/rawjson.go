@@ -2,14 +2,17 @@
 // the relay (gateway/relay.go, upstream/relay.go) reads a message's id,
 // method and a few params from the bytes and passes the rest on untouched.
 //
-// It checks only as much syntax as it walks: the value it returns is well
-// formed as far as its brackets and strings go, and the parts it skips are
-// checked no further (the peer that decodes them does). Keys are compared
-// as they are written, escapes and all, so a key spelled with escapes is
-// not found: the callers then take the slow path, which decodes.
+// What it walks it validates as encoding/json would (except that invalid
+// UTF-8 passes through, as it does in the go-sdk's decoder), so an object
+// that Members walks to its end is valid JSON. Keys are compared as they
+// are written, escapes and all, so a key spelled with escapes is not
+// found: the callers then take the slow path, which decodes.
 package rawjson
 
-import "errors"
+import (
+	"encoding/binary"
+	"errors"
+)
 
 // ErrSyntax is returned for input that is not a JSON object as far as the
 // scanner walked it.
@@ -40,7 +43,7 @@ func Members(b []byte, fn func(key, val []byte) bool) error {
 			return ErrSyntax
 		}
 		i = space(b, i+1)
-		vend, err := Skip(b, i)
+		vend, err := skip(b, i, 1)
 		if err != nil {
 			return err
 		}
@@ -76,16 +79,27 @@ func Get(b []byte, key string) ([]byte, bool) {
 	return found, ok && err == nil
 }
 
-// Skip returns the end of the value that starts at b[i].
+// Skip returns the end of the value that starts at b[i], which must be
+// valid JSON.
 func Skip(b []byte, i int) (int, error) {
+	return skip(b, i, 0)
+}
+
+// maxDepth bounds the nesting Skip follows (as the go-sdk bounds its
+// decoder's), so that no input can exhaust the stack.
+const maxDepth = 1000
+
+func skip(b []byte, i, depth int) (int, error) {
 	if i >= len(b) {
 		return 0, ErrSyntax
 	}
 	switch c := b[i]; {
 	case c == '"':
 		return skipString(b, i)
-	case c == '{' || c == '[':
-		return skipNested(b, i)
+	case c == '{':
+		return skipObject(b, i, depth+1)
+	case c == '[':
+		return skipArray(b, i, depth+1)
 	case c == 't':
 		return literal(b, i, "true")
 	case c == 'f':
@@ -93,11 +107,7 @@ func Skip(b []byte, i int) (int, error) {
 	case c == 'n':
 		return literal(b, i, "null")
 	case c == '-' || (c >= '0' && c <= '9'):
-		j := i + 1
-		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
-			j++
-		}
-		return j, nil
+		return skipNumber(b, i)
 	}
 	return 0, ErrSyntax
 }
@@ -115,48 +125,174 @@ func String(v []byte) (string, bool) {
 	return string(v[1 : len(v)-1]), true
 }
 
+// plain marks the bytes a string holds as they are: not a quote, a
+// backslash or a control character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // skipString returns the end of the string that starts at b[i] (a quote).
 func skipString(b []byte, i int) (int, error) {
-	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '\\':
+	j := i + 1
+	for {
+		for j+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
+		}
+		for j < len(b) && plain[b[j]] {
 			j++
-		case c == '"':
+		}
+		if j >= len(b) {
+			return 0, ErrSyntax
+		}
+		switch b[j] {
+		case '"':
 			return j + 1, nil
-		case c < 0x20:
+		case '\\':
+			j++
+			if j >= len(b) {
+				return 0, ErrSyntax
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) || !hex(b[j+1]) || !hex(b[j+2]) || !hex(b[j+3]) || !hex(b[j+4]) {
+					return 0, ErrSyntax
+				}
+				j += 4
+			default:
+				return 0, ErrSyntax
+			}
+			j++
+		default:
+			return 0, ErrSyntax // a control character
+		}
+	}
+}
+
+// special8 reports whether any of the 8 bytes in x is not plain (the
+// bit tricks of "Bit Twiddling Hacks": a zero byte, a byte below n).
+func special8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	return zero(x^(ones*'"'))|zero(x^(ones*'\\'))|((x-ones*0x20)&^x&highs) != 0
+}
+
+func hex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// skipNumber returns the end of the number that starts at b[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func skipNumber(b []byte, i int) (int, error) {
+	j := i
+	if b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && b[j] >= '1' && b[j] <= '9':
+		j = digits(b, j)
+	default:
+		return 0, ErrSyntax
+	}
+	if j < len(b) && b[j] == '.' {
+		k := digits(b, j+1)
+		if k == j+1 {
+			return 0, ErrSyntax
+		}
+		j = k
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		k := digits(b, j)
+		if k == j {
+			return 0, ErrSyntax
+		}
+		j = k
+	}
+	return j, nil
+}
+
+func digits(b []byte, j int) int {
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	return j
+}
+
+// skipObject returns the end of the object that starts at b[i].
+func skipObject(b []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, ErrSyntax
+	}
+	j := space(b, i+1)
+	if j < len(b) && b[j] == '}' {
+		return j + 1, nil
+	}
+	for {
+		if j >= len(b) || b[j] != '"' {
+			return 0, ErrSyntax
+		}
+		end, err := skipString(b, j)
+		if err != nil {
+			return 0, err
+		}
+		j = space(b, end)
+		if j >= len(b) || b[j] != ':' {
+			return 0, ErrSyntax
+		}
+		if j, err = skip(b, space(b, j+1), depth); err != nil {
+			return 0, err
+		}
+		j = space(b, j)
+		if j >= len(b) {
+			return 0, ErrSyntax
+		}
+		switch b[j] {
+		case ',':
+			j = space(b, j+1)
+		case '}':
+			return j + 1, nil
+		default:
 			return 0, ErrSyntax
 		}
 	}
-	return 0, ErrSyntax
 }
 
-// skipNested returns the end of the object or array that starts at b[i],
-// matching brackets and skipping strings.
-func skipNested(b []byte, i int) (int, error) {
-	var stack []byte // the closing brackets expected, innermost last
-	for j := i; j < len(b); j++ {
-		switch c := b[j]; c {
-		case '"':
-			end, err := skipString(b, j)
-			if err != nil {
-				return 0, err
-			}
-			j = end - 1
-		case '{':
-			stack = append(stack, '}')
-		case '[':
-			stack = append(stack, ']')
-		case '}', ']':
-			if len(stack) == 0 || stack[len(stack)-1] != c {
-				return 0, ErrSyntax
-			}
-			stack = stack[:len(stack)-1]
-			if len(stack) == 0 {
-				return j + 1, nil
-			}
+// skipArray returns the end of the array that starts at b[i].
+func skipArray(b []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, ErrSyntax
+	}
+	j := space(b, i+1)
+	if j < len(b) && b[j] == ']' {
+		return j + 1, nil
+	}
+	for {
+		var err error
+		if j, err = skip(b, j, depth); err != nil {
+			return 0, err
+		}
+		j = space(b, j)
+		if j >= len(b) {
+			return 0, ErrSyntax
+		}
+		switch b[j] {
+		case ',':
+			j = space(b, j+1)
+		case ']':
+			return j + 1, nil
+		default:
+			return 0, ErrSyntax
 		}
 	}
-	return 0, ErrSyntax
 }
 
 func literal(b []byte, i int, word string) (int, error) {
