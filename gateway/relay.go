@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,7 +64,7 @@ type relayEnvelope struct {
 // parseEnvelope reads a single JSON-RPC message. ok is false for anything
 // the relay leaves to the go-sdk.
 func parseEnvelope(body []byte) (env relayEnvelope, ok bool) {
-	version := false
+	version, other := false, false
 	ok = rawjson.Members(body, func(k, v []byte) bool {
 		switch string(k) {
 		case "jsonrpc":
@@ -74,16 +76,20 @@ func parseEnvelope(body []byte) (env relayEnvelope, ok bool) {
 		case "params":
 			env.params = v
 		default:
+			other = true
 			return false
 		}
 		return true
-	}) == nil && version && len(env.method) > 0 && env.params != nil
+	}) == nil && !other && version && len(env.method) > 0 && env.params != nil
 	if !ok {
 		return env, false
 	}
 	switch string(env.method) {
 	case `"tools/call"`:
-		return env, len(env.id) > 0 && env.id[0] != '{' && env.id[0] != '[' && env.id[0] != 'n' && env.readCall()
+		// An id is a string or a number; arguments, if any, an object
+		// (the go-sdk path answers the others).
+		return env, len(env.id) > 0 && (env.id[0] == '"' || env.id[0] == '-' || env.id[0] >= '0' && env.id[0] <= '9') &&
+			env.readCall() && (env.args == nil || env.args[0] == '{')
 	case `"notifications/cancelled"`:
 		rid, found := rawjson.Get(env.params, "requestId")
 		env.requestID = rid
@@ -95,23 +101,21 @@ func parseEnvelope(body []byte) (env relayEnvelope, ok bool) {
 // readCall reads the params of tools/call.
 func (env *relayEnvelope) readCall() bool {
 	var meta []byte
-	named := false
+	named, other := false, false
 	if rawjson.Members(env.params, func(k, v []byte) bool {
 		switch string(k) {
 		case "name":
 			env.name, named = rawjson.String(v)
-			return named
+			other = !named
 		case "arguments":
-			if string(v) != "null" {
-				env.args = v
-			}
+			env.args = v
 		case "_meta":
 			meta = v
 		default:
-			return false
+			other = true
 		}
-		return true
-	}) != nil || !named {
+		return !other
+	}) != nil || other || !named {
 		return false
 	}
 	if meta == nil || string(meta) == "null" {
@@ -129,9 +133,10 @@ func (env *relayEnvelope) readCall() bool {
 // body is restored for the go-sdk.
 func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *http.Request) bool {
 	id := r.Header.Get("Mcp-Session-Id")
-	version := r.Header.Get("Mcp-Protocol-Version")
-	if version == "" || version >= "2026-07-28" || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
-		!strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+	accept := r.Header.Get("Accept")
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
+		!strings.Contains(accept, "text/event-stream") || !strings.Contains(accept, "application/json") ||
+		!hostChecked(r) {
 		return false
 	}
 	m := g.agg
@@ -161,8 +166,11 @@ func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *ht
 	if string(env.method) == `"notifications/cancelled"` {
 		return g.relays.cancel(id, env.requestID, w)
 	}
-	if caps := d.ss.InitializeParams(); caps == nil || caps.Capabilities == nil ||
-		caps.Capabilities.Elicitation != nil || caps.Capabilities.Sampling != nil {
+	// The header must name the version the client asked for, which the
+	// session then runs (a version the go-sdk does not serve is answered
+	// by the go-sdk, with 400).
+	if p := d.ss.InitializeParams(); p == nil || p.ProtocolVersion != r.Header.Get("Mcp-Protocol-Version") ||
+		p.Capabilities == nil || p.Capabilities.Elicitation != nil || p.Capabilities.Sampling != nil {
 		return false
 	}
 	m.mu.Lock()
@@ -175,6 +183,29 @@ func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *ht
 	g.relayCall(w, r, d, id, env, o)
 	g.keepAlive(stateful, r, d) // a long call must not leave the session to time out
 	return true
+}
+
+// hostChecked reports whether r passes the go-sdk's DNS-rebinding check
+// without a doubt: the check applies (a loopback listener, its address in
+// the context) only to a Host that is not a loopback name. In doubt, the
+// go-sdk's handler decides.
+func hostChecked(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
+		return true
+	}
+	if ap, err := netip.ParseAddrPort(local.String()); err != nil || !ap.Addr().IsLoopback() {
+		return err == nil
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && a.IsLoopback()
 }
 
 // relayMaxBody bounds the body the relay reads; a larger one goes to the

@@ -3,6 +3,9 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -160,7 +163,7 @@ func TestRelayedErrorsAreTheTypedOnes(t *testing.T) {
 		}
 	})
 	relayed(t, e, 0, func() {
-		res, err := call("crash", nil)
+		res, err := call("crash", map[string]any{})
 		if err != nil || !res.IsError || code(res) != string(sb.CodeConnectionLost) ||
 			!strings.Contains(res.Content[0].(*mcp.TextContent).Text, "exited with status 3") {
 			t.Errorf("crash: %v %+v, want connection_lost naming the exit", err, res)
@@ -184,5 +187,50 @@ func TestToolsNotShownAndElicitingClientsTakeTheGoSDKPath(t *testing.T) {
 	}
 	if got := gateway.RelayServed(e.gw) - served; got != 0 {
 		t.Errorf("the relay served %d calls it should have left to the go-sdk", got)
+	}
+}
+
+// The relay keeps the go-sdk's DNS-rebinding protection: on a loopback
+// listener, a call whose Host is not a loopback name is refused, session
+// or not.
+func TestRelayKeepsTheHostCheck(t *testing.T) {
+	e := newEnv(t, "", stdio(t, "h"))
+	srv := httptest.NewServer(e.gw.Handler()) // no API in front: the go-sdk's own check applies
+	t.Cleanup(srv.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "downstream"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/h"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	waitTools(t, cs, "echo")
+	post := func(host string) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp/h",
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	served := gateway.RelayServed(e.gw)
+	if got := post("attacker.example"); got != http.StatusForbidden {
+		t.Errorf("a call with Host attacker.example: %d, want 403", got)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 0 {
+		t.Errorf("the relay served %d calls with a foreign Host", got)
+	}
+	if got := post(strings.TrimPrefix(srv.URL, "http://")); got != http.StatusOK {
+		t.Errorf("the same call with the listener's Host: %d, want 200", got)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 1 {
+		t.Errorf("the relay served %d calls with the listener's Host, want 1", got)
 	}
 }
