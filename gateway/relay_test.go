@@ -220,17 +220,35 @@ func TestRelayKeepsTheHostCheck(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	// The listener's Host first: the relay has then just reset the
+	// session's idle timer, and would not ask the go-sdk again for a while.
 	served := gateway.RelayServed(e.gw)
-	if got := post("attacker.example"); got != http.StatusForbidden {
-		t.Errorf("a call with Host attacker.example: %d, want 403", got)
-	}
-	if got := gateway.RelayServed(e.gw) - served; got != 0 {
-		t.Errorf("the relay served %d calls with a foreign Host", got)
-	}
 	if got := post(strings.TrimPrefix(srv.URL, "http://")); got != http.StatusOK {
-		t.Errorf("the same call with the listener's Host: %d, want 200", got)
+		t.Errorf("a call with the listener's Host: %d, want 200", got)
+	}
+	if got := post("attacker.example"); got != http.StatusForbidden {
+		t.Errorf("the same call with Host attacker.example: %d, want 403", got)
 	}
 	if got := gateway.RelayServed(e.gw) - served; got != 1 {
-		t.Errorf("the relay served %d calls with the listener's Host, want 1", got)
+		t.Errorf("the relay served %d calls, want 1 (the one with the listener's Host)", got)
+	}
+}
+
+// Relayed calls never reach the go-sdk, whose timer ends idle sessions:
+// the relay resets it, so that a session busy with calls alone lives on.
+func TestRelayedCallsKeepTheSessionAlive(t *testing.T) {
+	e := newEnvWith(t, gateway.Options{SessionTimeout: 600 * time.Millisecond}, stdio(t, "k"))
+	cs := e.connect("/mcp/k", nil)
+	waitTools(t, cs, "echo")
+	for i := range 8 { // 1.6 s of calls alone, well past the timeout
+		relayed(t, e, 1, func() {
+			if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		})
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatalf("the session ended under relayed calls: %v", err)
 	}
 }
