@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -212,8 +213,9 @@ func hostChecked(r *http.Request) bool {
 // go-sdk, whose own limit applies.
 const relayMaxBody = 4 << 20
 
-// relayCall runs one tools/call and writes its answer as server-sent
-// events: progress first, then the response.
+// relayCall runs one tools/call and writes its answer: as server-sent
+// events if progress came first (progress, then the response), else as
+// one JSON body.
 func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstream, sessionID string, env relayEnvelope, o origin) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
@@ -227,11 +229,7 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 		g.relays.mu.Unlock()
 	}()
 
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Connection", "keep-alive")
-	h.Set("Mcp-Session-Id", sessionID)
+	w.Header().Set("Mcp-Session-Id", sessionID)
 	sse := &sseWriter{w: w}
 
 	ctx = g.clients.withClient(ctx, d.ss, d.server)
@@ -251,7 +249,8 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 		fwd.flush()
 	}
 	if errors.Is(context.Cause(ctx), errCancelledByClient) {
-		return // a cancelled request is not answered
+		sse.start() // a cancelled request is not answered: its stream just ends
+		return
 	}
 	var msg []byte
 	if raw.Result != nil && (err == nil || errors.Is(err, upstream.ErrToolError)) {
@@ -260,7 +259,15 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 		res, err := answer(res, err)
 		msg = encodeResponse(env.id, res, err)
 	}
-	sse.event(msg)
+	if sse.started {
+		sse.event(msg)
+		return
+	}
+	// Nothing came before the response: it goes as one JSON body, which
+	// costs the client less to read than a stream.
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(msg)))
+	_, _ = w.Write(msg)
 }
 
 // response is a JSON-RPC response with id and a result already encoded.
@@ -304,15 +311,30 @@ func progressMessage(token []byte, p sb.Progress) []byte {
 }
 
 // sseWriter writes server-sent events of the message type, as the go-sdk
-// does, flushing each.
+// does, flushing each. The stream starts with the first event.
 type sseWriter struct {
-	mu sync.Mutex
-	w  http.ResponseWriter
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	started bool
+}
+
+// start sends the stream's headers, once; s.mu is held or not needed.
+func (s *sseWriter) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	h := s.w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+	s.w.WriteHeader(http.StatusOK)
 }
 
 func (s *sseWriter) event(data []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.start()
 	b := make([]byte, 0, len("event: message\ndata: \n\n")+len(data))
 	b = append(b, "event: message\ndata: "...)
 	b = append(b, data...)
