@@ -4,7 +4,9 @@
 // unchanged. The mirrored lists follow the upstream sessions (a server that
 // drops leaves the list, and comes back, with list_changed sent
 // downstream), and calls pass through whole: progress, cancellation,
-// elicitation, sampling, logging, resources, prompts and completion.
+// elicitation, sampling, logging, resources, prompts and completion. The
+// hot request, tools/call over Streamable HTTP, is relayed as bytes where
+// it can be (relay.go); everything else goes through the go-sdk's server.
 package gateway
 
 import (

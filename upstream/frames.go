@@ -27,6 +27,9 @@ import (
 // decode it. Every other message is decoded and given to the go-sdk as
 // before, in the order it came.
 
+// keptLine is the largest line buffer a connection keeps between messages.
+const keptLine = 64 << 10
+
 // relayIDPrefix starts the id of every relayed request.
 const relayIDPrefix = "sb-relay-"
 
@@ -99,6 +102,9 @@ func (c *frameConn) readLoop() {
 	var line []byte
 	var err error
 	for {
+		if cap(line) > keptLine {
+			line = nil // an idle link does not keep the largest message it ever read
+		}
 		line, err = c.readLine(br, line[:0])
 		if err != nil {
 			break
