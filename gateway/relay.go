@@ -155,7 +155,7 @@ func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *ht
 	if d == nil || d.server != m.server {
 		return false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, relayMaxBody+1))
+	body, err := readBody(r)
 	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 	if err != nil || len(body) > relayMaxBody {
 		return false
@@ -209,6 +209,17 @@ func hostChecked(r *http.Request) bool {
 	return err == nil && a.IsLoopback()
 }
 
+// readBody reads at most relayMaxBody+1 bytes of r's body, in one piece
+// when its length is known.
+func readBody(r *http.Request) ([]byte, error) {
+	if n := r.ContentLength; n > 0 && n <= relayMaxBody {
+		body := make([]byte, n)
+		k, err := io.ReadFull(r.Body, body)
+		return body[:k], err
+	}
+	return io.ReadAll(io.LimitReader(r.Body, relayMaxBody+1))
+}
+
 // relayMaxBody bounds the body the relay reads; a larger one goes to the
 // go-sdk, whose own limit applies.
 const relayMaxBody = 4 << 20
@@ -252,7 +263,7 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 		sse.start() // a cancelled request is not answered: its stream just ends
 		return
 	}
-	var msg []byte
+	var msg [][]byte // the response, in pieces: the result is not copied
 	if raw.Result != nil && (err == nil || errors.Is(err, upstream.ErrToolError)) {
 		msg = response(env.id, raw.Result)
 	} else {
@@ -260,29 +271,37 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 		msg = encodeResponse(env.id, res, err)
 	}
 	if sse.started {
-		sse.event(msg)
+		sse.event(msg...)
 		return
 	}
 	// Nothing came before the response: it goes as one JSON body, which
 	// costs the client less to read than a stream.
+	n := 0
+	for _, p := range msg {
+		n += len(p)
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(msg)))
-	_, _ = w.Write(msg)
+	w.Header().Set("Content-Length", strconv.Itoa(n))
+	for _, p := range msg {
+		if _, err := w.Write(p); err != nil {
+			return
+		}
+	}
 }
 
-// response is a JSON-RPC response with id and a result already encoded.
-func response(id, result []byte) []byte {
-	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	return append(b, '}')
+// response is a JSON-RPC response with id and a result already encoded,
+// in pieces.
+func response(id, result []byte) [][]byte {
+	head := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":`)+len(id))
+	head = append(head, `{"jsonrpc":"2.0","id":`...)
+	head = append(head, id...)
+	head = append(head, `,"result":`...)
+	return [][]byte{head, result, []byte("}")}
 }
 
 // encodeResponse encodes a result, or a JSON-RPC error, as the response
 // to the request id.
-func encodeResponse(id []byte, res *mcp.CallToolResult, rpcErr *jsonrpc.Error) []byte {
+func encodeResponse(id []byte, res *mcp.CallToolResult, rpcErr *jsonrpc.Error) [][]byte {
 	if rpcErr == nil {
 		b, err := json.Marshal(res)
 		if err == nil {
@@ -294,7 +313,7 @@ func encodeResponse(id []byte, res *mcp.CallToolResult, rpcErr *jsonrpc.Error) [
 	b := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
 	b = append(b, `,"error":`...)
 	b = append(b, e...)
-	return append(b, '}')
+	return [][]byte{append(b, '}')}
 }
 
 // progressMessage is a notifications/progress for token.
@@ -331,13 +350,20 @@ func (s *sseWriter) start() {
 	s.w.WriteHeader(http.StatusOK)
 }
 
-func (s *sseWriter) event(data []byte) {
+// event writes one event whose data is the pieces of data.
+func (s *sseWriter) event(data ...[]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
-	b := make([]byte, 0, len("event: message\ndata: \n\n")+len(data))
+	n := len("event: message\ndata: \n\n")
+	for _, p := range data {
+		n += len(p)
+	}
+	b := make([]byte, 0, n)
 	b = append(b, "event: message\ndata: "...)
-	b = append(b, data...)
+	for _, p := range data {
+		b = append(b, p...)
+	}
 	b = append(b, "\n\n"...)
 	if _, err := s.w.Write(b); err == nil {
 		_ = http.NewResponseController(s.w).Flush()

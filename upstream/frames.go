@@ -109,11 +109,15 @@ func (c *frameConn) readLoop() {
 		if err != nil {
 			break
 		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 || c.routeReply(line) {
+		msg := bytes.TrimSpace(line)
+		if len(msg) == 0 {
 			continue
 		}
-		msgs, derr := decodeFrame(line)
+		if c.routeReply(msg) {
+			line = nil // the reply's result is a part of it, now the caller's
+			continue
+		}
+		msgs, derr := decodeFrame(msg)
 		for _, m := range msgs {
 			if !c.deliver(readOrErr{msg: m}) {
 				break
@@ -196,7 +200,7 @@ func decodeFrame(line []byte) ([]jsonrpc.Message, error) {
 }
 
 // routeReply gives line to the relayed request it answers, if it is such
-// a reply, and reports whether it was.
+// a reply, and reports whether it was; the request then owns line.
 func (c *frameConn) routeReply(line []byte) bool {
 	if !bytes.Contains(line, relayIDQuoted) {
 		return false // the common case for every message not relayed
@@ -217,7 +221,7 @@ func (c *frameConn) routeReply(line []byte) bool {
 }
 
 // parseReply reads a response with a relay id: its id and its result or
-// error. The result is copied out of the read buffer.
+// error (the result is a part of line).
 func parseReply(line []byte) (id string, reply relayReply, ok bool) {
 	var result, rpcErr []byte
 	isRequest := false
@@ -245,7 +249,7 @@ func parseReply(line []byte) (id string, reply relayReply, ok bool) {
 		}
 		reply.err = &e
 	case result != nil:
-		reply.result = bytes.Clone(result)
+		reply.result = result
 	default:
 		reply.err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server answered with neither a result nor an error"}
 	}
