@@ -303,7 +303,9 @@ func response(id, result []byte) [][]byte {
 // to the request id.
 func encodeResponse(id []byte, res *mcp.CallToolResult, rpcErr *jsonrpc.Error) [][]byte {
 	if rpcErr == nil {
-		b, err := json.Marshal(res)
+		// The result's own MarshalJSON, not json.Marshal, which would
+		// validate and compact its whole output once more.
+		b, err := res.MarshalJSON()
 		if err == nil {
 			return response(id, b)
 		}
