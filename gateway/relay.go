@@ -89,8 +89,7 @@ func parseEnvelope(body []byte) (env relayEnvelope, ok bool) {
 	case `"tools/call"`:
 		// An id is a string or a number; arguments, if any, an object
 		// (the go-sdk path answers the others).
-		return env, len(env.id) > 0 && (env.id[0] == '"' || env.id[0] == '-' || env.id[0] >= '0' && env.id[0] <= '9') &&
-			env.readCall() && (env.args == nil || env.args[0] == '{')
+		return env, scalarID(env.id) && env.readCall() && (env.args == nil || env.args[0] == '{')
 	case `"notifications/cancelled"`:
 		rid, found := rawjson.Get(env.params, "requestId")
 		env.requestID = rid
@@ -122,12 +121,20 @@ func (env *relayEnvelope) readCall() bool {
 	if meta == nil || string(meta) == "null" {
 		return true
 	}
+	odd := false
 	return rawjson.Members(meta, func(k, v []byte) bool {
-		if string(k) == "progressToken" {
+		if string(k) == "progressToken" && string(v) != "null" {
 			env.token = v
+			odd = !scalarID(v) // a token is a string or a number
 		}
-		return true
-	}) == nil
+		return !odd
+	}) == nil && !odd
+}
+
+// scalarID reports whether the raw JSON value v is a string or a number,
+// what JSON-RPC ids and progress tokens are.
+func scalarID(v []byte) bool {
+	return len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9')
 }
 
 // serveRelay serves r if it can and reports whether it did; if not, r's

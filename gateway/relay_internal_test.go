@@ -17,14 +17,17 @@ func TestParseEnvelope(t *testing.T) {
 		{body: `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo"}}`, ok: true, name: "echo", method: `"tools/call"`, id: `"a"`},
 		{body: `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo","arguments":null}}`}, // the go-sdk path refuses null
 		{body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`, ok: true, method: `"notifications/cancelled"`, rqID: `7`},
-		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`},                                 // not relayed
-		{body: `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"echo"}}`},                 // no id
-		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"e\u0063ho"}}`},               // escaped name
-		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","task":{}}}`},          // params beyond the three
-		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"},"extra":1}`},          // members beyond the four
-		{body: `{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{"name":"echo"}}`},                    // not JSON-RPC 2.0
-		{body: `[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}]`},                  // a batch
-		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"a":}}}`}, // malformed
+		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`},                                           // not relayed
+		{body: `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"echo"}}`},                           // no id
+		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"e\u0063ho"}}`},                         // escaped name
+		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","task":{}}}`},                    // params beyond the three
+		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"},"extra":1}`},                    // members beyond the four
+		{body: `{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{"name":"echo"}}`},                              // not JSON-RPC 2.0
+		{body: `[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}]`},                            // a batch
+		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"a":}}}`},           // malformed
+		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":{}}}}`}, // odd token
+		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":null,"x":1}}}`,
+			ok: true, name: "echo", method: `"tools/call"`, id: `7`},
 	} {
 		env, ok := parseEnvelope([]byte(tc.body))
 		if ok != tc.ok {

@@ -205,17 +205,7 @@ func TestRelayKeepsTheHostCheck(t *testing.T) {
 	t.Cleanup(func() { cs.Close() })
 	waitTools(t, cs, "echo")
 	post := func(host string) int {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp/h",
-			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`))
-		req.Host = host
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", cs.ID())
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := rawPost(t, srv.URL+"/mcp/h", host, cs.ID(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return resp.StatusCode
@@ -250,5 +240,68 @@ func TestRelayedCallsKeepTheSessionAlive(t *testing.T) {
 	}
 	if _, err := cs.ListTools(context.Background(), nil); err != nil {
 		t.Fatalf("the session ended under relayed calls: %v", err)
+	}
+}
+
+// rawPost POSTs one JSON-RPC message on session sessionID as a go-sdk
+// client would, with Host host if it is not empty.
+func rawPost(t *testing.T, url, host, sessionID, body string) *http.Response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(rawRequest(t, url, host, sessionID, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// rawRequest is the request rawPost sends.
+func rawRequest(t *testing.T, url, host, sessionID, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sessionID)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	return req
+}
+
+// A client's notifications/cancelled for a relayed call reaches the
+// relay (202), which cancels the call upstream and leaves it unanswered.
+func TestRelayedCallCancelledByNotification(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	e := newEnv(t, "", stdio(t, "n", "-events", events))
+	cs := e.connect("/mcp/n", nil)
+	waitTools(t, cs, "sleep")
+	served := gateway.RelayServed(e.gw)
+	call := rawRequest(t, e.url+"/mcp/n", "", cs.ID(), `{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params":{"name":"sleep","arguments":{"ms":30000}}}`)
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(call)
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answer <- string(b)
+	}()
+	testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
+	resp := rawPost(t, e.url+"/mcp/n", "", cs.ID(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c-1","reason":"enough"}}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Errorf("notifications/cancelled: %d, want 202", resp.StatusCode)
+	}
+	testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "cancelled" && ev.Tool == "sleep" }, 5*time.Second)
+	if got := <-answer; strings.Contains(got, `"c-1"`) {
+		t.Errorf("the cancelled call was answered: %s", got)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 1 {
+		t.Errorf("the relay served %d calls, want 1", got)
 	}
 }
