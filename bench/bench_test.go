@@ -103,11 +103,14 @@ func BenchmarkEchoParallel(b *testing.B) {
 //	go test -run='^$' -bench='EndpointInProcess/direct/1KiB' -benchtime=3000x -cpuprofile=direct.out ./bench/
 //	go test -run='^$' -bench='EndpointInProcess/gateway/1KiB' -benchtime=3000x -cpuprofile=gateway.out ./bench/
 //	go tool pprof -top -diff_base=direct.out gateway.out
+//
+// "stdio" is the gateway in front of the testserver as a stdio child, at
+// /mcp/NAME: the path of the relay (issue 13).
 func BenchmarkEndpointInProcess(b *testing.B) {
-	for _, path := range []string{"direct", "gateway"} {
+	for _, path := range []string{"direct", "gateway", "stdio"} {
 		for _, size := range []int{1 << 10, 32 << 10} {
 			b.Run(fmt.Sprintf("%s/%dKiB", path, size>>10), func(b *testing.B) {
-				url, tool := endpointInProcess(b, path == "gateway")
+				url, tool := endpointInProcess(b, path)
 				hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 				b.Cleanup(hc.CloseIdleConnections)
 				ctx := context.Background()
@@ -136,9 +139,10 @@ func BenchmarkEndpointInProcess(b *testing.B) {
 }
 
 // endpointInProcess serves the in-process testserver over Streamable HTTP
-// and, if through, Switchboard in front of it, both on loopback; it
-// returns the endpoint and the echo tool's name there.
-func endpointInProcess(b *testing.B, through bool) (url, tool string) {
+// and, unless path is "direct", Switchboard in front of it ("gateway") or
+// of a stdio testserver child ("stdio"), both on loopback; it returns the
+// endpoint and the echo tool's name there.
+func endpointInProcess(b *testing.B, path string) (url, tool string) {
 	b.Helper()
 	srv, err := testserver.NewInProcess(testserver.Options{})
 	if err != nil {
@@ -146,7 +150,7 @@ func endpointInProcess(b *testing.B, through bool) (url, tool string) {
 	}
 	upstream := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	b.Cleanup(upstream.Close)
-	if !through {
+	if path == "direct" {
 		return upstream.URL, "echo"
 	}
 
@@ -171,8 +175,11 @@ func endpointInProcess(b *testing.B, through bool) (url, tool string) {
 	if err := reg.Load(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := reg.Create(ctx, &sb.ServerConfig{Name: endpointServer, Transport: sb.TransportStreamableHTTP,
-		URL: upstream.URL, ProtocolVersion: pinnedProtocol}); err != nil {
+	cfg := &sb.ServerConfig{Name: endpointServer, Transport: sb.TransportStreamableHTTP, URL: upstream.URL, ProtocolVersion: pinnedProtocol}
+	if path == "stdio" {
+		cfg = &sb.ServerConfig{Name: endpointServer, Transport: sb.TransportStdio, Command: testserver.Binary(b), ProtocolVersion: pinnedProtocol}
+	}
+	if _, err := reg.Create(ctx, cfg); err != nil {
 		b.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
@@ -184,6 +191,9 @@ func endpointInProcess(b *testing.B, through bool) (url, tool string) {
 			b.Fatalf("%s not connected within 30s: %+v (%v)", endpointServer, v.Runtime, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if path == "stdio" {
+		return api.URL + "/mcp/" + endpointServer, "echo"
 	}
 	return api.URL + "/mcp", endpointServer + "__echo"
 }

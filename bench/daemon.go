@@ -54,9 +54,10 @@ type daemonLog struct {
 // maxProblems bounds the WARN and ERROR lines a daemonLog keeps.
 const maxProblems = 8
 
-// startDaemon starts bin serve on db and waits up to 30 s for its API to
-// answer (daemontest.StartProcess). The caller kills it.
-func startDaemon(ctx context.Context, bin, db string) (*daemon, error) {
+// startDaemon starts bin serve on db, with more flags args, and waits up
+// to 30 s for its API to answer (daemontest.StartProcess). The caller
+// kills it.
+func startDaemon(ctx context.Context, bin, db string, args ...string) (*daemon, error) {
 	d := &daemon{allStarted: make(chan struct{})}
 	godebug := "gctrace=1"
 	if v := os.Getenv("GODEBUG"); v != "" {
@@ -67,6 +68,7 @@ func startDaemon(ctx context.Context, bin, db string) (*daemon, error) {
 		Binary:    bin,
 		DB:        "sqlite:" + db,
 		LogLevel:  "info",
+		Args:      args,
 		Env:       []string{"GODEBUG=" + godebug},
 		OnLine:    d.readLine,
 		StopGrace: daemonGrace,

@@ -68,7 +68,13 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	d, err := startDaemon(ctx, cfg.Switchboard, filepath.Join(dir, "switchboard.db"))
+	var args []string
+	if cfg.ProfileDir != "" {
+		// serve's CPU profile of the whole scenario: where the daemon's
+		// time goes (BENCHMARKS.md §6b).
+		args = []string{"--cpu-profile", filepath.Join(cfg.ProfileDir, "serve-endpoint-cpu.pprof")}
+	}
+	d, err := startDaemon(ctx, cfg.Switchboard, filepath.Join(dir, "switchboard.db"), args...)
 	if err != nil {
 		return nil, nil, err
 	}

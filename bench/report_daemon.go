@@ -51,6 +51,32 @@ func (r *Report) endpointTargets() []Target {
 			})
 	}
 	for _, o := range r.Endpoint {
+		// Issue 13: the latency /mcp/{name} adds to a direct stdio call of
+		// the same server, paired per repetition.
+		one, okOne := o.Row(SideGatewayOneStdio)
+		direct, okDirect := o.Row(SideDirectStdio)
+		if !okOne || !okDirect {
+			continue
+		}
+		p50, p99 := o.addedOver(SideGatewayOneStdio, SideDirectStdio)
+		name := fmt.Sprintf("endpoint: %s over %s, %s echo, %s", SideGatewayOneStdio, SideDirectStdio, fmtPayload(o.Payload), o.Mode)
+		out = append(out,
+			Target{
+				Name: "added p50, " + name,
+				Goal: fmt.Sprintf("≤ %s", fmtMillis(endpointAddedP50Goal/1000.0)),
+				Measured: fmt.Sprintf("%s; p50 %s direct stdio, %s through /mcp/{name}", fmtStatFull(p50, fmtMicros),
+					fmtMicros(direct.P50.Median), fmtMicros(one.P50.Median)),
+				Met: p50.Median <= endpointAddedP50Goal,
+			},
+			Target{
+				Name: "added p99, " + name,
+				Goal: fmt.Sprintf("≤ %s", fmtMillis(endpointAddedP99Goal/1000.0)),
+				Measured: fmt.Sprintf("%s; p99 %s direct stdio, %s through /mcp/{name}", fmtStatFull(p99, fmtMicros),
+					fmtMicros(direct.P99.Median), fmtMicros(one.P99.Median)),
+				Met: p99.Median <= endpointAddedP99Goal,
+			})
+	}
+	for _, o := range r.Endpoint {
 		direct, _ := o.Row(SideDirect)
 		for _, g := range endpointWireSpeedGoals {
 			row, ok := o.Row(g.side)
@@ -67,6 +93,17 @@ func (r *Report) endpointTargets() []Target {
 		}
 	}
 	return out
+}
+
+// addedOver is the p50 and p99 that side adds over base, in µs, paired per
+// repetition.
+func (r *OverheadResult) addedOver(side, base string) (p50, p99 Stat) {
+	var d50, d99 []float64
+	for i, s := range r.Samples[side] {
+		d50 = append(d50, r.pair(base, i, func(b Sample) float64 { return micros(s.P50 - b.P50) }))
+		d99 = append(d99, r.pair(base, i, func(b Sample) float64 { return micros(s.P99 - b.P99) }))
+	}
+	return Summarize(d50), Summarize(d99)
 }
 
 // daemonKinds are the kinds of the daemon-scale results present, in order,

@@ -47,7 +47,9 @@ type Config struct {
 	// ProfileCalls is the size of the block whose allocations are
 	// attributed per side; zero skips the profiles.
 	ProfileCalls int
-	// ProfileDir, if set, receives pprof allocs profiles around each block.
+	// ProfileDir, if set, receives pprof allocs profiles around each block,
+	// and the endpoint scenario's serve its CPU profile
+	// (serve-endpoint-cpu.pprof).
 	ProfileDir string
 
 	// RecoveryIters is the number of kill -9 iterations.

@@ -73,6 +73,8 @@ type downstream struct {
 	counted   bool         // it holds a slot
 	sessionID string       // its Mcp-Session-Id, while counted
 	addr      netip.Prefix // its client's address, while counted
+	poked     time.Time    // when the relay last reset its idle timer (relay.go)
+	who       string       // the principal that began it, while counted: only it may use it
 }
 
 func newClients(maxLive, maxPerAddr int) *clients {
@@ -185,7 +187,7 @@ func (c *clients) admit(a *admission, ss *mcp.ServerSession, server *mcp.Server)
 		d = &downstream{ss: ss, server: server}
 		c.known[ss] = d
 	}
-	d.counted, d.sessionID, d.addr = true, ss.ID(), a.addr
+	d.counted, d.sessionID, d.addr, d.who = true, ss.ID(), a.addr, a.who
 	c.byID[d.sessionID] = d
 	c.live++
 	c.mu.Unlock()

@@ -12,3 +12,6 @@ func SetClientSweep(t *testing.T, d time.Duration) {
 	clientSweep = d
 	t.Cleanup(func() { clientSweep = prev })
 }
+
+// RelayServed reports how many tools/call requests g's relay has served.
+func RelayServed(g *Gateway) int64 { return g.relays.served.Load() }

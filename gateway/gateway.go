@@ -4,7 +4,9 @@
 // unchanged. The mirrored lists follow the upstream sessions (a server that
 // drops leaves the list, and comes back, with list_changed sent
 // downstream), and calls pass through whole: progress, cancellation,
-// elicitation, sampling, logging, resources, prompts and completion.
+// elicitation, sampling, logging, resources, prompts and completion. The
+// hot request, tools/call over Streamable HTTP, is relayed as bytes where
+// it can be (relay.go); everything else goes through the go-sdk's server.
 package gateway
 
 import (
@@ -145,6 +147,7 @@ type Gateway struct {
 	sets map[string]*mirror // by toolset (toolset.go)
 
 	clients *clients // the downstream sessions named for per-client sessions
+	relays  *relayState
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when follow and watchClients have returned
@@ -174,7 +177,7 @@ func New(src Source, opts Options) *Gateway {
 	}
 	opts.MaxTotalTimeout = min(opts.MaxTotalTimeout, sb.MaxInvokeTimeout)
 	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror),
-		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress), done: make(chan struct{})}
+		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress), relays: newRelayState(), done: make(chan struct{})}
 	g.agg = g.newMirror("")
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
@@ -457,6 +460,8 @@ func (g *Gateway) streamable(serverFor func(*http.Request) *mcp.Server, exists f
 			return
 		}
 		switch id := r.Header.Get("Mcp-Session-Id"); {
+		case r.Method == http.MethodPost && id != "" && g.serveRelay(stateful, w, r):
+			// served by the relay (relay.go)
 		case r.Method == http.MethodPost && id == "":
 			g.serveNewSession(stateful, w, r)
 		case r.Method == http.MethodDelete && id != "":
@@ -535,7 +540,9 @@ func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolR
 	}
 	var fwd *progressForwarder
 	if tok := req.Params.GetProgressToken(); tok != nil {
-		fwd = newProgressForwarder(ctx, req.Session, tok)
+		fwd = newProgressForwarder(func(p sb.Progress) {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		})
 		opts.OnProgress = fwd.enqueue
 	}
 	var args any
@@ -546,16 +553,27 @@ func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolR
 	if fwd != nil {
 		fwd.flush() // every progress notification goes out before the result
 	}
+	res, rpc := g.answer(ctx, server, tool, res, err)
+	if rpc != nil {
+		return nil, rpc
+	}
+	return res, nil
+}
+
+// answer is what a client of the MCP endpoints gets for the outcome of a
+// call: the result (an isError one included), the upstream's own JSON-RPC
+// error passed through, or, for Switchboard's own failures (timeout,
+// connection lost, unavailable), a result the model can read, marked as an
+// error, with the code and phase (and which limit a timeout hit) in _meta
+// for programs, logged with the caller's name.
+func (g *Gateway) answer(ctx context.Context, server, tool string, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, *jsonrpc.Error) {
 	if err == nil || errors.Is(err, upstream.ErrToolError) {
 		return res, nil
 	}
 	var rpc *jsonrpc.Error
 	if errors.Is(err, upstream.ErrServerError) && errors.As(err, &rpc) {
-		return nil, rpc // the upstream's own JSON-RPC error, passed through
+		return nil, rpc
 	}
-	// Switchboard's own failures (timeout, connection lost, unavailable)
-	// are results the model can read, marked as errors, with the code and
-	// phase (and which limit a timeout hit) in _meta for programs.
 	g.logFailure(ctx, server, tool, err)
 	meta := map[string]any{"code": sb.CodeOf(err), "phase": sb.PhaseOf(err)}
 	var te *upstream.TimeoutError
@@ -591,12 +609,12 @@ type progressForwarder struct {
 	done  chan struct{}
 }
 
-func newProgressForwarder(ctx context.Context, ss *mcp.ServerSession, tok any) *progressForwarder {
+func newProgressForwarder(send func(sb.Progress)) *progressForwarder {
 	f := &progressForwarder{queue: make(chan sb.Progress, progressBacklog), done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
 		for p := range f.queue {
-			ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message})
+			send(p)
 		}
 	}()
 	return f

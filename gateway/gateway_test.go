@@ -69,9 +69,16 @@ func newEnvWith(t *testing.T, opts gateway.Options, servers ...*sb.ServerConfig)
 // first, then Load).
 func newEnvOpts(t *testing.T, token string, opts gateway.Options, servers ...*sb.ServerConfig) *env {
 	t.Helper()
+	return newEnvRegistry(t, token, registry.Options{}, opts, servers...)
+}
+
+// newEnvRegistry is newEnvOpts with registry options too.
+func newEnvRegistry(t *testing.T, token string, ro registry.Options, opts gateway.Options, servers ...*sb.ServerConfig) *env {
+	t.Helper()
 	st := sqlitetest.Store(t, servers...)
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	reg := registry.New(st, &registry.Options{Logger: log})
+	ro.Logger = log
+	reg := registry.New(st, &ro)
 	ex := executor.New(executor.NewMCP(reg))
 	opts.Executor, opts.Logger = ex, log
 	gw := gateway.New(reg, opts)

@@ -470,3 +470,48 @@ func TestToolsetFollowsItsServersAndEdits(t *testing.T) {
 		t.Error("a tool the toolset no longer selects could still be called")
 	}
 }
+
+// A session belongs to the token that began it, on the relay's path as on
+// the go-sdk's: another token, even one with the same scope, that presents
+// its session id is refused, and the session's own token is still relayed.
+func TestSessionIsBoundToItsTokenOnTheRelay(t *testing.T) {
+	e := newToolsetEnv(t, stdio(t, "alpha"))
+	owner, other := e.createToken("owner", sb.ScopeMCP), e.createToken("other", sb.ScopeMCP)
+	cs, err := e.connectAs("/mcp/alpha", owner, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTools(t, cs, "echo")
+	call := func(token string) int {
+		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"mine"}}}`
+		req, _ := http.NewRequest(http.MethodPost, e.url+"/mcp/alpha", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// The owner first: its call also resets the session's idle timer,
+	// which the relay does through the go-sdk (where the token is checked)
+	// only now and then.
+	served := gateway.RelayServed(e.gw)
+	if code := call(owner); code != http.StatusOK {
+		t.Errorf("the owner's call: %d, want 200", code)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 1 {
+		t.Errorf("the relay served %d of the owner's calls, want 1", got)
+	}
+	if code := call(other); code != http.StatusForbidden {
+		t.Errorf("another token's call on the session: %d, want 403", code)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 1 {
+		t.Errorf("the relay served %d calls, want only the owner's", got)
+	}
+}

@@ -32,6 +32,8 @@ targets=(
 	"FuzzParseAddress ./executor"
 	"FuzzAggregateName ./gateway"
 	"FuzzAPIRequestBodies ./httpapi"
+	"FuzzMembers ./internal/rawjson"
+	"FuzzRelayEnvelope ./gateway"
 )
 
 log="$(mktemp)"

@@ -105,7 +105,12 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			sent.tok = tok
 		}
 		l.calls.Add(1)
-		res, err := l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
+		var res *mcp.CallToolResult
+		if out := rawResultFrom(ctx); out != nil && l.frames != nil {
+			res, err = s.relayCall(rctx, l, params, out)
+		} else {
+			res, err = l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
+		}
 		l.calls.Add(-1)
 		if err == nil {
 			c.finish()

@@ -22,6 +22,7 @@ type link struct {
 	cs        *mcp.ClientSession
 	transport sb.Transport
 	proc      *process           // stdio only
+	frames    *frameConn         // byte-stream links only: carries relayed calls
 	cancel    context.CancelFunc // ends the link's context (the SSE stream)
 	catalog   catalog            // owned by the lifecycle goroutine
 

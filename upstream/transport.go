@@ -13,13 +13,14 @@ import (
 // in-process server).
 
 // ioTransport speaks newline-delimited JSON-RPC over r and w, with the
-// progress tap on r and frames bounded by the result size cap. The go-sdk
-// ends the connection on an oversized frame without saying so in a way a
+// progress tap on r and frames bounded by the result size cap; its
+// connection (frames.go), kept on the link, also carries relayed calls.
+// The connection ends on an oversized frame without saying so in a way a
 // caller can test; the tap notes it on the link.
 func (s *Session) ioTransport(l *link, r io.ReadCloser, w io.WriteCloser) mcp.Transport {
 	limit := s.opts.MaxResultBytes + frameOverhead
-	return &mcp.IOTransport{
-		Reader: &lineTap{r: r, fn: s.onWire, maxLine: limit, onOversize: func() {
+	return &frameTransport{
+		r: &lineTap{r: r, fn: s.onWire, maxLine: limit, onOversize: func() {
 			// No call is sent on the link from here on: calls wait for the
 			// reconnect instead of failing on a connection being reset.
 			l.markDead(fail(sb.PhaseRuntime, sb.CodeResultTooLarge, retryFast, ErrResultTooLarge,
@@ -27,8 +28,9 @@ func (s *Session) ioTransport(l *link, r io.ReadCloser, w io.WriteCloser) mcp.Tr
 			l.sharedBlame.Store(l.calls.Load() > 1)
 			l.oversized.Store(true) // last: it publishes the two above
 		}},
-		Writer:        w,
-		MaxLineLength: limit,
+		w:     w,
+		limit: limit,
+		conn:  &l.frames,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -55,6 +56,7 @@ func newServeCommand() *cobra.Command {
 		allowedHosts       []string
 		upstreamNets       []string
 		logLevel           string
+		cpuProfile         string
 		mcpFlags           endpointFlags
 		sessFlags          sessionFlags
 		replica            replicaFlags
@@ -114,6 +116,13 @@ server's max_total_timeout_ms says otherwise.`,
 			if err != nil {
 				return err
 			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			// SWITCHBOARD_TOKEN is read here, not as the flag's default: a
 			// default is printed by --help, and a token must never be.
 			auth, err := authFrom(token, os.Getenv("SWITCHBOARD_TOKEN"), insecureNoAuth, client.CredentialPath)
@@ -151,6 +160,7 @@ server's max_total_timeout_ms says otherwise.`,
 	f.StringSliceVar(&allowedHosts, "allowed-host", envList("SWITCHBOARD_ALLOWED_HOSTS"),
 		`a Host name requests may carry besides loopback names and the listening address; repeatable, "*" for any (env SWITCHBOARD_ALLOWED_HOSTS, comma-separated)`)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile (go tool pprof) of the whole run to this file when serve exits; for benchmarks")
 	registerUpstreamNetworks(f, &upstreamNets)
 	mcpFlags.register(f)
 	sessFlags.register(f)
@@ -159,6 +169,22 @@ server's max_total_timeout_ms says otherwise.`,
 	f.DurationVar(&replica.resyncInterval, "resync-interval", registry.DefaultResyncInterval,
 		"how often to compare every server with the database, in case a change notification from another replica was lost; 0: never")
 	return cmd
+}
+
+// startCPUProfile starts writing a CPU profile to path; stop ends it.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // registerUpstreamNetworks adds --allow-upstream-network, shared by serve

@@ -52,7 +52,7 @@ func run() int {
 		scenarios  = flag.String("run", "", "comma-separated `scenarios` to run: "+strings.Join(bench.AllScenarios, ",")+" (default all)")
 		testserver = flag.String("testserver", "", "testserver `binary` (default: go build ./internal/testserver/cmd/testserver)")
 		sbBinary   = flag.String("switchboard", "", "switchboard `binary` for endpoint and daemon-scale (default: go build ./cmd/switchboard)")
-		profileDir = flag.String("profile", "", "write pprof allocs profiles around each profiled block to `dir`")
+		profileDir = flag.String("profile", "", "write pprof allocs profiles around each profiled block, and serve's CPU profile of the endpoint scenario, to `dir`")
 		quiet      = flag.Bool("quiet", false, "no progress lines on stderr")
 		merge      = flag.String("merge", "", "pool the comma-separated -json `files` of earlier runs into one report instead of running")
 	)

@@ -1,0 +1,447 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/rawjson"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// The relay serves the hot request of both endpoints, tools/call on a
+// stateful session, without the go-sdk's server: it reads the envelope's
+// few fields from the bytes (internal/rawjson), runs the call through the
+// executor as Gateway.call does (timeouts, progress, metrics, per-client
+// sessions, the typed errors), and writes the upstream's result bytes back
+// with the client's id (upstream/relay.go relays them on stdio links).
+// Every other request, and every call the relay cannot serve exactly as
+// the go-sdk would, goes to the go-sdk's handler as before:
+//
+//   - a client that declared elicitation or sampling (requests to it ride
+//     the go-sdk's stream of the call);
+//   - a tool the mirror does not show yet (the go-sdk path waits for
+//     readiness and names the unknown tool);
+//   - params beyond name, arguments and _meta, a batch, anything the
+//     scanner does not read plainly;
+//   - the stateless 2026-07-28 mode, and sessions not known to be live.
+
+// relayState is the gateway's bookkeeping of relayed calls.
+type relayState struct {
+	mu       sync.Mutex
+	inflight map[string]context.CancelCauseFunc // by session id + "\x00" + raw request id
+	served   atomic.Int64                       // tools/call requests the relay answered
+}
+
+func newRelayState() *relayState {
+	return &relayState{inflight: make(map[string]context.CancelCauseFunc)}
+}
+
+// errCancelledByClient is the cause of a relayed call the client cancelled.
+var errCancelledByClient = errors.New("cancelled by the client")
+
+// relayEnvelope is what the relay reads of a POSTed message.
+type relayEnvelope struct {
+	id, method, params []byte
+	name               string
+	args, token        []byte // raw arguments and progress token, if any
+	requestID          []byte // notifications/cancelled: the request it cancels
+}
+
+// parseEnvelope reads a single JSON-RPC message. ok is false for anything
+// the relay leaves to the go-sdk.
+func parseEnvelope(body []byte) (env relayEnvelope, ok bool) {
+	version, other := false, false
+	ok = rawjson.Members(body, func(k, v []byte) bool {
+		switch string(k) {
+		case "jsonrpc":
+			version = string(v) == `"2.0"`
+		case "id":
+			env.id = v
+		case "method":
+			env.method = v
+		case "params":
+			env.params = v
+		default:
+			other = true
+			return false
+		}
+		return true
+	}) == nil && !other && version && len(env.method) > 0 && env.params != nil
+	if !ok {
+		return env, false
+	}
+	switch string(env.method) {
+	case `"tools/call"`:
+		// An id is a string or a number; arguments, if any, an object
+		// (the go-sdk path answers the others).
+		return env, scalarID(env.id) && env.readCall() && (env.args == nil || env.args[0] == '{')
+	case `"notifications/cancelled"`:
+		rid, found := rawjson.Get(env.params, "requestId")
+		env.requestID = rid
+		return env, found && env.id == nil
+	}
+	return env, false
+}
+
+// readCall reads the params of tools/call.
+func (env *relayEnvelope) readCall() bool {
+	var meta []byte
+	named, other := false, false
+	if rawjson.Members(env.params, func(k, v []byte) bool {
+		switch string(k) {
+		case "name":
+			env.name, named = rawjson.String(v)
+			other = !named
+		case "arguments":
+			env.args = v
+		case "_meta":
+			meta = v
+		default:
+			other = true
+		}
+		return !other
+	}) != nil || other || !named {
+		return false
+	}
+	if meta == nil || string(meta) == "null" {
+		return true
+	}
+	odd := false
+	return rawjson.Members(meta, func(k, v []byte) bool {
+		if string(k) == "progressToken" && string(v) != "null" {
+			env.token = v
+			odd = !scalarID(v) // a token is a string or a number
+		}
+		return !odd
+	}) == nil && !odd
+}
+
+// scalarID reports whether the raw JSON value v is a string or a number,
+// what JSON-RPC ids and progress tokens are.
+func scalarID(v []byte) bool {
+	return len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9')
+}
+
+// serveRelay serves r if it can and reports whether it did; if not, r's
+// body is restored for the go-sdk.
+func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *http.Request) bool {
+	id := r.Header.Get("Mcp-Session-Id")
+	accept := r.Header.Get("Accept")
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
+		!strings.Contains(accept, "text/event-stream") || !strings.Contains(accept, "application/json") ||
+		!hostChecked(r) {
+		return false
+	}
+	m := g.agg
+	if name := serverName(r); name != "" {
+		g.mu.Lock()
+		m = g.per[name]
+		g.mu.Unlock()
+		if m == nil {
+			return false
+		}
+	}
+	g.clients.mu.Lock()
+	d := g.clients.byID[id]
+	g.clients.mu.Unlock()
+	// The go-sdk refuses a session to any principal but the one that
+	// began it; the relay leaves such a request to the go-sdk.
+	if d == nil || d.server != m.server || d.who != principalName(r) {
+		return false
+	}
+	body, err := readBody(r)
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	if err != nil || len(body) > relayMaxBody {
+		return false
+	}
+	env, ok := parseEnvelope(body)
+	if !ok {
+		return false
+	}
+	if string(env.method) == `"notifications/cancelled"` {
+		return g.relays.cancel(id, env.requestID, w)
+	}
+	// The header must name the version the client asked for, which the
+	// session then runs (a version the go-sdk does not serve is answered
+	// by the go-sdk, with 400).
+	if p := d.ss.InitializeParams(); p == nil || p.ProtocolVersion != r.Header.Get("Mcp-Protocol-Version") ||
+		p.Capabilities == nil || p.Capabilities.Elicitation != nil || p.Capabilities.Sampling != nil {
+		return false
+	}
+	m.mu.Lock()
+	o, shown := m.tools[env.name]
+	m.mu.Unlock()
+	if !shown || !g.keepAlive(stateful, r, d) {
+		return false
+	}
+	g.relays.served.Add(1)
+	g.relayCall(w, r, d, id, env, o)
+	g.keepAlive(stateful, r, d) // a long call must not leave the session to time out
+	return true
+}
+
+// principalName is the name of the principal of r (sb.PrincipalFrom), ""
+// if none.
+func principalName(r *http.Request) string {
+	p, _ := sb.PrincipalFrom(r.Context())
+	return p.Name
+}
+
+// hostChecked reports whether r passes the go-sdk's DNS-rebinding check
+// without a doubt: the check applies (a loopback listener, its address in
+// the context) only to a Host that is not a loopback name. In doubt, the
+// go-sdk's handler decides.
+func hostChecked(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
+		return true
+	}
+	if ap, err := netip.ParseAddrPort(local.String()); err != nil || !ap.Addr().IsLoopback() {
+		return err == nil
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && a.IsLoopback()
+}
+
+// readBody reads at most relayMaxBody+1 bytes of r's body, in one piece
+// when its length is known.
+func readBody(r *http.Request) ([]byte, error) {
+	if n := r.ContentLength; n > 0 && n <= relayMaxBody {
+		body := make([]byte, n)
+		k, err := io.ReadFull(r.Body, body)
+		return body[:k], err
+	}
+	return io.ReadAll(io.LimitReader(r.Body, relayMaxBody+1))
+}
+
+// relayMaxBody bounds the body the relay reads; a larger one goes to the
+// go-sdk, whose own limit applies.
+const relayMaxBody = 4 << 20
+
+// relayCall runs one tools/call and writes its answer: as server-sent
+// events if progress came first (progress, then the response), else as
+// one JSON body.
+func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstream, sessionID string, env relayEnvelope, o origin) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	key := sessionID + "\x00" + string(env.id)
+	g.relays.mu.Lock()
+	g.relays.inflight[key] = cancel
+	g.relays.mu.Unlock()
+	defer func() {
+		g.relays.mu.Lock()
+		delete(g.relays.inflight, key)
+		g.relays.mu.Unlock()
+	}()
+
+	w.Header().Set("Mcp-Session-Id", sessionID)
+	sse := &sseWriter{w: w}
+
+	ctx = g.clients.withClient(ctx, d.ss, d.server)
+	ctx, raw := upstream.WithRawResult(ctx)
+	opts := sb.InvokeOptions{ResetTimeoutOnProgress: true, MaxTotalTimeout: g.totalCap(o.server)}
+	var fwd *progressForwarder
+	if env.token != nil {
+		fwd = newProgressForwarder(func(p sb.Progress) { sse.event(progressMessage(env.token, p)) })
+		opts.OnProgress = fwd.enqueue
+	}
+	var args any
+	if len(env.args) > 0 {
+		args = json.RawMessage(env.args)
+	}
+	res, err := g.ex.Execute(ctx, o.server+"/"+o.name, args, opts)
+	if fwd != nil {
+		fwd.flush()
+	}
+	if errors.Is(context.Cause(ctx), errCancelledByClient) {
+		sse.start() // a cancelled request is not answered: its stream just ends
+		return
+	}
+	var msg [][]byte // the response, in pieces: the result is not copied
+	if raw.Result != nil && (err == nil || errors.Is(err, upstream.ErrToolError)) {
+		msg = response(env.id, raw.Result)
+	} else {
+		res, err := g.answer(ctx, o.server, o.name, res, err)
+		msg = encodeResponse(env.id, res, err)
+	}
+	if sse.started {
+		sse.event(msg...)
+		return
+	}
+	// Nothing came before the response: it goes as one JSON body, which
+	// costs the client less to read than a stream.
+	n := 0
+	for _, p := range msg {
+		n += len(p)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(n))
+	for _, p := range msg {
+		if _, err := w.Write(p); err != nil {
+			return
+		}
+	}
+}
+
+// response is a JSON-RPC response with id and a result already encoded,
+// in pieces.
+func response(id, result []byte) [][]byte {
+	head := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":`)+len(id))
+	head = append(head, `{"jsonrpc":"2.0","id":`...)
+	head = append(head, id...)
+	head = append(head, `,"result":`...)
+	return [][]byte{head, result, []byte("}")}
+}
+
+// encodeResponse encodes a result, or a JSON-RPC error, as the response
+// to the request id.
+func encodeResponse(id []byte, res *mcp.CallToolResult, rpcErr *jsonrpc.Error) [][]byte {
+	if rpcErr == nil {
+		// The result's own MarshalJSON, not json.Marshal, which would
+		// validate and compact its whole output once more.
+		b, err := res.MarshalJSON()
+		if err == nil {
+			return response(id, b)
+		}
+		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
+	}
+	e, _ := json.Marshal(rpcErr)
+	b := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+	b = append(b, `,"error":`...)
+	b = append(b, e...)
+	return [][]byte{append(b, '}')}
+}
+
+// progressMessage is a notifications/progress for token.
+func progressMessage(token []byte, p sb.Progress) []byte {
+	params, _ := json.Marshal(struct {
+		Progress float64 `json:"progress"`
+		Total    float64 `json:"total,omitempty"`
+		Message  string  `json:"message,omitempty"`
+	}{p.Progress, p.Total, p.Message})
+	b := append([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`), token...)
+	b = append(b, ',')
+	b = append(b, params[1:]...)
+	return append(b, '}')
+}
+
+// sseWriter writes server-sent events of the message type, as the go-sdk
+// does, flushing each. The stream starts with the first event.
+type sseWriter struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	started bool
+}
+
+// start sends the stream's headers, once; s.mu is held or not needed.
+func (s *sseWriter) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	h := s.w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+	s.w.WriteHeader(http.StatusOK)
+}
+
+// event writes one event whose data is the pieces of data.
+func (s *sseWriter) event(data ...[]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start()
+	n := len("event: message\ndata: \n\n")
+	for _, p := range data {
+		n += len(p)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, "event: message\ndata: "...)
+	for _, p := range data {
+		b = append(b, p...)
+	}
+	b = append(b, "\n\n"...)
+	if _, err := s.w.Write(b); err == nil {
+		_ = http.NewResponseController(s.w).Flush()
+	}
+}
+
+// cancel cancels the relayed call that a client's notifications/cancelled
+// names, if there is one, and reports whether there was.
+func (rs *relayState) cancel(sessionID string, requestID []byte, w http.ResponseWriter) bool {
+	rs.mu.Lock()
+	cancel := rs.inflight[sessionID+"\x00"+string(requestID)]
+	rs.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel(errCancelledByClient)
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// keepAlive resets the go-sdk's idle timer of a session that the relay
+// keeps busy, since the relay's requests never reach the go-sdk: with a
+// ping through the go-sdk's handler, at most every quarter of the session
+// timeout. It reports whether the session is live (a ping refused means it
+// has ended; the go-sdk then answers the request itself, with 404).
+func (g *Gateway) keepAlive(stateful http.Handler, r *http.Request, d *downstream) bool {
+	now := time.Now()
+	g.clients.mu.Lock()
+	due := now.Sub(d.poked) >= g.opts.SessionTimeout/4
+	if due {
+		d.poked = now
+	}
+	g.clients.mu.Unlock()
+	if !due {
+		return true
+	}
+	ping, err := http.NewRequestWithContext(r.Context(), http.MethodPost, r.URL.String(),
+		strings.NewReader(`{"jsonrpc":"2.0","id":"switchboard-keepalive","method":"ping"}`))
+	if err != nil {
+		return false
+	}
+	ping.Host, ping.RemoteAddr = r.Host, r.RemoteAddr
+	for _, k := range []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Accept", "Content-Type"} {
+		ping.Header.Set(k, r.Header.Get(k))
+	}
+	sw := &statusWriter{ResponseWriter: discard{}}
+	stateful.ServeHTTP(sw, ping)
+	if sw.status != 0 && sw.status != http.StatusOK {
+		g.clients.mu.Lock()
+		d.poked = time.Time{}
+		g.clients.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// discard is a ResponseWriter that keeps nothing.
+type discard struct{}
+
+func (discard) Header() http.Header         { return http.Header{} }
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}
+func (discard) Flush()                      {}

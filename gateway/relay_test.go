@@ -1,0 +1,307 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// relayed runs call and fails the test unless the gateway's relay served
+// exactly one tools/call and the upstream relayed it as bytes (n is 0 for
+// a call the upstream never answered with a result or an error).
+func relayed(t *testing.T, e *env, upstreamN int64, call func()) {
+	t.Helper()
+	served, bytes := gateway.RelayServed(e.gw), upstream.RelayedCalls()
+	call()
+	if got := gateway.RelayServed(e.gw) - served; got != 1 {
+		t.Errorf("the relay served %d calls, want 1", got)
+	}
+	if got := upstream.RelayedCalls() - bytes; got != upstreamN {
+		t.Errorf("the upstream relayed %d calls as bytes, want %d", got, upstreamN)
+	}
+}
+
+func TestRelayCarriesCallsOnBothEndpoints(t *testing.T) {
+	e := newEnv(t, "", stdio(t, "r"))
+	for path, tool := range map[string]string{"/mcp/r": "echo", "/mcp": "r__echo"} {
+		cs := e.connect(path, nil)
+		waitTools(t, cs, tool)
+		relayed(t, e, 1, func() {
+			if got := text(t)(cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "héllo \"x\"\n"}})); got != "héllo \"x\"\n" {
+				t.Errorf("%s: echo = %q", path, got)
+			}
+		})
+	}
+}
+
+func TestRelayedProgressArrivesInOrderBeforeTheResult(t *testing.T) {
+	e := newEnv(t, "", stdio(t, "p"))
+	var mu sync.Mutex
+	var got []float64
+	cs := e.connect("/mcp/p", &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Params.ProgressToken == "tok" {
+			got = append(got, r.Params.Progress)
+		}
+	}})
+	waitTools(t, cs, "slow")
+	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"duration_ms": 200, "interval_ms": 20}}
+	params.SetProgressToken("tok")
+	relayed(t, e, 1, func() { text(t)(cs.CallTool(context.Background(), params)) })
+	// The go-sdk client handles notifications on a goroutine of its own:
+	// they are all on the wire before the result, but may be handled after.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 10 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}; !slices.Equal(got, want) {
+		t.Fatalf("progress %v, want %v", got, want)
+	}
+}
+
+func TestRelayedCallCancelledDownstreamIsCancelledUpstream(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	e := newEnv(t, "", stdio(t, "c", "-events", events))
+	cs := e.connect("/mcp/c", nil)
+	waitTools(t, cs, "sleep")
+	relayed(t, e, 0, func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 30000}})
+			errc <- err
+		}()
+		testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
+		cancel()
+		if err := <-errc; err == nil {
+			t.Fatal("the cancelled call succeeded")
+		}
+		testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "cancelled" && ev.Tool == "sleep" }, 5*time.Second)
+	})
+}
+
+func TestRelayedCallTimingOutIsCancelledUpstreamWithTheTypedError(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	cfg := stdio(t, "t", "-events", events)
+	cfg.CallTimeoutMS = 300
+	e := newEnv(t, "", cfg)
+	cs := e.connect("/mcp/t", nil)
+	waitTools(t, cs, "sleep")
+	relayed(t, e, 0, func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 30000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if meta, _ := res.Meta["switchboard/error"].(map[string]any); !res.IsError || meta["code"] != string(sb.CodeTimeout) || meta["limit"] != "request" {
+			t.Errorf("result %+v, want the typed timeout error", res)
+		}
+	})
+	testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "cancelled" && ev.Tool == "sleep" }, 5*time.Second)
+}
+
+func TestRelayedErrorsAreTheTypedOnes(t *testing.T) {
+	e := newEnvRegistry(t, "", registry.Options{Session: upstream.Options{MaxResultBytes: 1000}}, gateway.Options{}, stdio(t, "x"))
+	cs := e.connect("/mcp/x", nil)
+	waitTools(t, cs, "big", "fail", "rpc_error", "crash")
+	call := func(tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	}
+	code := func(res *mcp.CallToolResult) any {
+		meta, _ := res.Meta["switchboard/error"].(map[string]any)
+		return meta["code"]
+	}
+	relayed(t, e, 1, func() {
+		if res, err := call("big", map[string]any{"bytes": 900}); err != nil || res.IsError || len(res.Content[0].(*mcp.TextContent).Text) != 900 {
+			t.Errorf("big under the cap: %v %+v", err, res)
+		}
+	})
+	relayed(t, e, 1, func() {
+		if res, err := call("big", map[string]any{"bytes": 2000}); err != nil || !res.IsError || code(res) != string(sb.CodeResultTooLarge) {
+			t.Errorf("big over the cap: %v %+v, want result_too_large", err, res)
+		}
+	})
+	relayed(t, e, 1, func() {
+		if res, err := call("fail", map[string]any{"message": "no"}); err != nil || !res.IsError || res.Meta["switchboard/error"] != nil {
+			t.Errorf("tool error: %v %+v, want the tool's own isError result", err, res)
+		}
+	})
+	relayed(t, e, 0, func() {
+		var rpc *jsonrpc.Error
+		if _, err := call("rpc_error", map[string]any{"code": -32000, "message": "nope"}); !errors.As(err, &rpc) || rpc.Code != -32000 || rpc.Message != "nope" {
+			t.Errorf("rpc error: %v, want the upstream's JSON-RPC error", err)
+		}
+	})
+	relayed(t, e, 0, func() {
+		if res, err := call("echo", map[string]any{"text": 42}); err != nil || !res.IsError || code(res) != string(sb.CodeInvalidArguments) {
+			t.Errorf("bad arguments: %v %+v, want invalid_arguments", err, res)
+		}
+	})
+	relayed(t, e, 0, func() {
+		res, err := call("crash", map[string]any{})
+		if err != nil || !res.IsError || code(res) != string(sb.CodeConnectionLost) ||
+			!strings.Contains(res.Content[0].(*mcp.TextContent).Text, "exited with status 3") {
+			t.Errorf("crash: %v %+v, want connection_lost naming the exit", err, res)
+		}
+	})
+}
+
+func TestToolsNotShownAndElicitingClientsTakeTheGoSDKPath(t *testing.T) {
+	e := newEnv(t, "", stdio(t, "f"))
+	cs := e.connect("/mcp/f", nil)
+	waitTools(t, cs, "echo")
+	served := gateway.RelayServed(e.gw)
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "nope"}); err == nil {
+		t.Error("a tool that does not exist was called")
+	}
+	el := e.connect("/mcp/f", &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
+	}})
+	if got := text(t)(el.CallTool(context.Background(), &mcp.CallToolParams{Name: "elicit"})); got != "answer: yes" {
+		t.Errorf("elicit = %q", got)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 0 {
+		t.Errorf("the relay served %d calls it should have left to the go-sdk", got)
+	}
+}
+
+// The relay keeps the go-sdk's DNS-rebinding protection: on a loopback
+// listener, a call whose Host is not a loopback name is refused, session
+// or not.
+func TestRelayKeepsTheHostCheck(t *testing.T) {
+	e := newEnv(t, "", stdio(t, "h"))
+	srv := httptest.NewServer(e.gw.Handler()) // no API in front: the go-sdk's own check applies
+	t.Cleanup(srv.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "downstream"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/h"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	waitTools(t, cs, "echo")
+	post := func(host string) int {
+		resp := rawPost(t, srv.URL+"/mcp/h", host, cs.ID(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// The listener's Host first: the relay has then just reset the
+	// session's idle timer, and would not ask the go-sdk again for a while.
+	served := gateway.RelayServed(e.gw)
+	if got := post(strings.TrimPrefix(srv.URL, "http://")); got != http.StatusOK {
+		t.Errorf("a call with the listener's Host: %d, want 200", got)
+	}
+	if got := post("attacker.example"); got != http.StatusForbidden {
+		t.Errorf("the same call with Host attacker.example: %d, want 403", got)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 1 {
+		t.Errorf("the relay served %d calls, want 1 (the one with the listener's Host)", got)
+	}
+}
+
+// Relayed calls never reach the go-sdk, whose timer ends idle sessions:
+// the relay resets it, so that a session busy with calls alone lives on.
+func TestRelayedCallsKeepTheSessionAlive(t *testing.T) {
+	e := newEnvWith(t, gateway.Options{SessionTimeout: 600 * time.Millisecond}, stdio(t, "k"))
+	cs := e.connect("/mcp/k", nil)
+	waitTools(t, cs, "echo")
+	for i := range 8 { // 1.6 s of calls alone, well past the timeout
+		relayed(t, e, 1, func() {
+			if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		})
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatalf("the session ended under relayed calls: %v", err)
+	}
+}
+
+// rawPost POSTs one JSON-RPC message on session sessionID as a go-sdk
+// client would, with Host host if it is not empty.
+func rawPost(t *testing.T, url, host, sessionID, body string) *http.Response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(rawRequest(t, url, host, sessionID, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// rawRequest is the request rawPost sends.
+func rawRequest(t *testing.T, url, host, sessionID, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sessionID)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	return req
+}
+
+// A client's notifications/cancelled for a relayed call reaches the
+// relay (202), which cancels the call upstream and leaves it unanswered.
+func TestRelayedCallCancelledByNotification(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events")
+	e := newEnv(t, "", stdio(t, "n", "-events", events))
+	cs := e.connect("/mcp/n", nil)
+	waitTools(t, cs, "sleep")
+	served := gateway.RelayServed(e.gw)
+	call := rawRequest(t, e.url+"/mcp/n", "", cs.ID(), `{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params":{"name":"sleep","arguments":{"ms":30000}}}`)
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(call)
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answer <- string(b)
+	}()
+	testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
+	resp := rawPost(t, e.url+"/mcp/n", "", cs.ID(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c-1","reason":"enough"}}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Errorf("notifications/cancelled: %d, want 202", resp.StatusCode)
+	}
+	testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "cancelled" && ev.Tool == "sleep" }, 5*time.Second)
+	if got := <-answer; strings.Contains(got, `"c-1"`) {
+		t.Errorf("the cancelled call was answered: %s", got)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 1 {
+		t.Errorf("the relay served %d calls, want 1", got)
+	}
+}

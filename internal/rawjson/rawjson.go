@@ -1,0 +1,317 @@
+// Package rawjson finds the members of a JSON object without decoding it:
+// the relay (gateway/relay.go, upstream/relay.go) reads a message's id,
+// method and a few params from the bytes and passes the rest on untouched.
+//
+// What it walks it validates as encoding/json would (except that invalid
+// UTF-8 passes through, as it does in the go-sdk's decoder), so an object
+// that Members walks to its end is valid JSON. Keys are compared as they
+// are written, escapes and all, so a key spelled with escapes is not
+// found: the callers then take the slow path, which decodes.
+package rawjson
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// ErrSyntax is returned for input that is not a JSON object as far as the
+// scanner walked it.
+var ErrSyntax = errors.New("rawjson: not a JSON object")
+
+// Members calls fn with the key (as written, without quotes) and the raw
+// value of each member of the object b, in order, until fn returns false.
+func Members(b []byte, fn func(key, val []byte) bool) error {
+	i := space(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return ErrSyntax
+	}
+	i = space(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return trailing(b, i+1)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return ErrSyntax
+		}
+		kend, err := skipString(b, i)
+		if err != nil {
+			return err
+		}
+		key := b[i+1 : kend-1]
+		i = space(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return ErrSyntax
+		}
+		i = space(b, i+1)
+		vend, err := skip(b, i, 1)
+		if err != nil {
+			return err
+		}
+		if !fn(key, b[i:vend]) {
+			return nil
+		}
+		i = space(b, vend)
+		if i >= len(b) {
+			return ErrSyntax
+		}
+		switch b[i] {
+		case ',':
+			i = space(b, i+1)
+		case '}':
+			return trailing(b, i+1)
+		default:
+			return ErrSyntax
+		}
+	}
+}
+
+// Get returns the raw value of the member key of the object b.
+func Get(b []byte, key string) ([]byte, bool) {
+	var found []byte
+	ok := false
+	err := Members(b, func(k, v []byte) bool {
+		if string(k) == key {
+			found, ok = v, true
+			return false
+		}
+		return true
+	})
+	return found, ok && err == nil
+}
+
+// Skip returns the end of the value that starts at b[i], which must be
+// valid JSON.
+func Skip(b []byte, i int) (int, error) {
+	return skip(b, i, 0)
+}
+
+// maxDepth bounds the nesting Skip follows (as the go-sdk bounds its
+// decoder's), so that no input can exhaust the stack.
+const maxDepth = 1000
+
+func skip(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return 0, ErrSyntax
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return skipString(b, i)
+	case c == '{':
+		return skipObject(b, i, depth+1)
+	case c == '[':
+		return skipArray(b, i, depth+1)
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return skipNumber(b, i)
+	}
+	return 0, ErrSyntax
+}
+
+// String returns the contents of the JSON string v if it has no escapes.
+func String(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", false
+	}
+	for _, c := range v[1 : len(v)-1] {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	return string(v[1 : len(v)-1]), true
+}
+
+// plain marks the bytes a string holds as they are: not a quote, a
+// backslash or a control character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// skipString returns the end of the string that starts at b[i] (a quote).
+func skipString(b []byte, i int) (int, error) {
+	j := i + 1
+	for {
+		for j+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
+		}
+		for j < len(b) && plain[b[j]] {
+			j++
+		}
+		if j >= len(b) {
+			return 0, ErrSyntax
+		}
+		switch b[j] {
+		case '"':
+			return j + 1, nil
+		case '\\':
+			j++
+			if j >= len(b) {
+				return 0, ErrSyntax
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) || !hex(b[j+1]) || !hex(b[j+2]) || !hex(b[j+3]) || !hex(b[j+4]) {
+					return 0, ErrSyntax
+				}
+				j += 4
+			default:
+				return 0, ErrSyntax
+			}
+			j++
+		default:
+			return 0, ErrSyntax // a control character
+		}
+	}
+}
+
+// special8 reports whether any of the 8 bytes in x is not plain (the
+// bit tricks of "Bit Twiddling Hacks": a zero byte, a byte below n).
+func special8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	return zero(x^(ones*'"'))|zero(x^(ones*'\\'))|((x-ones*0x20)&^x&highs) != 0
+}
+
+func hex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// skipNumber returns the end of the number that starts at b[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func skipNumber(b []byte, i int) (int, error) {
+	j := i
+	if b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && b[j] >= '1' && b[j] <= '9':
+		j = digits(b, j)
+	default:
+		return 0, ErrSyntax
+	}
+	if j < len(b) && b[j] == '.' {
+		k := digits(b, j+1)
+		if k == j+1 {
+			return 0, ErrSyntax
+		}
+		j = k
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		k := digits(b, j)
+		if k == j {
+			return 0, ErrSyntax
+		}
+		j = k
+	}
+	return j, nil
+}
+
+func digits(b []byte, j int) int {
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	return j
+}
+
+// skipObject returns the end of the object that starts at b[i].
+func skipObject(b []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, ErrSyntax
+	}
+	j := space(b, i+1)
+	if j < len(b) && b[j] == '}' {
+		return j + 1, nil
+	}
+	for {
+		if j >= len(b) || b[j] != '"' {
+			return 0, ErrSyntax
+		}
+		end, err := skipString(b, j)
+		if err != nil {
+			return 0, err
+		}
+		j = space(b, end)
+		if j >= len(b) || b[j] != ':' {
+			return 0, ErrSyntax
+		}
+		if j, err = skip(b, space(b, j+1), depth); err != nil {
+			return 0, err
+		}
+		j = space(b, j)
+		if j >= len(b) {
+			return 0, ErrSyntax
+		}
+		switch b[j] {
+		case ',':
+			j = space(b, j+1)
+		case '}':
+			return j + 1, nil
+		default:
+			return 0, ErrSyntax
+		}
+	}
+}
+
+// skipArray returns the end of the array that starts at b[i].
+func skipArray(b []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, ErrSyntax
+	}
+	j := space(b, i+1)
+	if j < len(b) && b[j] == ']' {
+		return j + 1, nil
+	}
+	for {
+		var err error
+		if j, err = skip(b, j, depth); err != nil {
+			return 0, err
+		}
+		j = space(b, j)
+		if j >= len(b) {
+			return 0, ErrSyntax
+		}
+		switch b[j] {
+		case ',':
+			j = space(b, j+1)
+		case ']':
+			return j + 1, nil
+		default:
+			return 0, ErrSyntax
+		}
+	}
+}
+
+func literal(b []byte, i int, word string) (int, error) {
+	if len(b)-i < len(word) || string(b[i:i+len(word)]) != word {
+		return 0, ErrSyntax
+	}
+	return i + len(word), nil
+}
+
+func space(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func trailing(b []byte, i int) error {
+	if space(b, i) != len(b) {
+		return ErrSyntax
+	}
+	return nil
+}

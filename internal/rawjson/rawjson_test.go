@@ -1,0 +1,103 @@
+package rawjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestMembers(t *testing.T) {
+	in := []byte(` {"jsonrpc":"2.0", "id" : 7,"params":{"name":"e\"cho","arguments":{"a":[1,{"b":"}"}]}},"x":null,"t":true,"f":false,"n":-1.5e3} `)
+	var keys []string
+	var vals []string
+	if err := Members(in, func(k, v []byte) bool {
+		keys = append(keys, string(k))
+		vals = append(vals, string(v))
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantKeys := []string{"jsonrpc", "id", "params", "x", "t", "f", "n"}
+	wantVals := []string{`"2.0"`, `7`, `{"name":"e\"cho","arguments":{"a":[1,{"b":"}"}]}}`, `null`, `true`, `false`, `-1.5e3`}
+	if len(keys) != len(wantKeys) {
+		t.Fatalf("keys %q, want %q", keys, wantKeys)
+	}
+	for i := range keys {
+		if keys[i] != wantKeys[i] || vals[i] != wantVals[i] {
+			t.Errorf("member %d = %s: %s, want %s: %s", i, keys[i], vals[i], wantKeys[i], wantVals[i])
+		}
+	}
+	params, _ := Get(in, "params")
+	name, _ := Get(params, "name")
+	if _, ok := String(name); ok {
+		t.Errorf("String(%s) is plain; it has an escape", name)
+	}
+	args, _ := Get(params, "arguments")
+	if string(args) != `{"a":[1,{"b":"}"}]}` {
+		t.Errorf("arguments %s", args)
+	}
+}
+
+func TestMembersRefusesWhatIsNotAnObject(t *testing.T) {
+	for _, in := range []string{``, `[]`, `"s"`, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1} x`, `{"a":[1}`, `{"a":{]}`,
+		`{"a":"unterminated}`, "{\"a\":\"ctl\x01\"}", `{"a":tru}`, `{a:1}`, `{"a":1 "b":2}`} {
+		if err := Members([]byte(in), func(_, _ []byte) bool { return true }); err == nil {
+			t.Errorf("Members(%q) = nil, want ErrSyntax", in)
+		}
+	}
+}
+
+// Members walks to the end exactly the objects encoding/json finds valid,
+// and every value it yields equals what encoding/json decodes for its key.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"id":"sb-relay-1","result":{"content":[{"type":"text","text":"x\"}"}]}}`,
+		`{"a":[{"b":[]}],"c":"\u00e9\\"}`, `[1]`, `{"a":}`, `{"a":1}}`, `{"0": {[]}00`, `{"n":-0.5e+7,"m":01}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want map[string]json.RawMessage
+		valid := json.Valid(b) && json.Unmarshal(b, &want) == nil
+		got := map[string][]byte{}
+		err := Members(b, func(k, v []byte) bool {
+			if bytes.IndexByte(k, '\\') < 0 && utf8.Valid(k) { // encoding/json rewrites the others
+				got[string(k)] = v
+			}
+			return true
+		})
+		if deep := bytes.Count(b, []byte("[")) + bytes.Count(b, []byte("{")); deep > maxDepth {
+			return // deeper than Members follows, and encoding/json does
+		}
+		if valid != (err == nil) {
+			t.Fatalf("Members(%q) = %v; encoding/json says valid: %v", b, err, valid)
+		}
+		if !valid {
+			return
+		}
+		for k, v := range got {
+			var a, w any
+			if json.Unmarshal(v, &a) != nil || json.Unmarshal(want[k], &w) != nil {
+				t.Fatalf("key %q: %q vs %q", k, v, want[k])
+			}
+			if !bytes.Equal(mustMarshal(a), mustMarshal(w)) {
+				t.Fatalf("key %q: got %s, encoding/json has %s", k, v, want[k])
+			}
+		}
+	})
+}
+
+func mustMarshal(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func BenchmarkMembers(b *testing.B) {
+	text := bytes.Repeat([]byte("abcdefgh"), 4096)
+	msg := []byte(`{"jsonrpc":"2.0","id":"sb-relay-1","result":{"content":[{"type":"text","text":"` + string(text) + `"}],"structuredContent":{"text":"` + string(text) + `"}}}`)
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		if err := Members(msg, func(_, _ []byte) bool { return true }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

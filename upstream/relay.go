@@ -1,0 +1,128 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/internal/rawjson"
+)
+
+// A relayed call moves a tool call's bytes instead of go-sdk objects: the
+// request is written from the caller's raw arguments, and the result is
+// handed back as the server wrote it, never decoded into an
+// mcp.CallToolResult and encoded again. Everything else about the call is
+// CallTool's: timeouts, progress, cancellation, retries, the typed errors
+// and the result size cap. Only links over a byte stream (stdio,
+// Options.Dial) relay; on the others the call goes through the go-sdk and
+// the caller gets the result as an object, as always.
+
+// RawResult receives the result of a call made with WithRawResult.
+type RawResult struct {
+	// Result is the result object as the server sent it; nil if the call
+	// was not relayed (the result is then the one CallTool returns) or
+	// failed.
+	Result json.RawMessage
+}
+
+type rawResultKey struct{}
+
+// WithRawResult asks CallTool, for calls made with the returned context, to
+// relay the call if the link can and to put the result's bytes in the
+// returned RawResult. CallTool then returns a result that carries only
+// IsError (for the outcome and the metrics); the caller reads the result
+// from RawResult.Result, or from what CallTool returned if that is nil.
+func WithRawResult(ctx context.Context) (context.Context, *RawResult) {
+	out := &RawResult{}
+	return context.WithValue(ctx, rawResultKey{}, out), out
+}
+
+func rawResultFrom(ctx context.Context) *RawResult {
+	out, _ := ctx.Value(rawResultKey{}).(*RawResult)
+	return out
+}
+
+// relayedCalls counts the calls relayed as bytes, process-wide: the tests
+// read it to know that the relay, not the go-sdk, carried their calls.
+var relayedCalls atomic.Int64
+
+// RelayedCalls reports how many tool calls have been relayed as bytes.
+func RelayedCalls() int64 { return relayedCalls.Load() }
+
+// relayCall sends params on the link's byte stream and waits for the
+// reply. A result within the size cap goes to out as bytes, and the
+// returned result carries only IsError; one over it is decoded, so that
+// checkResult measures it as it measures every other.
+func (s *Session) relayCall(ctx context.Context, l *link, params *mcp.CallToolParams, out *RawResult) (*mcp.CallToolResult, error) {
+	name, err := json.Marshal(params.Name)
+	if err != nil {
+		return nil, err
+	}
+	args := compactArgs(params.Arguments.(json.RawMessage))
+	var meta []byte
+	if len(params.Meta) > 0 {
+		if meta, err = json.Marshal(params.Meta); err != nil {
+			return nil, err
+		}
+	}
+	reply, err := l.frames.call(ctx, func(id string) []byte {
+		b := make([]byte, 0, 96+len(name)+len(args)+len(meta))
+		b = append(b, `{"jsonrpc":"2.0","id":"`...)
+		b = append(b, id...)
+		b = append(b, `","method":"tools/call","params":{"name":`...)
+		b = append(b, name...)
+		b = append(b, `,"arguments":`...)
+		b = append(b, args...)
+		if meta != nil {
+			b = append(b, `,"_meta":`...)
+			b = append(b, meta...)
+		}
+		return append(b, "}}\n"...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if reply.err != nil {
+		return nil, reply.err
+	}
+	relayedCalls.Add(1)
+	if len(reply.result) > s.opts.MaxResultBytes {
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(reply.result, &res); err != nil {
+			return nil, err
+		}
+		return &res, nil
+	}
+	isError := false
+	if err := rawjson.Members(reply.result, func(k, v []byte) bool {
+		if string(k) == "isError" {
+			isError = string(v) == "true"
+		}
+		return true
+	}); err != nil {
+		// Not an object: the decoder says what is wrong with it.
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(reply.result, &res); err != nil {
+			return nil, err
+		}
+		return &res, nil
+	}
+	out.Result = reply.result
+	return &mcp.CallToolResult{IsError: isError}, nil
+}
+
+// compactArgs makes raw arguments fit on one line of the stream: only a
+// client's pretty-printed JSON has line breaks, so only that is compacted.
+func compactArgs(raw json.RawMessage) json.RawMessage {
+	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
+		return raw
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw // normalizeArgs checked it: cannot happen
+	}
+	return b.Bytes()
+}
