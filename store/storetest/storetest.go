@@ -39,6 +39,7 @@ func Run(t *testing.T, newDB func(t *testing.T) OpenFunc) {
 		{"ConcurrentCreatesDistinct", testConcurrentCreatesDistinct},
 		{"SurvivesReopen", testReopen},
 		{"ChangeFeedReportsEveryWrite", testChangeFeed},
+		{"OAuthGrants", testOAuthGrants},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newDB(t)) })
