@@ -1,0 +1,86 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// This file hooks OAuth (oauth.go) into a session's connection attempts:
+// the gate before an attempt, the transport of its requests, and what its
+// failures mean.
+
+// authCommand is what a person runs to authorize server.
+func authCommand(server string) string { return "switchboard server auth " + server }
+
+// oauthGate fails an attempt before any request when the server requires
+// OAuth and no token can be had without a person: the session waits with
+// phase auth and code authorization_required, retrying slowly (another
+// replica may authorize it meanwhile; this one restarts it at once). It
+// also refreshes an expiring token, once, before the attempt.
+func (s *Session) oauthGate(ctx context.Context) *failure {
+	if s.cfg.OAuth == nil {
+		return nil
+	}
+	if s.opts.OAuth == nil {
+		return fail(sb.PhaseAuth, sb.CodeAuthorizationRequired, retryNever, errAuthorizationRequired,
+			"%s requires OAuth, and this Switchboard keeps no OAuth tokens (it has no OAuth store)", s.cfg.Name)
+	}
+	if s.opts.OAuth.Fetcher != nil {
+		return nil // in band: the first 401 authorizes
+	}
+	_, err := s.opts.OAuth.source(s.cfg.Name).token(ctx, s.cfg, oauthClient(&s.opts))
+	return s.oauthError(err)
+}
+
+// oauthError classifies an error of the token source.
+func (s *Session) oauthError(err error) *failure {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errAuthorizationRequired):
+		why := strings.TrimPrefix(err.Error(), errAuthorizationRequired.Error())
+		why = strings.TrimPrefix(why, ": ")
+		if why != "" {
+			why = " (" + why + ")"
+		}
+		return fail(sb.PhaseAuth, sb.CodeAuthorizationRequired, retrySlow, err,
+			"authorization required%s: run `%s`, or authorize it on the web page", why, authCommand(s.cfg.Name))
+	}
+	return fail(sb.PhaseAuth, sb.CodeAuthorizationFailed, retryFast, err, "%v", s.redact.String(err.Error()))
+}
+
+// withOAuth wraps the transport of a server that requires OAuth.
+func (s *Session) withOAuth(rt http.RoundTripper) http.RoundTripper {
+	if s.cfg.OAuth == nil || s.opts.OAuth == nil {
+		return rt
+	}
+	return &oauthTransport{base: rt, ts: s.opts.OAuth.source(s.cfg.Name), cfg: s.cfg, hc: oauthClient(&s.opts)}
+}
+
+// oauthFailure rewrites the failure of an attempt of a server that
+// requires OAuth: a 401, a 403 or a refused token means that a person must
+// authorize it (again, or with more scopes).
+func (s *Session) oauthFailure(f *failure, err error) *failure {
+	if s.cfg.OAuth == nil || s.opts.OAuth == nil {
+		return f
+	}
+	if errors.Is(err, errAuthorizationRequired) {
+		return s.oauthError(err)
+	}
+	if refusal := s.opts.OAuth.source(s.cfg.Name).lastRefusal(); refusal != nil {
+		return s.oauthError(refusal)
+	}
+	var se *HTTPStatusError
+	if f.phase != sb.PhaseAuth || !errors.As(f, &se) {
+		return f
+	}
+	if st, _ := s.opts.OAuth.Status(context.Background(), s.cfg.Name); len(st.StepUp) > 0 && se.StatusCode == http.StatusForbidden {
+		return s.oauthError(fmt.Errorf("%w: the server asks for more scopes (%s)", errAuthorizationRequired, strings.Join(st.StepUp, " ")))
+	}
+	return s.oauthError(fmt.Errorf("%w: HTTP %d from the server", errAuthorizationRequired, se.StatusCode))
+}
