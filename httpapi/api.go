@@ -69,7 +69,10 @@ type Options struct {
 	// it approves (the page's session cookie and CSRF header) is served as
 	// if it carried the token.
 	Authenticate func(*http.Request) bool
-	Logger       *slog.Logger
+	// OAuth, if set, serves the authorization routes (oauth.go); it is the
+	// registry's sessions' Options.OAuth.
+	OAuth  *upstream.OAuth
+	Logger *slog.Logger
 }
 
 type handler struct {
@@ -80,11 +83,12 @@ type handler struct {
 	hasTok  bool
 	authn   func(*http.Request) bool
 	pending sync.Map // elicitation id -> chan sb.ElicitationResponse
+	oauth   *upstream.OAuth
 }
 
 // New returns the API's handler.
 func New(o Options) http.Handler {
-	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate}
+	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, oauth: o.OAuth}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -118,6 +122,7 @@ func New(o Options) http.Handler {
 	protected.HandleFunc("POST /api/v1/elicitations/{id}", a.answerElicitation)
 	protected.HandleFunc("GET /api/v1/events", a.events)
 	protected.HandleFunc("POST /api/v1/import", a.importConfig)
+	a.oauthRoutes(mux, protected)
 	if o.Page != nil {
 		mux.Handle("GET /{$}", o.Page)
 		mux.Handle("/ui/", o.Page)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -67,6 +68,9 @@ type OAuth struct {
 	Fetcher auth.AuthorizationCodeFetcher
 	// RedirectURL is the redirect URI of in-band authorizations.
 	RedirectURL string
+	// AllowedNetworks is the address policy of requests to authorization
+	// servers: set it to the sessions' Options.AllowedNetworks.
+	AllowedNetworks []netip.Prefix
 	// Now is the clock of expiries; nil means time.Now.
 	Now func() time.Time
 

@@ -60,7 +60,7 @@ func approve(t *testing.T, o *upstream.OAuth, authURL string) {
 // authorize runs an out-of-band authorization of cfg's server to the end.
 func authorize(t *testing.T, o *upstream.OAuth, cfg *sb.ServerConfig) {
 	t.Helper()
-	u, err := o.Begin(context.Background(), cfg, "http://127.0.0.1:9/callback", nil)
+	u, err := o.Begin(context.Background(), cfg, "http://127.0.0.1:9/callback")
 	if err != nil {
 		t.Fatalf("Begin: %v", err)
 	}

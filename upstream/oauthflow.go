@@ -32,6 +32,10 @@ import (
 // hands the code to the waiting flow, which exchanges it. A flow not
 // completed within FlowTimeout is dropped.
 
+// errAuthorizationFailed: an authorization flow failed; the message says
+// where.
+var errAuthorizationFailed = sb.NewError(sb.CodeAuthorizationFailed, "authorization failed")
+
 // FlowTimeout bounds an out-of-band authorization: how long the person has
 // to approve in the browser.
 const FlowTimeout = 10 * time.Minute
@@ -140,16 +144,15 @@ func grantedScopes(tok *oauth2.Token, requested []string) []string {
 
 // Begin starts an out-of-band authorization of cfg's server and returns
 // the URL to open in a browser. redirectURL is the callback route that
-// will call Complete; opts gives the sessions' address policy
-// (Options.AllowedNetworks).
-func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL string, opts *Options) (string, error) {
+// will call Complete.
+func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL string) (string, error) {
 	if cfg.OAuth == nil {
 		return "", fmt.Errorf("server %s has no oauth block in its config", cfg.Name)
 	}
 	if cfg.OAuth.EffectiveGrant() != sb.GrantAuthorizationCode {
 		return "", fmt.Errorf("server %s uses grant %s: no person needs to authorize it", cfg.Name, cfg.OAuth.Grant)
 	}
-	hc := oauthClient(opts)
+	hc := o.client()
 	f := &flow{server: cfg.Name, result: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1)}
 	authURL := make(chan string, 1)
 	fetch := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
@@ -168,11 +171,11 @@ func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL str
 	}
 	h, err := o.newHandler(cfg, hc, redirectURL, fetch)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
 	}
 	req, resp, err := challenge(ctx, cfg, hc)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
 	}
 	// The flow outlives the request that began it: it waits for the
 	// person, then for the callback.
@@ -190,7 +193,7 @@ func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL str
 		if err == nil {
 			return "", errors.New("the authorization server granted tokens without asking anyone") // cannot happen: fetch runs first
 		}
-		return "", err
+		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
@@ -203,7 +206,7 @@ func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL str
 func (o *OAuth) Complete(ctx context.Context, state, code, iss, errParam string) (string, error) {
 	f := o.flows.take(state)
 	if f == nil {
-		return "", errors.New("no authorization is waiting for this callback (it expired, or was completed already); start it again")
+		return "", fmt.Errorf("%w: no authorization is waiting for this callback (it expired, or was completed already); start it again", errAuthorizationFailed)
 	}
 	if errParam != "" {
 		code = "" // the handler's exchange fails; the flow ends with that
@@ -212,9 +215,12 @@ func (o *OAuth) Complete(ctx context.Context, state, code, iss, errParam string)
 	select {
 	case err := <-f.done:
 		if errParam != "" {
-			return f.server, fmt.Errorf("the authorization server answered %s", errParam)
+			return f.server, fmt.Errorf("%w: the authorization server answered %s", errAuthorizationFailed, errParam)
 		}
-		return f.server, err
+		if err != nil {
+			return f.server, fmt.Errorf("%w: %v", errAuthorizationFailed, err)
+		}
+		return f.server, nil
 	case <-ctx.Done():
 		return f.server, ctx.Err()
 	}
@@ -262,15 +268,11 @@ func challenge(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*htt
 	return req, resp, nil
 }
 
-// oauthClient is the HTTP client of discovery, registration and the token
-// endpoint: the sessions' address policy, and none of the server's
-// configured headers (they are for the server, not its authorization
-// server).
-func oauthClient(opts *Options) *http.Client {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+// client is the HTTP client of discovery, registration and the token
+// endpoint: the sessions' address policy (AllowedNetworks), and none of a
+// server's configured headers (they are for the server, not for its
+// authorization server).
+func (o *OAuth) client() *http.Client {
 	return &http.Client{Transport: transportFor(o.AllowedNetworks), Timeout: 30 * time.Second}
 }
 

@@ -33,7 +33,7 @@ func (s *Session) oauthGate(ctx context.Context) *failure {
 	if s.opts.OAuth.Fetcher != nil {
 		return nil // in band: the first 401 authorizes
 	}
-	_, err := s.opts.OAuth.source(s.cfg.Name).token(ctx, s.cfg, oauthClient(&s.opts))
+	_, err := s.opts.OAuth.source(s.cfg.Name).token(ctx, s.cfg, s.opts.OAuth.client())
 	return s.oauthError(err)
 }
 
@@ -59,7 +59,7 @@ func (s *Session) withOAuth(rt http.RoundTripper) http.RoundTripper {
 	if s.cfg.OAuth == nil || s.opts.OAuth == nil {
 		return rt
 	}
-	return &oauthTransport{base: rt, ts: s.opts.OAuth.source(s.cfg.Name), cfg: s.cfg, hc: oauthClient(&s.opts)}
+	return &oauthTransport{base: rt, ts: s.opts.OAuth.source(s.cfg.Name), cfg: s.cfg, hc: s.opts.OAuth.client()}
 }
 
 // oauthFailure rewrites the failure of an attempt of a server that

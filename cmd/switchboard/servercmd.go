@@ -51,6 +51,7 @@ shown: the API returns them as "***".`,
 		newServerRestartCommand(),
 		newServerTestCommand(),
 		newServerLogsCommand(),
+		newServerAuthCommand(),
 	)
 	return cmd
 }

@@ -13,7 +13,8 @@
 //
 // Tests steer it: tokens' lifetime (TTL), the scopes the MCP endpoints
 // require (RequireScopes: a token without them gets 403 insufficient_scope),
-// revocation (Revoke), and read what it saw (Refreshes, Scopes).
+// revocation (Revoke, ExpireAccessTokens), and read what it saw
+// (Refreshes, Requested, MCPRequests).
 package oauthtest
 
 import (
@@ -122,6 +123,14 @@ func (s *Server) Revoke() {
 	s.mu.Lock()
 	clear(s.access)
 	clear(s.refresh)
+	s.mu.Unlock()
+}
+
+// ExpireAccessTokens ends every access token issued so far before its
+// time; the refresh tokens stay good.
+func (s *Server) ExpireAccessTokens() {
+	s.mu.Lock()
+	clear(s.access)
 	s.mu.Unlock()
 }
 
