@@ -177,6 +177,13 @@ func (ts *tokenSource) token(ctx context.Context, cfg *sb.ServerConfig, hc *http
 	return tok, err
 }
 
+// refuse records why the server cannot be used without a person.
+func (ts *tokenSource) refuse(err error) {
+	ts.mu.Lock()
+	ts.refusal = err
+	ts.mu.Unlock()
+}
+
 // lastRefusal returns why the last token request needed a person, or nil.
 // The go-sdk reports a failed request as text, so this is how a failed
 // connection attempt learns that the refresh token was refused.
@@ -371,6 +378,7 @@ func (t *oauthTransport) authorizeAndRetry(req *http.Request, resp *http.Respons
 		err = h.Authorize(req.Context(), req, copyOf())
 	}
 	if err != nil {
+		t.ts.refuse(fmt.Errorf("%w: %v", errAuthorizationFailed, err))
 		return copyOf(), nil
 	}
 	tok, err := t.ts.token(req.Context(), t.cfg, t.hc)
