@@ -204,6 +204,10 @@ func (ts *tokenSource) locked(ctx context.Context, cfg *sb.ServerConfig, hc *htt
 		return "", err
 	}
 	ts.grant = g
+	if cfg.OAuth != nil && cfg.OAuth.EffectiveGrant() == sb.GrantClientCredentials &&
+		(!usable(g) || !sameOrigin(g.Resource, cfg.URL) || !ts.fresh(g) && g.RefreshToken == "") {
+		return ts.clientCredentials(ctx, cfg, hc)
+	}
 	if !usable(g) {
 		if ts.refusal != nil {
 			return "", ts.refusal // say why, as long as it holds

@@ -211,3 +211,36 @@ func TestOAuthLifecycle(t *testing.T) {
 		})
 	}
 }
+
+// TestOAuthClientCredentials connects a machine-to-machine server with no
+// person involved, and gets a new token when the server drops the old one.
+func TestOAuthClientCredentials(t *testing.T) {
+	as := oauthtest.New(t)
+	as.AddMachineClient("robot", "robot-secret-1")
+	var c clock
+	o := newOAuth(t, sqlitetest.Store(t), &c)
+	cfg := &sb.ServerConfig{Name: "oauthed", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp",
+		OAuth: &sb.OAuthConfig{Grant: sb.GrantClientCredentials, ClientID: "robot", ClientSecret: "robot-secret-1"}}
+	s, _ := newSession(t, cfg, &upstream.Options{OAuth: o})
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	as.ExpireAccessTokens()
+	if err := echo(ctx, s); err != nil {
+		t.Fatalf("call after the server dropped the token: %v", err)
+	}
+	if st, _ := o.Status(ctx, "oauthed"); !st.Authorized {
+		t.Fatalf("status %+v", st)
+	}
+
+	// A wrong secret is an authorization failure, not a person's job.
+	cfg2 := *cfg
+	cfg2.Name, cfg2.OAuth = "wrong", &sb.OAuthConfig{Grant: sb.GrantClientCredentials, ClientID: "robot", ClientSecret: "nope"}
+	s2, _ := newSession(t, &cfg2, &upstream.Options{OAuth: o})
+	s2.Start(ctx)
+	info := s2.Info()
+	if info.Error == nil || info.Error.Code != sb.CodeAuthorizationFailed || info.Error.Phase != sb.PhaseAuth {
+		t.Fatalf("wrong secret: %+v", info.Error)
+	}
+}

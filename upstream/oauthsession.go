@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"golang.org/x/oauth2"
+
 	sb "github.com/switchboard-mcp/switchboard"
 )
 
@@ -30,7 +32,7 @@ func (s *Session) oauthGate(ctx context.Context) *failure {
 		return fail(sb.PhaseAuth, sb.CodeAuthorizationRequired, retryNever, errAuthorizationRequired,
 			"%s requires OAuth, and this Switchboard keeps no OAuth tokens (it has no OAuth store)", s.cfg.Name)
 	}
-	if s.opts.OAuth.Fetcher != nil {
+	if s.opts.OAuth.Fetcher != nil && s.cfg.OAuth.EffectiveGrant() == sb.GrantAuthorizationCode {
 		return nil // in band: the first 401 authorizes
 	}
 	_, err := s.opts.OAuth.source(s.cfg.Name).token(ctx, s.cfg, s.opts.OAuth.client())
@@ -51,7 +53,12 @@ func (s *Session) oauthError(err error) *failure {
 		return fail(sb.PhaseAuth, sb.CodeAuthorizationRequired, retrySlow, err,
 			"authorization required%s: run `%s`, or authorize it on the web page", why, authCommand(s.cfg.Name))
 	}
-	return fail(sb.PhaseAuth, sb.CodeAuthorizationFailed, retryFast, err, "%v", s.redact.String(err.Error()))
+	retry := retryFast // the authorization server may be down for a moment
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
+		retry = retrySlow // it refused: wrong secret, unknown client, bad scope
+	}
+	return fail(sb.PhaseAuth, sb.CodeAuthorizationFailed, retry, err, "%v", s.redact.String(err.Error()))
 }
 
 // withOAuth wraps the transport of a server that requires OAuth.

@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -48,13 +49,13 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := run(ctx, os.Args[1], os.Getenv("MCP_CONFORMANCE_CONTEXT")); err != nil {
+	if err := run(ctx, os.Args[1], os.Getenv("MCP_CONFORMANCE_SCENARIO"), os.Getenv("MCP_CONFORMANCE_CONTEXT")); err != nil {
 		fmt.Fprintf(os.Stderr, "authclient %s: %v\n", os.Getenv("MCP_CONFORMANCE_SCENARIO"), err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, serverURL, rawContext string) error {
+func run(ctx context.Context, serverURL, scenario, rawContext string) error {
 	var cc struct {
 		ClientID     string `json:"client_id"`
 		ClientSecret string `json:"client_secret"`
@@ -81,8 +82,12 @@ func run(ctx context.Context, serverURL, rawContext string) error {
 		return err
 	}
 	o := &upstream.OAuth{Store: st, Key: k, Fetcher: fetchCode, RedirectURL: redirectURL}
-	cfg := &sb.ServerConfig{Name: "conformance", Transport: sb.TransportStreamableHTTP, URL: serverURL,
-		OAuth: &sb.OAuthConfig{ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, ClientMetadataURL: clientMetadataURL}}
+	oc := &sb.OAuthConfig{ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, ClientMetadataURL: clientMetadataURL}
+	if strings.HasPrefix(scenario, "auth/client-credentials-") {
+		// A machine-to-machine server: what its config would say.
+		oc = &sb.OAuthConfig{Grant: sb.GrantClientCredentials, ClientID: cc.ClientID, ClientSecret: cc.ClientSecret}
+	}
+	cfg := &sb.ServerConfig{Name: "conformance", Transport: sb.TransportStreamableHTTP, URL: serverURL, OAuth: oc}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s := upstream.New(cfg, &upstream.Options{OAuth: o, Logger: log, HealthInterval: -1})
 	defer s.Shutdown(context.Background())

@@ -9,7 +9,7 @@
 //	/register                           dynamic client registration (RFC 7591)
 //	/authorize                          approves at once: redirects with a code (a person who clicks "Allow")
 //	/token                              authorization_code (PKCE S256 checked), refresh_token (rotating:
-//	                                    a used refresh token is dead), client_credentials
+//	                                    a used refresh token is dead), client_credentials (AddMachineClient)
 //
 // Tests steer it: tokens' lifetime (TTL), the scopes the MCP endpoints
 // require (RequireScopes: a token without them gets 403 insufficient_scope),
@@ -48,6 +48,7 @@ type Server struct {
 	ttl       time.Duration
 	require   []string
 	clients   map[string]string // client id -> redirect URI
+	secrets   map[string]string // client id -> secret, of machine clients
 	codes     map[string]*codeGrant
 	access    map[string]*issued
 	refresh   map[string]*issued
@@ -71,7 +72,7 @@ type issued struct {
 // hour until SetTTL says otherwise; the MCP endpoints require the scope
 // "read".
 func New(t testing.TB) *Server {
-	s := &Server{ttl: time.Hour, require: []string{"read"}, clients: map[string]string{},
+	s := &Server{ttl: time.Hour, require: []string{"read"}, clients: map[string]string{}, secrets: map[string]string{},
 		codes: map[string]*codeGrant{}, access: map[string]*issued{}, refresh: map[string]*issued{}}
 	mcpServer, err := testserver.NewInProcess(testserver.Options{Name: "protected"})
 	if err != nil {
@@ -101,6 +102,14 @@ func New(t testing.TB) *Server {
 	})
 	s.URL = hs.URL
 	return s
+}
+
+// AddMachineClient registers a client of the client credentials grant,
+// which authenticates with HTTP Basic.
+func (s *Server) AddMachineClient(id, secret string) {
+	s.mu.Lock()
+	s.secrets[id] = secret
+	s.mu.Unlock()
 }
 
 // SetTTL sets the lifetime of the access tokens issued from now on.
@@ -292,6 +301,13 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		delete(s.refresh, r.Form.Get("refresh_token")) // rotation: a refresh token works once
 		s.refreshes++
 		s.issue(w, old.client, old.scopes)
+	case "client_credentials":
+		id, secret, ok := r.BasicAuth()
+		if want, known := s.secrets[id]; !ok || !known || secret != want {
+			writeJSON(w, 401, map[string]string{"error": "invalid_client"})
+			return
+		}
+		s.issueAccess(w, id, strings.Fields(r.Form.Get("scope")))
 	default:
 		writeJSON(w, 400, map[string]string{"error": "unsupported_grant_type"})
 	}
@@ -304,6 +320,15 @@ func (s *Server) issue(w http.ResponseWriter, client string, scopes []string) {
 	s.access[at] = &issued{client: client, scopes: scopes, expiry: time.Now().Add(s.ttl)}
 	s.refresh[rt] = &issued{client: client, scopes: scopes}
 	writeJSON(w, 200, map[string]any{"access_token": at, "token_type": "Bearer", "refresh_token": rt,
+		"expires_in": int(s.ttl.Seconds()), "scope": strings.Join(scopes, " ")})
+}
+
+// issueAccess writes a token response with an access token only, as the
+// client credentials grant has (RFC 6749 §4.4.3). s.mu is held.
+func (s *Server) issueAccess(w http.ResponseWriter, client string, scopes []string) {
+	at := rand.Text()
+	s.access[at] = &issued{client: client, scopes: scopes, expiry: time.Now().Add(s.ttl)}
+	writeJSON(w, 200, map[string]any{"access_token": at, "token_type": "Bearer",
 		"expires_in": int(s.ttl.Seconds()), "scope": strings.Join(scopes, " ")})
 }
 
