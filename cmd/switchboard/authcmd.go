@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
@@ -122,6 +124,48 @@ func waitAuthorized(ctx context.Context, c *client.Client, name string, until ti
 		case <-tick.C:
 		}
 	}
+}
+
+// oauthFlags are the flags of a remote server's "oauth" block.
+type oauthFlags struct {
+	on                      bool
+	grant, clientID, secret string
+	scopes                  []string
+}
+
+func (of *oauthFlags) register(f *pflag.FlagSet, secretNote string) {
+	f.BoolVar(&of.on, "oauth", false, `remote server: it requires OAuth (authorize it with "server auth NAME"); implied by the other --oauth-* flags`)
+	f.StringVar(&of.grant, "oauth-grant", "", "remote server: authorization_code (default) or client_credentials (machine to machine)")
+	f.StringVar(&of.clientID, "oauth-client-id", "", "remote server: a client id registered with the authorization server")
+	f.StringVar(&of.secret, "oauth-client-secret", "", "remote server: the client's secret (with --oauth-client-id"+secretNote+")")
+	f.StringArrayVar(&of.scopes, "oauth-scope", nil, "remote server: a scope to request (repeat; default: what the server asks for)")
+}
+
+// apply sets the oauth block of cfg from the --oauth flags given, keeping
+// what they do not mention (server edit changes one field at a time).
+func (of *oauthFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
+	f := cmd.Flags()
+	if !slices.ContainsFunc([]string{"oauth", "oauth-grant", "oauth-client-id", "oauth-client-secret", "oauth-scope"}, f.Changed) {
+		return nil
+	}
+	if cfg.Transport == sb.TransportStdio {
+		return fmt.Errorf("--oauth and --oauth-* are for --url servers")
+	}
+	if cfg.OAuth == nil {
+		cfg.OAuth = &sb.OAuthConfig{}
+	}
+	o := cfg.OAuth
+	for flag, set := range map[string]func(){
+		"oauth-grant":         func() { o.Grant = of.grant },
+		"oauth-client-id":     func() { o.ClientID = of.clientID },
+		"oauth-client-secret": func() { o.ClientSecret = of.secret },
+		"oauth-scope":         func() { o.Scopes = of.scopes },
+	} {
+		if f.Changed(flag) {
+			set()
+		}
+	}
+	return nil
 }
 
 // newOAuth returns the daemon's OAuth client over st, sealing with the key

@@ -68,9 +68,8 @@ func TestServerAuthEndToEnd(t *testing.T) {
 	d := startServe(t, daemontest.Options{})
 	c := d.serve.Client(nil)
 	ctx := context.Background()
-	if _, err := c.CreateServer(ctx, &sb.ServerConfig{Name: "gh", Transport: sb.TransportStreamableHTTP,
-		URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}); err != nil {
-		t.Fatal(err)
+	if r := d.run(t, nil, "", "server", "add", "gh", "--url", as.URL+"/mcp", "--transport", "streamable-http", "--oauth"); r.code != 0 {
+		t.Fatalf("server add --oauth: %s", r)
 	}
 	info := waitServer(t, c, "gh", "phase auth", authRequired)
 	if !strings.Contains(info.Error.Message, "switchboard server auth gh") {
