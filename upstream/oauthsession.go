@@ -51,7 +51,7 @@ func (s *Session) oauthError(err error) *failure {
 			why = " (" + why + ")"
 		}
 		return fail(sb.PhaseAuth, sb.CodeAuthorizationRequired, retrySlow, err,
-			"authorization required%s: run `%s`, or authorize it on the web page", why, authCommand(s.cfg.Name))
+			"authorization required%s: run `%s`", why, authCommand(s.cfg.Name))
 	}
 	retry := retryFast // the authorization server may be down for a moment
 	var re *oauth2.RetrieveError
