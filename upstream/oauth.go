@@ -158,8 +158,8 @@ type tokenSource struct {
 	refused string // an access token the server answered 401: never handed out again
 }
 
-// usable reports whether g holds an access token good for another
-// refreshMargin, or a refresh token to get one.
+// usable reports whether g holds an access token, or a refresh token to
+// get one.
 func usable(g *sb.OAuthGrant) bool {
 	return g != nil && (g.AccessToken != "" || g.RefreshToken != "")
 }
@@ -246,6 +246,15 @@ func (ts *tokenSource) refresh(ctx context.Context, g *sb.OAuthGrant, hc *http.C
 	tok, err := c.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc), old).Token()
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
+		// Another replica may have refreshed first: with rotation, the
+		// refresh token used here is then spent, and the new one stored.
+		if cur, lerr := ts.o.load(ctx, ts.name); lerr == nil && usable(cur) && cur.RefreshToken != g.RefreshToken {
+			ts.grant = cur
+			if ts.fresh(cur) {
+				return cur.AccessToken, nil
+			}
+			return ts.refresh(ctx, cur, hc)
+		}
 		next := *g
 		next.AccessToken, next.RefreshToken, next.Expiry = "", "", time.Time{}
 		if err := ts.o.save(ctx, ts.name, &next); err != nil {
