@@ -244,3 +244,32 @@ func TestOAuthClientCredentials(t *testing.T) {
 		t.Fatalf("wrong secret: %+v", info.Error)
 	}
 }
+
+// TestOAuthDeclinedAndStaleCallbacks: a person who declines ends the flow
+// with the authorization server's error; a callback for no flow (replayed,
+// or forged) is refused.
+func TestOAuthDeclinedAndStaleCallbacks(t *testing.T) {
+	as := oauthtest.New(t)
+	var c clock
+	o := newOAuth(t, sqlitetest.Store(t), &c)
+	cfg := &sb.ServerConfig{Name: "oauthed", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
+	ctx := context.Background()
+	u, err := o.Begin(ctx, cfg, "http://127.0.0.1:9/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := url.Parse(u)
+	state := p.Query().Get("state")
+	if _, err := o.Complete(ctx, state, "", "", "access_denied"); err == nil || !strings.Contains(err.Error(), "access_denied") {
+		t.Fatalf("declined: %v", err)
+	}
+	st, _ := o.Status(ctx, "oauthed")
+	if st.Authorized || st.Pending || st.Last == nil || st.Last.Error == "" {
+		t.Fatalf("status after declining: %+v", st)
+	}
+	for _, s := range []string{state, "forged"} {
+		if _, err := o.Complete(ctx, s, "code", "", ""); err == nil || sb.CodeOf(err) != sb.CodeAuthorizationFailed {
+			t.Fatalf("callback with state %q: %v", s, err)
+		}
+	}
+}

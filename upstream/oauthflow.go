@@ -54,7 +54,7 @@ type flows struct {
 // flow is one out-of-band authorization waiting for its callback.
 type flow struct {
 	server string
-	result chan *auth.AuthorizationResult // the callback's code, to the handler
+	result chan *auth.AuthorizationResult // the callback's code, to the handler; nil if declined
 	done   chan error                     // the handler's outcome, to the callback
 }
 
@@ -164,6 +164,9 @@ func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL str
 		authURL <- args.URL
 		select {
 		case r := <-f.result:
+			if r == nil {
+				return nil, errors.New("the authorization was declined")
+			}
 			return r, nil
 		case <-ctx.Done():
 			return nil, fmt.Errorf("nobody approved within %s", FlowTimeout)
@@ -208,10 +211,11 @@ func (o *OAuth) Complete(ctx context.Context, state, code, iss, errParam string)
 	if f == nil {
 		return "", fmt.Errorf("%w: no authorization is waiting for this callback (it expired, or was completed already); start it again", errAuthorizationFailed)
 	}
-	if errParam != "" {
-		code = "" // the handler's exchange fails; the flow ends with that
+	var r *auth.AuthorizationResult // nil: declined
+	if errParam == "" {
+		r = &auth.AuthorizationResult{Code: code, State: state, Iss: iss}
 	}
-	f.result <- &auth.AuthorizationResult{Code: code, State: state, Iss: iss}
+	f.result <- r
 	select {
 	case err := <-f.done:
 		if errParam != "" {
