@@ -273,3 +273,17 @@ func TestOAuthDeclinedAndStaleCallbacks(t *testing.T) {
 		}
 	}
 }
+
+// TestOAuthHintWithoutOAuthBlock: a server that requires OAuth, configured
+// without an "oauth" block, fails with what to add.
+func TestOAuthHintWithoutOAuthBlock(t *testing.T) {
+	as := oauthtest.New(t)
+	cfg := &sb.ServerConfig{Name: "oauthed", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp"}
+	s, _ := newSession(t, cfg, nil)
+	s.Start(context.Background())
+	e := s.Info().Error
+	if e == nil || e.Phase != sb.PhaseAuth || e.Code != sb.HTTPStatus(401) ||
+		!strings.Contains(e.Message, "switchboard server edit oauthed --oauth") {
+		t.Fatalf("error %+v: want phase auth, http_401, and the hint", e)
+	}
+}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"golang.org/x/oauth2"
 
@@ -73,7 +76,10 @@ func (s *Session) withOAuth(rt http.RoundTripper) http.RoundTripper {
 // requires OAuth: a 401, a 403 or a refused token means that a person must
 // authorize it (again, or with more scopes).
 func (s *Session) oauthFailure(f *failure, err error) *failure {
-	if s.cfg.OAuth == nil || s.opts.OAuth == nil {
+	if s.cfg.OAuth == nil {
+		return s.oauthHint(f)
+	}
+	if s.opts.OAuth == nil {
 		return f
 	}
 	if errors.Is(err, errAuthorizationRequired) {
@@ -90,4 +96,33 @@ func (s *Session) oauthFailure(f *failure, err error) *failure {
 		return s.oauthError(fmt.Errorf("%w: the server asks for more scopes (%s)", errAuthorizationRequired, strings.Join(st.StepUp, " ")))
 	}
 	return s.oauthError(fmt.Errorf("%w: HTTP %d from the server", errAuthorizationRequired, se.StatusCode))
+}
+
+// hintTimeout bounds the probe of oauthHint.
+const hintTimeout = 5 * time.Second
+
+// oauthHint adds to the 401 of a server whose config has no "oauth" block
+// what to do if the server uses OAuth: its WWW-Authenticate names its
+// protected resource metadata (the MCP authorization spec). It asks the
+// server once more, without the configured headers, for that challenge.
+func (s *Session) oauthHint(f *failure) *failure {
+	var se *HTTPStatusError
+	if !errors.As(f, &se) || se.StatusCode != http.StatusUnauthorized {
+		return f
+	}
+	ctx, cancel := context.WithTimeout(s.runCtx, hintTimeout)
+	defer cancel()
+	hc := &http.Client{Transport: transportFor(s.opts.AllowedNetworks), Timeout: hintTimeout}
+	_, resp, err := challenge(ctx, s.cfg, hc)
+	if err != nil {
+		return f
+	}
+	cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	if bearerParam(cs, "resource_metadata") == "" {
+		return f
+	}
+	g := *f
+	g.msg = fmt.Sprintf("HTTP 401 from %s: the server requires OAuth; run `switchboard server edit %s --oauth`, then `%s`",
+		s.redact.String(se.URL), s.cfg.Name, authCommand(s.cfg.Name))
+	return &g
 }

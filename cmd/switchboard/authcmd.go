@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -166,6 +167,13 @@ func (of *oauthFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 		}
 	}
 	return nil
+}
+
+// registerOAuthKeyFlag adds --oauth-key-file, shared by serve and stdio.
+func registerOAuthKeyFlag(f *pflag.FlagSet, keyFile *string) {
+	f.StringVar(keyFile, "oauth-key-file", os.Getenv("SWITCHBOARD_OAUTH_KEY_FILE"),
+		"the key that encrypts stored OAuth tokens, created (0600) if missing; replicas need the same file "+
+			"(env SWITCHBOARD_OAUTH_KEY_FILE; default: oauth.key next to the SQLite database, or next to the credential file)")
 }
 
 // newOAuth returns the daemon's OAuth client over st, sealing with the key

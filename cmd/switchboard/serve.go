@@ -148,8 +148,7 @@ server's max_total_timeout_ms says otherwise.`,
 	f.StringVar(&listen, "listen", envOr("SWITCHBOARD_LISTEN", defaultListen), "address to listen on (env SWITCHBOARD_LISTEN)")
 	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
 	f.StringVar(&token, "token", "", "bearer token required on the API and /mcp (env SWITCHBOARD_TOKEN; default: the generated credential)")
-	f.StringVar(&oauthKeyFile, "oauth-key-file", os.Getenv("SWITCHBOARD_OAUTH_KEY_FILE"),
-		"the key that encrypts stored OAuth tokens, created (0600) if missing; replicas need the same file (env SWITCHBOARD_OAUTH_KEY_FILE; default: oauth.key next to the SQLite database, or next to the credential file)")
+	registerOAuthKeyFlag(f, &oauthKeyFile)
 	f.BoolVar(&insecureNoAuth, insecureNoAuthFlag, false, "require no credential at all: anyone who can reach the listener can run any command as this user")
 	f.StringSliceVar(&allowedHosts, "allowed-host", envList("SWITCHBOARD_ALLOWED_HOSTS"),
 		`a Host name requests may carry besides loopback names and the listening address; repeatable, "*" for any (env SWITCHBOARD_ALLOWED_HOSTS, comma-separated)`)

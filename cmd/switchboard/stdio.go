@@ -19,6 +19,7 @@ import (
 func newStdioCommand() *cobra.Command {
 	var (
 		dsn, logLevel string
+		oauthKeyFile  string
 		upstreamNets  []string
 		mcpFlags      endpointFlags
 	)
@@ -62,7 +63,12 @@ server's max_total_timeout_ms says otherwise.`,
 				return fmt.Errorf("opening the database %s: %w", store.Redact(dsn), err)
 			}
 			defer st.Close()
-			reg := registry.New(st, &registry.Options{Logger: log, Session: upstream.Options{AllowedNetworks: nets, SandboxDefault: true}})
+			sessOpts := upstream.Options{AllowedNetworks: nets, SandboxDefault: true}
+			// The tokens "switchboard serve" keeps for OAuth servers serve here too.
+			if sessOpts.OAuth, err = newOAuth(st, oauthKeyFile, &sessOpts); err != nil {
+				log.Warn("OAuth tokens cannot be read: "+err.Error(), "error", err)
+			}
+			reg := registry.New(st, &registry.Options{Logger: log, Session: sessOpts})
 			ex := executor.New(executor.NewMCP(reg))
 			gwOpts.Executor, gwOpts.Logger, gwOpts.Version = ex, log, readBuildInfo().Version
 			gw := gateway.New(reg, gwOpts)
@@ -84,6 +90,7 @@ server's max_total_timeout_ms says otherwise.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
+	registerOAuthKeyFlag(f, &oauthKeyFile)
 	f.StringVar(&logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 	registerUpstreamNetworks(f, &upstreamNets)
 	mcpFlags.register(f)
