@@ -414,6 +414,7 @@ func (a *handler) deleteServer(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, a.inServerWords(r.PathValue("name"), version, err))
 		return
 	}
+	a.forgetDeleted(r.Context(), r.PathValue("name"))
 	w.WriteHeader(http.StatusNoContent)
 }
 

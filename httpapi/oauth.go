@@ -118,6 +118,17 @@ func (a *handler) forgetAuth(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// forgetDeleted deletes the OAuth grant of a deleted server: a server
+// created later under its name starts unauthorized.
+func (a *handler) forgetDeleted(ctx context.Context, name string) {
+	if a.oauth == nil {
+		return
+	}
+	if err := a.oauth.Forget(ctx, name); err != nil {
+		a.log.Warn("the OAuth tokens of a deleted server could not be deleted", "server", name, "error", err)
+	}
+}
+
 // authCallback completes a flow: the browser arrives here from the
 // authorization server.
 func (a *handler) authCallback(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -99,5 +100,16 @@ func TestOAuthRoutes(t *testing.T) {
 	_, body = do("GET", "/api/v1/servers/oauthed/auth", true)
 	if json.Unmarshal([]byte(body), &st) != nil || st.Authorized {
 		t.Fatalf("status after forget: %s", body)
+	}
+
+	// Deleting a server deletes its tokens.
+	if err := o.Store.SaveOAuthGrant(context.Background(), "oauthed", []byte("sealed")); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := do("DELETE", "/api/v1/servers/oauthed", true); status != 204 {
+		t.Fatalf("delete: %d %s", status, body)
+	}
+	if _, err := o.Store.LoadOAuthGrant(context.Background(), "oauthed"); !errors.Is(err, sb.ErrNotFound) {
+		t.Fatalf("the deleted server's grant: %v, want ErrNotFound", err)
 	}
 }
