@@ -158,6 +158,15 @@ type tokenSource struct {
 	refused string // an access token the server answered 401: never handed out again
 }
 
+// required returns errAuthorizationRequired saying why (if why is not
+// empty) and what to run.
+func (ts *tokenSource) required(why string, args ...any) error {
+	if why != "" {
+		return fmt.Errorf("%w (%s): run `%s`", errAuthorizationRequired, fmt.Sprintf(why, args...), authCommand(ts.name))
+	}
+	return fmt.Errorf("%w: run `%s`", errAuthorizationRequired, authCommand(ts.name))
+}
+
 // usable reports whether g holds an access token, or a refresh token to
 // get one.
 func usable(g *sb.OAuthGrant) bool {
@@ -212,17 +221,17 @@ func (ts *tokenSource) locked(ctx context.Context, cfg *sb.ServerConfig, hc *htt
 		if ts.refusal != nil {
 			return "", ts.refusal // say why, as long as it holds
 		}
-		return "", errAuthorizationRequired
+		return "", ts.required("")
 	}
 	if !sameOrigin(g.Resource, cfg.URL) {
-		return "", fmt.Errorf("%w: the server was authorized at another address (%s); its tokens are not sent to %s",
-			errAuthorizationRequired, sb.MaskURL(g.Resource), sb.MaskURL(cfg.URL))
+		return "", ts.required("the server was authorized at another address, %s; its tokens are not sent to %s",
+			sb.MaskURL(g.Resource), sb.MaskURL(cfg.URL))
 	}
 	if ts.fresh(g) {
 		return g.AccessToken, nil
 	}
 	if g.RefreshToken == "" {
-		return "", fmt.Errorf("%w: the access token expired and the authorization server gave no refresh token", errAuthorizationRequired)
+		return "", ts.required("the access token expired and the authorization server gave no refresh token")
 	}
 	return ts.refresh(ctx, g, hc)
 }
@@ -261,7 +270,7 @@ func (ts *tokenSource) refresh(ctx context.Context, g *sb.OAuthGrant, hc *http.C
 			return "", err
 		}
 		ts.grant = &next
-		return "", fmt.Errorf("%w: the authorization server refused the refresh token (%s)", errAuthorizationRequired, re.ErrorCode)
+		return "", ts.required("the authorization server refused the refresh token: %s", re.ErrorCode)
 	}
 	if err != nil {
 		return "", fmt.Errorf("refreshing the OAuth token at %s: %w", g.TokenURL, err)
@@ -342,6 +351,14 @@ func (t *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if t.ts.o.Fetcher != nil {
 		return t.authorizeAndRetry(req, resp)
+	}
+	if resp.StatusCode == http.StatusForbidden {
+		// Step-up needs a person: the request fails saying what to run.
+		// The connection stays: other tools may need no more scopes.
+		resp.Body.Close()
+		err := t.ts.required("the server asks for more scopes: %s", bearerParam(challenges, "scope"))
+		t.ts.refuse(err)
+		return nil, err
 	}
 	if resp.StatusCode == http.StatusUnauthorized && tok != "" {
 		// The server refused a token we thought good (revoked, or expired

@@ -193,8 +193,8 @@ func TestOAuthLifecycle(t *testing.T) {
 
 			// Step-up: the server comes to require a scope the grant lacks.
 			as.RequireScopes("read", "write")
-			if err := echo(ctx, s); err == nil {
-				t.Fatal("a call without the required scope succeeded")
+			if err := echo(ctx, s); err == nil || !strings.Contains(err.Error(), "more scopes: read write): run `switchboard server auth oauthed`") {
+				t.Fatalf("a call without the required scope: %v", err)
 			}
 			if st, _ := o.Status(ctx, "oauthed"); !slices.Contains(st.StepUp, "write") {
 				t.Fatalf("step-up scopes not recorded: %+v", st)

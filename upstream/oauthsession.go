@@ -48,13 +48,8 @@ func (s *Session) oauthError(err error) *failure {
 	case err == nil:
 		return nil
 	case errors.Is(err, errAuthorizationRequired):
-		why := strings.TrimPrefix(err.Error(), errAuthorizationRequired.Error())
-		why = strings.TrimPrefix(why, ": ")
-		if why != "" {
-			why = " (" + why + ")"
-		}
-		return fail(sb.PhaseAuth, sb.CodeAuthorizationRequired, retrySlow, err,
-			"authorization required%s: run `%s`", why, authCommand(s.cfg.Name))
+		// The token source's errors say why and what to run.
+		return fail(sb.PhaseAuth, sb.CodeAuthorizationRequired, retrySlow, err, "%s", s.redact.String(err.Error()))
 	}
 	retry := retryFast // the authorization server may be down for a moment
 	var re *oauth2.RetrieveError
@@ -92,10 +87,11 @@ func (s *Session) oauthFailure(f *failure, err error) *failure {
 	if f.phase != sb.PhaseAuth || !errors.As(f, &se) {
 		return f
 	}
+	ts := s.opts.OAuth.source(s.cfg.Name)
 	if st, _ := s.opts.OAuth.Status(context.Background(), s.cfg.Name); len(st.StepUp) > 0 && se.StatusCode == http.StatusForbidden {
-		return s.oauthError(fmt.Errorf("%w: the server asks for more scopes (%s)", errAuthorizationRequired, strings.Join(st.StepUp, " ")))
+		return s.oauthError(ts.required("the server asks for more scopes: %s", strings.Join(st.StepUp, " ")))
 	}
-	return s.oauthError(fmt.Errorf("%w: HTTP %d from the server", errAuthorizationRequired, se.StatusCode))
+	return s.oauthError(ts.required("HTTP %d from the server", se.StatusCode))
 }
 
 // hintTimeout bounds the probe of oauthHint.
