@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -167,6 +168,25 @@ func (of *oauthFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 		}
 	}
 	return nil
+}
+
+// describeOAuth is the one-line summary of an oauth block in server show
+// (the secret is the view's mask).
+func describeOAuth(o *sb.OAuthConfig) string {
+	parts := []string{"grant " + o.EffectiveGrant()}
+	if o.ClientID != "" {
+		parts = append(parts, "client_id "+o.ClientID)
+	}
+	if o.ClientSecret != "" {
+		parts = append(parts, "client_secret "+o.ClientSecret)
+	}
+	if len(o.Scopes) > 0 {
+		parts = append(parts, "scopes "+strings.Join(o.Scopes, " "))
+	}
+	if o.ClientMetadataURL != "" {
+		parts = append(parts, "client_metadata_url "+o.ClientMetadataURL)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // registerOAuthKeyFlag adds --oauth-key-file, shared by serve and stdio.

@@ -79,6 +79,18 @@ func TestServerAuthEndToEnd(t *testing.T) {
 		t.Fatalf("%d requests reached the server before any authorization", n)
 	}
 
+	// A machine-to-machine server needs no person; its secret is masked.
+	as.AddMachineClient("robot", "robot-secret-42")
+	if r := d.run(t, nil, "", "server", "add", "m2m", "--url", as.URL+"/mcp", "--oauth-grant", "client_credentials",
+		"--oauth-client-id", "robot", "--oauth-client-secret", "robot-secret-42"); r.code != 0 {
+		t.Fatalf("server add m2m: %s", r)
+	}
+	waitServer(t, c, "m2m", "connected", connected)
+	if r := d.run(t, nil, "", "server", "show", "m2m"); !strings.Contains(r.stdout, "grant client_credentials, client_id robot, client_secret ***") ||
+		strings.Contains(r.stdout, "robot-secret-42") {
+		t.Fatalf("server show m2m: %s", r)
+	}
+
 	// Login with the CLI: it prints the URL and waits for the approval.
 	cmd := exec.Command(daemontest.Binary(t), "server", "auth", "gh")
 	cmd.Env = daemontest.Environ("SWITCHBOARD_ADDR="+d.addr, "XDG_CONFIG_HOME="+d.configDir)

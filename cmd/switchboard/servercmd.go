@@ -283,6 +283,9 @@ func printServerView(out io.Writer, v *sb.ServerView, now time.Time) {
 	row("cwd", v.Cwd)
 	row("url", v.URL)
 	row("headers", sortedPairs(v.Headers, ": "))
+	if v.OAuth != nil {
+		row("oauth", describeOAuth(v.OAuth))
+	}
 	row("startup timeout", ms(v.StartupTimeoutMS, "default ("+v.StartupTimeout().String()+")"))
 	row("call timeout", ms(v.CallTimeoutMS, "default ("+sb.DefaultCallTimeout.String()+")"))
 	row("max total", ms(v.MaxTotalTimeoutMS, "none"))
