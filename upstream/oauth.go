@@ -158,14 +158,22 @@ type tokenSource struct {
 	refused string // an access token the server answered 401: never handed out again
 }
 
-// required returns errAuthorizationRequired saying why (if why is not
-// empty) and what to run.
+// required returns an authorization-required error saying why (if why is
+// not empty) and what to run.
 func (ts *tokenSource) required(why string, args ...any) error {
+	msg := "authorization required: run `" + authCommand(ts.name) + "`"
 	if why != "" {
-		return fmt.Errorf("%w (%s): run `%s`", errAuthorizationRequired, fmt.Sprintf(why, args...), authCommand(ts.name))
+		msg = fmt.Sprintf("authorization required (%s): run `%s`", fmt.Sprintf(why, args...), authCommand(ts.name))
 	}
-	return fmt.Errorf("%w: run `%s`", errAuthorizationRequired, authCommand(ts.name))
+	return &authRequiredError{msg: msg}
 }
+
+// authRequiredError says that a person must authorize a server, why, and
+// what to run. It matches errAuthorizationRequired.
+type authRequiredError struct{ msg string }
+
+func (e *authRequiredError) Error() string { return e.msg }
+func (e *authRequiredError) Unwrap() error { return errAuthorizationRequired }
 
 // usable reports whether g holds an access token, or a refresh token to
 // get one.

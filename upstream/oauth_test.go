@@ -193,8 +193,10 @@ func TestOAuthLifecycle(t *testing.T) {
 
 			// Step-up: the server comes to require a scope the grant lacks.
 			as.RequireScopes("read", "write")
-			if err := echo(ctx, s); err == nil || !strings.Contains(err.Error(), "more scopes: read write): run `switchboard server auth oauthed`") {
-				t.Fatalf("a call without the required scope: %v", err)
+			_, err := s.CallTool(ctx, "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{})
+			if sb.CodeOf(err) != sb.CodeUnavailable || sb.PhaseOf(err) != sb.PhaseAuth ||
+				!strings.Contains(err.Error(), "more scopes: read write): run `switchboard server auth oauthed`") {
+				t.Fatalf("a call without the required scope: %v (code %s, phase %s)", err, sb.CodeOf(err), sb.PhaseOf(err))
 			}
 			if st, _ := o.Status(ctx, "oauthed"); !slices.Contains(st.StepUp, "write") {
 				t.Fatalf("step-up scopes not recorded: %+v", st)
