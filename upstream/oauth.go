@@ -42,8 +42,10 @@ import (
 //     slowly (a replica may authorize it meanwhile), until a person runs
 //     `switchboard server auth NAME`, which restarts it. No retry storm,
 //     no 401 loop.
-//   - a 403 insufficient_scope records the scopes asked for; the next
-//     authorization requests them too (step-up).
+//   - a 403 insufficient_scope records the scopes asked for, and fails the
+//     call saying what to run (the connection stays); the next
+//     authorization requests them too (step-up);
+//   - a client_credentials server (oauthcc.go) gets its tokens itself.
 //
 // In band (OAuth.Fetcher set, as the conformance client does), a 401 or 403
 // runs the whole authorization flow there and then and retries, as the
