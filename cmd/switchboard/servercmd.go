@@ -31,8 +31,9 @@ func newServerCommand() *cobra.Command {
 		Short: "Add, list, inspect and manage the servers of a running switchboard",
 		Long: `The server verbs manage the MCP servers configured in a running
 "switchboard serve", through its HTTP API at --addr (env SWITCHBOARD_ADDR,
-default http://127.0.0.1:7420). Secrets (env and header values) are never
-shown: the API returns them as "***".`,
+default http://127.0.0.1:7420). Secrets (env and header values, the OAuth
+client secret) are never shown: the API returns them as "***"; OAuth tokens
+are never shown at all.`,
 		Example: `  switchboard server add everything --command npx --arg -y --arg @modelcontextprotocol/server-everything
   switchboard server list
   switchboard server show everything`,
