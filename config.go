@@ -67,6 +67,8 @@ type ServerConfig struct {
 	// remote kinds only.
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuth, if set, says the server requires OAuth (oauth.go).
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
 
 	StartupTimeoutMS  int64        `json:"startup_timeout_ms,omitempty"`
 	CallTimeoutMS     int64        `json:"call_timeout_ms,omitempty"`
@@ -410,6 +412,9 @@ func (c *ServerConfig) Validate() error {
 	default:
 		bad("session_scope", `must be "shared" (the default) or "per-client", not %q`, c.SessionScope)
 	}
+	if c.OAuth != nil {
+		c.OAuth.validate(c.Transport != TransportStdio, bad)
+	}
 	if c.Sandbox != nil {
 		if c.Transport != TransportStdio {
 			bad("sandbox", "is only valid for transport stdio")
@@ -523,7 +528,8 @@ func (s *SandboxConfig) Clone() *SandboxConfig {
 	return &out
 }
 
-// Secrets returns every secret value of c (env and header values), for
+// Secrets returns every secret value of c (env and header values, the
+// OAuth client secret), for
 // scrubbing from messages and logs.
 func (c *ServerConfig) Secrets() []string {
 	var s []string
@@ -532,6 +538,9 @@ func (c *ServerConfig) Secrets() []string {
 	}
 	for _, v := range c.Headers {
 		s = append(s, v)
+	}
+	if c.OAuth != nil && c.OAuth.ClientSecret != "" {
+		s = append(s, c.OAuth.ClientSecret)
 	}
 	return s
 }
@@ -552,5 +561,6 @@ func (c *ServerConfig) Clone() *ServerConfig {
 		out.Retry = &r
 	}
 	out.Sandbox = c.Sandbox.Clone()
+	out.OAuth = c.OAuth.Clone()
 	return &out
 }

@@ -158,6 +158,21 @@ const (
 	CodeLoop Code = "loop"
 )
 
+// Reasons about OAuth (issue #17): the Code of RuntimeInfo.Error with phase
+// auth, and of the API's authorization routes.
+const (
+	// CodeAuthorizationRequired: the server requires OAuth and Switchboard
+	// holds no usable token for it (never authorized, the refresh token was
+	// revoked, or the server asks for more scopes). The session waits, without
+	// retrying, until a person runs `switchboard server auth NAME` (or the
+	// web page's button); the message says so.
+	CodeAuthorizationRequired Code = "authorization_required"
+	// CodeAuthorizationFailed: an authorization flow failed: discovery,
+	// client registration, the token endpoint, or the person declined. The
+	// message quotes the authorization server.
+	CodeAuthorizationFailed Code = "authorization_failed"
+)
+
 // Reasons a sandboxed stdio server failed: the Code of RuntimeInfo.Error,
 // read with its Phase.
 const (

@@ -7,12 +7,13 @@ import (
 	"strings"
 )
 
-// SecretMask replaces every secret value (env and header values) on reads.
+// SecretMask replaces every secret value (env and header values, the OAuth
+// client secret) on reads.
 // A write that sends it back keeps the stored value.
 const SecretMask = "***"
 
-// Masked returns a copy of c with every env and header value replaced by
-// SecretMask, and the credentials in its URL (a userinfo password,
+// Masked returns a copy of c with every env and header value and the OAuth
+// client secret replaced by SecretMask, and the credentials in its URL (a userinfo password,
 // credential-like query parameters) too.
 func (c *ServerConfig) Masked() *ServerConfig {
 	m := c.Clone()
@@ -22,6 +23,9 @@ func (c *ServerConfig) Masked() *ServerConfig {
 	}
 	for k := range m.Headers {
 		m.Headers[k] = SecretMask
+	}
+	if m.OAuth != nil && m.OAuth.ClientSecret != "" {
+		m.OAuth.ClientSecret = SecretMask
 	}
 	return m
 }
@@ -70,6 +74,17 @@ func (c *ServerConfig) Unmask(prev *ServerConfig) (*ServerConfig, error) {
 	}
 	if err := restore("headers", out.Headers, phdr); err != nil {
 		return nil, err
+	}
+	if out.OAuth != nil && out.OAuth.ClientSecret == SecretMask {
+		var stored map[string]string
+		if prev != nil && prev.OAuth != nil && prev.OAuth.ClientSecret != "" {
+			stored = map[string]string{"client_secret": prev.OAuth.ClientSecret}
+		}
+		secret := map[string]string{"client_secret": SecretMask}
+		if err := restore("oauth", secret, stored); err != nil {
+			return nil, err
+		}
+		out.OAuth.ClientSecret = secret["client_secret"]
 	}
 	return out, nil
 }
@@ -191,7 +206,8 @@ func secretSegment(seg string) bool {
 var urlRE = regexp.MustCompile(`https?://[^\s"'<>]+`)
 
 // Redactor removes a server's secrets from text shown to people (error
-// messages, logs): every env and header value of its config, URL userinfo,
+// messages, logs): every env and header value and the OAuth client secret
+// of its config, URL userinfo,
 // and credential-like query parameters. It is safe for concurrent use.
 type Redactor struct{ secrets []string }
 

@@ -19,6 +19,7 @@
 //	POST   /api/v1/servers/{name}/enable     sb.ServerView
 //	POST   /api/v1/servers/{name}/disable    sb.ServerView
 //	POST   /api/v1/servers/{name}/restart    202 RestartResponse
+//	POST   /api/v1/servers/{name}/auth       AuthStart (see oauth.go); GET: AuthStatus; DELETE: 204
 //	POST   /api/v1/servers/{name}/test       TestResult
 //	GET    /api/v1/servers/{name}/tools      ToolList
 //	GET    /api/v1/servers/{name}/logs       LogLines (?tail=N); ?follow=true: events (EventLog, EventStatus)

@@ -241,17 +241,26 @@ func readResults(t *testing.T, dir string) results {
 		if !e.IsDir() || m == nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name(), "checks.json"))
-		if err != nil {
-			continue // being written when the suite was stopped
+		if r := readChecks(t, filepath.Join(dir, e.Name(), "checks.json")); r != nil {
+			rs[m[1]] = r
 		}
-		var checks []check
-		if err := json.Unmarshal(data, &checks); err != nil {
-			t.Fatalf("%s/%s/checks.json: %v", dir, e.Name(), err)
-		}
-		rs[m[1]] = classify(checks)
 	}
 	return rs
+}
+
+// readChecks reads one scenario's checks.json, or returns nil if it is
+// not there (being written when the suite was stopped).
+func readChecks(t *testing.T, path string) *result {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var checks []check
+	if err := json.Unmarshal(data, &checks); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return classify(checks)
 }
 
 // classify turns a scenario's checks into its result.

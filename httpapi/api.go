@@ -68,7 +68,6 @@ type Options struct {
 	// it approves (the page's session cookie and CSRF header) is served as
 	// if it carried the token.
 	Authenticate func(*http.Request) bool
-	Logger       *slog.Logger
 	// Toolsets, if set, are served at /api/v1/toolsets (toolsets.go), and
 	// ToolsetMCP at /toolsets/{name}/mcp.
 	Toolsets   *registry.Toolsets
@@ -76,6 +75,10 @@ type Options struct {
 	// Tokens, if set, are served at /api/v1/tokens and accepted as
 	// credentials, within their scopes (tokens.go).
 	Tokens *registry.Tokens
+	// OAuth, if set, serves the authorization routes (oauth.go); it is the
+	// registry's sessions' Options.OAuth.
+	OAuth  *upstream.OAuth
+	Logger *slog.Logger
 }
 
 type handler struct {
@@ -90,11 +93,12 @@ type handler struct {
 	// toolsets and tokens are nil if the daemon keeps none.
 	toolsets *registry.Toolsets
 	tokens   *registry.Tokens
+	oauth    *upstream.OAuth
 }
 
 // New returns the API's handler.
 func New(o Options) http.Handler {
-	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, toolsets: o.Toolsets, tokens: o.Tokens}
+	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, toolsets: o.Toolsets, tokens: o.Tokens, oauth: o.OAuth}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -128,6 +132,7 @@ func New(o Options) http.Handler {
 	protected.HandleFunc("POST /api/v1/elicitations/{id}", a.answerElicitation)
 	protected.HandleFunc("GET /api/v1/events", a.events)
 	protected.HandleFunc("POST /api/v1/import", a.importConfig)
+	a.oauthRoutes(mux, protected)
 	if o.Page != nil {
 		mux.Handle("GET /{$}", o.Page)
 		mux.Handle("/ui/", o.Page)
@@ -412,6 +417,7 @@ func (a *handler) deleteServer(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, a.inServerWords(r.PathValue("name"), version, err))
 		return
 	}
+	a.forgetDeleted(r.Context(), r.PathValue("name"))
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -47,7 +47,7 @@ func Status(code sb.Code) int {
 		return http.StatusGatewayTimeout
 	case sb.CodeDisabled, sb.CodeUnavailable, sb.CodeShuttingDown:
 		return http.StatusServiceUnavailable
-	case sb.CodeConnectionLost, sb.CodeResultTooLarge, sb.CodeServerError, sb.CodeToolError:
+	case sb.CodeConnectionLost, sb.CodeResultTooLarge, sb.CodeServerError, sb.CodeToolError, sb.CodeAuthorizationFailed:
 		return http.StatusBadGateway
 	case sb.CodeCancelled:
 		return 499 // the client went away; nobody reads this

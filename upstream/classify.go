@@ -143,6 +143,13 @@ func classifyRemote(phase sb.Phase, endpoint string, status, page int, err error
 // connection, or an answer over the size limit (bodylimit.go), which it
 // reports as the JSON-RPC error that replaced it.
 func (s *Session) refusedCall(tool string, err error) *CallError {
+	var are *authRequiredError
+	if errors.As(err, &are) {
+		// No token, or the server wants more scopes (oauth.go): the call
+		// was not sent, or was refused; it did not run.
+		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseAuth, Kind: ErrUnavailable,
+			Message: s.redact.String(are.Error()), Err: err}
+	}
 	if re, ok := asRedirect(err); ok {
 		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
 			Message: "the server answered the call with an " + re.Error() + "; the call did not run", Err: re}

@@ -36,6 +36,9 @@ func (s *Session) dialRemote(ctx context.Context) (*link, *failure) {
 // SSE too). Never on 401/403/406/415/429/5xx, timeouts or refused
 // connections.
 func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *failure, fallback bool) {
+	if f := s.oauthGate(ctx); f != nil {
+		return nil, f, false
+	}
 	l = newLink(kind)
 	// The link's context lives as long as the link: the legacy SSE client
 	// ties its stream to the context given to Connect, and every request of
@@ -74,7 +77,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		}
 	}
 	pages := &pageRecorder{base: rt}
-	hc := &http.Client{Transport: pages, CheckRedirect: guard.checkRedirect}
+	hc := &http.Client{Transport: s.withOAuth(pages), CheckRedirect: guard.checkRedirect}
 	// MaxEventSize: the round-tripper bounds every event at limit already.
 	// It is set all the same: the go-sdk's Streamable HTTP client takes
 	// its zero value for "no limit" (v1.8.0), not for its default.
@@ -117,7 +120,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		if status != 0 {
 			phase = sb.PhaseConnect
 		}
-		return nil, classifyRemote(phase, endpoint, status, page, err), fallback
+		return nil, s.oauthFailure(classifyRemote(phase, endpoint, status, page, err), err), fallback
 	}
 	l.cs = cs
 	l.cancel = cancel

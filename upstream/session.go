@@ -104,6 +104,10 @@ type Options struct {
 	// sandboxes existed, so that embedders and tests opt in; the daemon's
 	// commands (serve, stdio, check) set it.
 	SandboxDefault bool
+	// OAuth is the OAuth client of remote servers whose config has an
+	// "oauth" block (oauth.go). Nil: such servers fail with phase auth,
+	// code authorization_required.
+	OAuth *OAuth
 }
 
 // DefaultMaxResultBytes is the default cap on one tool result.

@@ -177,6 +177,9 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 		if err := setPairs(&cfg.Headers, headers, ef.unsetHeaders, "--unset-header", "header"); err != nil {
 			return err
 		}
+		if err := sf.oauth.apply(cmd, cfg); err != nil {
+			return err
+		}
 		if changed("startup-timeout") {
 			cfg.StartupTimeoutMS = ef.startup.Milliseconds()
 		}

@@ -52,6 +52,7 @@ func envOr(key, def string) string {
 func newServeCommand() *cobra.Command {
 	var (
 		listen, dsn, token string
+		oauthKeyFile       string
 		insecureNoAuth     bool
 		allowedHosts       []string
 		upstreamNets       []string
@@ -149,13 +150,14 @@ server's max_total_timeout_ms says otherwise.`,
 			}
 			gwOpts.Logger, gwOpts.Version = log, readBuildInfo().Version
 			return serve(cmd.Context(), log, serveConfig{listen: listen, dsn: dsn, auth: auth, allowedHosts: hosts,
-				allowedNetworks: nets, replica: replica}, gwOpts)
+				allowedNetworks: nets, replica: replica, oauthKeyFile: oauthKeyFile}, gwOpts)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", envOr("SWITCHBOARD_LISTEN", defaultListen), "address to listen on (env SWITCHBOARD_LISTEN)")
 	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
 	f.StringVar(&token, "token", "", "bearer token required on the API and /mcp (env SWITCHBOARD_TOKEN; default: the generated credential)")
+	registerOAuthKeyFlag(f, &oauthKeyFile)
 	f.BoolVar(&insecureNoAuth, insecureNoAuthFlag, false, "require no credential at all: anyone who can reach the listener can run any command as this user")
 	f.StringSliceVar(&allowedHosts, "allowed-host", envList("SWITCHBOARD_ALLOWED_HOSTS"),
 		`a Host name requests may carry besides loopback names and the listening address; repeatable, "*" for any (env SWITCHBOARD_ALLOWED_HOSTS, comma-separated)`)
@@ -315,6 +317,7 @@ type serveConfig struct {
 	allowedHosts    []string
 	allowedNetworks []netip.Prefix // re-allowed upstream addresses
 	replica         replicaFlags
+	oauthKeyFile    string
 }
 
 func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway.Options) error {
@@ -330,8 +333,15 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	}
 	defer tokens.Close()
 
-	reg := registry.New(st, &registry.Options{Logger: log, ReplicaID: sc.replica.id,
-		Session:   upstream.Options{AllowedNetworks: sc.allowedNetworks, SandboxDefault: true},
+	sessOpts := upstream.Options{AllowedNetworks: sc.allowedNetworks, SandboxDefault: true}
+	oauth, err := newOAuth(st, sc.oauthKeyFile, &sessOpts)
+	if err != nil {
+		// Only servers that require OAuth need it: they say so in their
+		// error (phase auth); the rest run.
+		log.Warn("OAuth tokens cannot be kept: "+err.Error(), "error", err)
+	}
+	sessOpts.OAuth = oauth
+	reg := registry.New(st, &registry.Options{Logger: log, ReplicaID: sc.replica.id, Session: sessOpts,
 		Followers: []registry.Follower{toolsets, tokens}})
 	m := metrics.New(reg)
 	m.ReportReplica(reg.ReplicaInfo().ID, func() time.Time { return reg.ReplicaInfo().LastSync })
@@ -343,7 +353,7 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	page := web.New(&web.Options{Logger: log})
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token,
 		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: upstream.DefaultInstance,
-		Page: page, Authenticate: page.Authenticate,
+		Page: page, Authenticate: page.Authenticate, OAuth: oauth,
 		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens})
 
 	ln, err := net.Listen("tcp", sc.listen)

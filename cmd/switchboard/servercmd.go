@@ -31,8 +31,9 @@ func newServerCommand() *cobra.Command {
 		Short: "Add, list, inspect and manage the servers of a running switchboard",
 		Long: `The server verbs manage the MCP servers configured in a running
 "switchboard serve", through its HTTP API at --addr (env SWITCHBOARD_ADDR,
-default http://127.0.0.1:7420). Secrets (env and header values) are never
-shown: the API returns them as "***".`,
+default http://127.0.0.1:7420). Secrets (env and header values, the OAuth
+client secret) are never shown: the API returns them as "***"; OAuth tokens
+are never shown at all.`,
 		Example: `  switchboard server add everything --command npx --arg -y --arg @modelcontextprotocol/server-everything
   switchboard server list
   switchboard server show everything`,
@@ -51,6 +52,7 @@ shown: the API returns them as "***".`,
 		newServerRestartCommand(),
 		newServerTestCommand(),
 		newServerLogsCommand(),
+		newServerAuthCommand(),
 	)
 	return cmd
 }
@@ -282,6 +284,9 @@ func printServerView(out io.Writer, v *sb.ServerView, now time.Time) {
 	row("cwd", v.Cwd)
 	row("url", v.URL)
 	row("headers", sortedPairs(v.Headers, ": "))
+	if v.OAuth != nil {
+		row("oauth", describeOAuth(v.OAuth))
+	}
 	row("startup timeout", ms(v.StartupTimeoutMS, "default ("+v.StartupTimeout().String()+")"))
 	row("call timeout", ms(v.CallTimeoutMS, "default ("+sb.DefaultCallTimeout.String()+")"))
 	row("max total", ms(v.MaxTotalTimeoutMS, "none"))

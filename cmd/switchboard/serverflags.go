@@ -19,6 +19,7 @@ type serverFlags struct {
 	transport    string
 	mounts       []string
 	noSandbox    bool
+	oauth        oauthFlags // authcmd.go
 }
 
 // register adds the flags to f, writing into cfg. secretNote is appended
@@ -35,6 +36,7 @@ func (sf *serverFlags) register(f *pflag.FlagSet, cfg *sb.ServerConfig, secretNo
 	f.StringArrayVar(&sf.mounts, "mount", nil,
 		`stdio server: a host path its sandbox may see, HOST[:PATH][:ro|rw] (read-only unless rw; repeat)`)
 	f.BoolVar(&sf.noSandbox, "no-sandbox", false, `stdio server: run it unsandboxed ("sandbox": {"enabled": false})`)
+	sf.oauth.register(f, secretNote)
 }
 
 // apply sets cfg's transport, env and headers from the flags, refusing
@@ -58,6 +60,9 @@ func (sf *serverFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 		return err
 	}
 	if cfg.Headers, err = parsePairs(sf.headers, ":", "--header"); err != nil {
+		return err
+	}
+	if err := sf.oauth.apply(cmd, cfg); err != nil {
 		return err
 	}
 	return sf.applySandbox(cfg)

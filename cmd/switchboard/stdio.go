@@ -20,6 +20,7 @@ func newStdioCommand() *cobra.Command {
 	var (
 		dsn, logLevel string
 		toolset       string
+		oauthKeyFile  string
 		upstreamNets  []string
 		mcpFlags      endpointFlags
 	)
@@ -80,7 +81,12 @@ is read when stdio starts.`,
 				}
 				gwOpts.Toolsets = toolsets
 			}
-			reg := registry.New(st, &registry.Options{Logger: log, Session: upstream.Options{AllowedNetworks: nets, SandboxDefault: true}})
+			sessOpts := upstream.Options{AllowedNetworks: nets, SandboxDefault: true}
+			// The tokens "switchboard serve" keeps for OAuth servers serve here too.
+			if sessOpts.OAuth, err = newOAuth(st, oauthKeyFile, &sessOpts); err != nil {
+				log.Warn("OAuth tokens cannot be read: "+err.Error(), "error", err)
+			}
+			reg := registry.New(st, &registry.Options{Logger: log, Session: sessOpts})
 			ex := executor.New(executor.NewMCP(reg))
 			gwOpts.Executor, gwOpts.Logger, gwOpts.Version = ex, log, readBuildInfo().Version
 			gw := gateway.New(reg, gwOpts)
@@ -109,6 +115,7 @@ is read when stdio starts.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
+	registerOAuthKeyFlag(f, &oauthKeyFile)
 	f.StringVar(&logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 	f.StringVar(&toolset, "toolset", "", "serve only this toolset's tools, prompts and resources")
 	registerUpstreamNetworks(f, &upstreamNets)

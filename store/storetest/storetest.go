@@ -44,6 +44,7 @@ func Run(t *testing.T, newDB func(t *testing.T) OpenFunc) {
 		{"Toolsets", testToolsets},
 		{"Tokens", testTokens},
 		{"ChangeFeedReportsToolsetsAndTokens", testToolsetTokenFeed},
+		{"OAuthGrants", testOAuthGrants},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newDB(t)) })

@@ -233,15 +233,16 @@ function makeCard(name) {
   const act = (label, fn, extra) => el('button', Object.assign({type: 'button', onclick: () => fn(s)}, extra || {}), label);
   p.toggle = act('Disable', toggleEnabled, {'data-action': 'toggle'});
   p.restart = act('Restart', restartServer, {'data-action': 'restart'});
+  p.authorize = act('Authorize', authorizeServer, {'data-action': 'authorize', hidden: true});
   p.test = act('Test', testStored, {'data-action': 'test'});
   p.toolsBtn = act('Tools', (s) => { $('tool-server').value = s.view.name; show('tools'); }, {'data-action': 'tools'});
   p.logs = act('Logs', toggleLogs, {'data-action': 'logs', 'aria-expanded': 'false'});
   p.edit = act('Edit', (s) => openForm(s.view), {'data-action': 'edit'});
   p.del = act('Delete', deleteServer, {'data-action': 'delete', class: 'danger'});
-  for (const b of [p.toggle, p.restart, p.test, p.toolsBtn, p.logs, p.edit, p.del]) {
+  for (const b of [p.toggle, p.restart, p.authorize, p.test, p.toolsBtn, p.logs, p.edit, p.del]) {
     b.setAttribute('aria-describedby', id + '-name');
   }
-  li.append(el('div', {class: 'actions'}, p.toggle, p.restart, p.test, p.toolsBtn, p.logs, p.edit, p.del));
+  li.append(el('div', {class: 'actions'}, p.toggle, p.restart, p.authorize, p.test, p.toolsBtn, p.logs, p.edit, p.del));
   p.panel = el('div', {class: 'panel', 'data-role': 'panel', 'aria-live': 'polite', hidden: true});
   li.append(p.panel);
   return s;
@@ -275,6 +276,9 @@ function renderCard(s) {
   const enabled = v.enabled === undefined || v.enabled;
   p.toggle.textContent = enabled ? 'Disable' : 'Enable';
   p.restart.disabled = !enabled;
+  // A person authorizes a server of grant authorization_code (the default).
+  p.authorize.hidden = !v.oauth || v.oauth.grant === 'client_credentials';
+  p.authorize.disabled = !enabled;
   p.toolsBtn.disabled = rt.status !== 'connected';
   p.logs.hidden = v.transport !== 'stdio';
 }
@@ -324,6 +328,30 @@ function restartServer(s) {
   return action(s, async () => {
     await api('POST', '/api/v1/servers/' + encodeURIComponent(s.view.name) + '/restart');
     announce(s.view.name + ' is restarting');
+  });
+}
+
+// authorizeServer opens the server's authorization page in a new window;
+// the authorization server sends that window back to the daemon, which
+// then connects the server (the card turns connected by itself). The window
+// is opened at once, in the click: one opened after an await is a popup
+// that browsers block.
+function authorizeServer(s) {
+  const w = window.open('', '_blank');
+  return action(s, async () => {
+    try {
+      const start = await api('POST', '/api/v1/servers/' + encodeURIComponent(s.view.name) + '/auth');
+      if (w) {
+        w.opener = null; // the authorization server's page gets no handle on this one
+        w.location = start.authorization_url;
+      } else {
+        notice('Open this link to authorize ' + s.view.name + ': ' + start.authorization_url);
+      }
+      announce('Approve ' + s.view.name + ' in the new window');
+    } catch (e) {
+      if (w) w.close();
+      throw e;
+    }
   });
 }
 

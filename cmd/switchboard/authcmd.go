@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// authPoll is how often `server auth` asks whether the person has approved.
+const authPoll = time.Second
+
+func newServerAuthCommand() *cobra.Command {
+	var open, noWait, logout bool
+	cmd := &cobra.Command{
+		Use:   "auth NAME",
+		Short: "Authorize a server that requires OAuth (opens the approval page)",
+		Long: `auth authorizes Switchboard to use a remote server that requires OAuth (its
+config has an "oauth" block; most hosted MCP servers do). Until then the
+server stays in error with phase auth, without retrying in a loop.
+
+auth asks the daemon to start the authorization: the daemon discovers the
+server's authorization server, registers itself as a client if needed, and
+returns a URL. Open it in a browser (--open does) and approve; the
+authorization server then sends the browser back to the daemon at
+/api/v1/oauth/callback on the address this command uses (--addr), so
+that address must be reachable from the browser. The daemon stores the
+tokens encrypted, refreshes them on its own, and reconnects the server;
+auth waits for that and prints the outcome (--no-wait returns at once).
+
+Run it again whenever the server is back in phase auth: the refresh token
+was revoked or expired, or the server asks for more scopes (the next
+authorization requests them). --logout forgets the stored tokens.`,
+		Example: `  switchboard server auth github
+  switchboard server auth github --open
+  switchboard server auth github --logout`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeServerName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			return withClient(cmd, func(c *client.Client) error {
+				out := cmd.OutOrStdout()
+				if logout {
+					if err := c.ForgetAuth(cmd.Context(), name); err != nil {
+						return err
+					}
+					fmt.Fprintf(out, "forgot the OAuth tokens of %s\n", name)
+					return nil
+				}
+				start, err := c.StartAuth(cmd.Context(), name)
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) && noWait {
+					return printJSON(out, start)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "Open this URL in a browser and approve (before %s):\n\n", start.ExpiresAt.Local().Format("15:04"))
+				fmt.Fprintf(out, "%s\n", start.AuthorizationURL)
+				if open {
+					if err := openBrowser(start.AuthorizationURL); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "\ncould not open a browser (%v); open the URL yourself\n", err)
+					}
+				}
+				if noWait {
+					return nil
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "\nwaiting for the approval...\n")
+				st, err := waitAuthorized(cmd.Context(), c, name, start.ExpiresAt)
+				if err != nil {
+					return err
+				}
+				if jsonOutput(cmd) {
+					return printJSON(out, st)
+				}
+				fmt.Fprintf(out, "%s is authorized", name)
+				if len(st.Scopes) > 0 {
+					fmt.Fprintf(out, " (scopes %v)", st.Scopes)
+				}
+				fmt.Fprintln(out)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&open, "open", false, "open the URL in the desktop's browser")
+	f.BoolVar(&noWait, "no-wait", false, "print the URL and return; do not wait for the approval")
+	f.BoolVar(&logout, "logout", false, "forget the stored tokens instead (the server needs authorizing again)")
+	return cmd
+}
+
+// waitAuthorized polls the daemon until the authorization started at the
+// call ends: tokens stored, or the flow failed, or it expired.
+func waitAuthorized(ctx context.Context, c *client.Client, name string, until time.Time) (api.AuthStatus, error) {
+	started := time.Now()
+	tick := time.NewTicker(authPoll)
+	defer tick.Stop()
+	for {
+		st, err := c.AuthStatus(ctx, name)
+		if err != nil {
+			return st, err
+		}
+		if !st.Pending && st.LastAt != nil && st.LastAt.After(started.Add(-time.Second)) {
+			if st.LastError != "" {
+				return st, errors.New(st.LastError)
+			}
+			return st, nil
+		}
+		if time.Now().After(until) {
+			return st, fmt.Errorf("nobody approved in time; run switchboard server auth %s again", name)
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// oauthFlags are the flags of a remote server's "oauth" block.
+type oauthFlags struct {
+	on                      bool
+	grant, clientID, secret string
+	scopes                  []string
+}
+
+func (of *oauthFlags) register(f *pflag.FlagSet, secretNote string) {
+	f.BoolVar(&of.on, "oauth", false, `remote server: it requires OAuth (authorize it with "server auth NAME"); implied by the other --oauth-* flags`)
+	f.StringVar(&of.grant, "oauth-grant", "", "remote server: authorization_code (default) or client_credentials (machine to machine)")
+	f.StringVar(&of.clientID, "oauth-client-id", "", "remote server: a client id registered with the authorization server")
+	f.StringVar(&of.secret, "oauth-client-secret", "", "remote server: the client's secret (with --oauth-client-id"+secretNote+")")
+	f.StringArrayVar(&of.scopes, "oauth-scope", nil, "remote server: a scope to request (repeat; default: what the server asks for)")
+}
+
+// apply sets the oauth block of cfg from the --oauth flags given, keeping
+// what they do not mention (server edit changes one field at a time).
+func (of *oauthFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
+	f := cmd.Flags()
+	if !slices.ContainsFunc([]string{"oauth", "oauth-grant", "oauth-client-id", "oauth-client-secret", "oauth-scope"}, f.Changed) {
+		return nil
+	}
+	if cfg.Transport == sb.TransportStdio {
+		return fmt.Errorf("--oauth and --oauth-* are for --url servers")
+	}
+	if cfg.OAuth == nil {
+		cfg.OAuth = &sb.OAuthConfig{}
+	}
+	o := cfg.OAuth
+	for flag, set := range map[string]func(){
+		"oauth-grant":         func() { o.Grant = of.grant },
+		"oauth-client-id":     func() { o.ClientID = of.clientID },
+		"oauth-client-secret": func() { o.ClientSecret = of.secret },
+		"oauth-scope":         func() { o.Scopes = of.scopes },
+	} {
+		if f.Changed(flag) {
+			set()
+		}
+	}
+	return nil
+}
+
+// describeOAuth is the one-line summary of an oauth block in server show
+// (the secret is the view's mask).
+func describeOAuth(o *sb.OAuthConfig) string {
+	parts := []string{"grant " + o.EffectiveGrant()}
+	if o.ClientID != "" {
+		parts = append(parts, "client_id "+o.ClientID)
+	}
+	if o.ClientSecret != "" {
+		parts = append(parts, "client_secret "+o.ClientSecret)
+	}
+	if len(o.Scopes) > 0 {
+		parts = append(parts, "scopes "+strings.Join(o.Scopes, " "))
+	}
+	if o.ClientMetadataURL != "" {
+		parts = append(parts, "client_metadata_url "+o.ClientMetadataURL)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// registerOAuthKeyFlag adds --oauth-key-file, shared by serve and stdio.
+func registerOAuthKeyFlag(f *pflag.FlagSet, keyFile *string) {
+	f.StringVar(keyFile, "oauth-key-file", os.Getenv("SWITCHBOARD_OAUTH_KEY_FILE"),
+		"the key that encrypts stored OAuth tokens, created (0600) if missing; replicas need the same file "+
+			"(env SWITCHBOARD_OAUTH_KEY_FILE; default: oauth.key next to the SQLite database, or next to the credential file)")
+}
+
+// newOAuth returns the daemon's OAuth client over st, sealing with the key
+// in keyFile; by default the key file is oauth.key next to a SQLite
+// database, or next to the credential file for PostgreSQL (every replica
+// needs a copy of the same file).
+func newOAuth(st sb.Store, keyFile string, opts *upstream.Options) (*upstream.OAuth, error) {
+	ost, ok := st.(sb.OAuthStore)
+	if !ok {
+		return nil, nil
+	}
+	if keyFile == "" {
+		dir := ""
+		if p, ok := st.(interface{ Path() string }); ok {
+			dir = filepath.Dir(p.Path())
+		} else if cred, err := client.CredentialPath(); err == nil {
+			dir = filepath.Dir(cred)
+		} else {
+			return nil, fmt.Errorf("no place for the OAuth key file (%v): give --oauth-key-file", err)
+		}
+		keyFile = filepath.Join(dir, "oauth.key")
+	}
+	key, err := sb.LoadOAuthKey(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return &upstream.OAuth{Store: ost, Key: key, AllowedNetworks: opts.AllowedNetworks}, nil
+}

@@ -1,0 +1,247 @@
+package switchboard
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// OAuth grants of a remote server's config.
+const (
+	// GrantAuthorizationCode: a person authorizes Switchboard once in a
+	// browser (switchboard server auth NAME); Switchboard then refreshes
+	// the tokens on its own. The default.
+	GrantAuthorizationCode = "authorization_code"
+	// GrantClientCredentials: machine to machine. Switchboard gets its
+	// tokens with the configured client id and secret, no person involved.
+	GrantClientCredentials = "client_credentials"
+)
+
+// OAuthConfig is the "oauth" block of a remote server's config: the server
+// requires OAuth 2.1 (the MCP authorization spec) and Switchboard is its
+// client. Every field may be left out: the authorization server's metadata
+// is discovered from the server's 401, and the client is registered by
+// Client ID Metadata Document or dynamic client registration.
+type OAuthConfig struct {
+	// Grant is GrantAuthorizationCode (empty) or GrantClientCredentials.
+	Grant string `json:"grant,omitempty"`
+	// ClientID and ClientSecret: a client registered by hand with the
+	// authorization server. Required for client_credentials. The secret
+	// is masked on reads like every other secret.
+	ClientID     string `json:"client_id,omitempty"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	// Scopes to request. Empty: those the server's 401 or its metadata
+	// name. A 403 insufficient_scope adds the scopes it asks for.
+	Scopes []string `json:"scopes,omitempty"`
+	// ClientMetadataURL is the HTTPS URL of a Client ID Metadata Document
+	// describing Switchboard as a client; used where the authorization
+	// server supports such documents, before any other registration.
+	ClientMetadataURL string `json:"client_metadata_url,omitempty"`
+}
+
+// EffectiveGrant returns the grant, with the default filled in.
+func (o *OAuthConfig) EffectiveGrant() string {
+	if o.Grant == "" {
+		return GrantAuthorizationCode
+	}
+	return o.Grant
+}
+
+// validate reports the bad fields of o through bad.
+func (o *OAuthConfig) validate(remote bool, bad func(field, format string, args ...any)) {
+	if !remote {
+		bad("oauth", "is only valid for remote transports")
+	}
+	switch o.Grant {
+	case "", GrantAuthorizationCode:
+	case GrantClientCredentials:
+		if o.ClientID == "" || o.ClientSecret == "" {
+			bad("oauth.client_id", "client_id and client_secret are required for grant client_credentials")
+		}
+	default:
+		bad("oauth.grant", "must be %q (the default) or %q, not %q", GrantAuthorizationCode, GrantClientCredentials, o.Grant)
+	}
+	if o.ClientSecret != "" && o.ClientID == "" {
+		bad("oauth.client_id", "is required with a client_secret")
+	}
+	for _, s := range o.Scopes {
+		if s == "" || strings.ContainsAny(s, " \t\r\n\"\\") {
+			bad("oauth.scopes", "%q is not a scope (no spaces, quotes or backslashes)", s)
+		}
+	}
+	if u := o.ClientMetadataURL; u != "" {
+		if p, err := url.Parse(u); err != nil || p.Scheme != "https" || p.Host == "" || p.Path == "" || p.Path == "/" {
+			bad("oauth.client_metadata_url", "must be an https:// URL with a path")
+		}
+	}
+	for _, v := range []string{o.Grant, o.ClientID, o.ClientSecret, o.ClientMetadataURL} {
+		if strings.ContainsRune(v, 0) {
+			bad("oauth", "must not contain a NUL character")
+			return
+		}
+	}
+}
+
+// Clone returns a deep copy of o (nil for nil).
+func (o *OAuthConfig) Clone() *OAuthConfig {
+	if o == nil {
+		return nil
+	}
+	c := *o
+	c.Scopes = slices.Clone(o.Scopes)
+	return &c
+}
+
+// OAuthGrant is what an authorization left behind for one server: the
+// client Switchboard was registered as, where to refresh, and the tokens.
+// It is stored sealed ([OAuthKey]); nothing of it leaves Switchboard.
+type OAuthGrant struct {
+	// Resource is the server URL the grant was made for. Its tokens are
+	// sent to that origin only: a server whose URL moved elsewhere must be
+	// authorized again.
+	Resource     string    `json:"resource"`
+	ClientID     string    `json:"client_id"`
+	ClientSecret string    `json:"client_secret,omitempty"`
+	TokenURL     string    `json:"token_url"`
+	AuthStyle    int       `json:"auth_style,omitempty"` // oauth2.AuthStyle
+	Scopes       []string  `json:"scopes,omitempty"`
+	AccessToken  string    `json:"access_token,omitempty"`
+	TokenType    string    `json:"token_type,omitempty"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+	// StepUp lists scopes a 403 insufficient_scope asked for that the
+	// grant lacks: the next authorization requests them too.
+	StepUp []string `json:"step_up,omitempty"`
+}
+
+// OAuthStore keeps one sealed OAuth grant per server, next to the server
+// configs, so that replicas sharing a database share the tokens (a refresh
+// by one is seen by all). The store never sees a token in the clear. It is
+// separate from [Store] so that stores without it keep working; the sqlite
+// and postgres stores implement both.
+type OAuthStore interface {
+	// LoadOAuthGrant returns the sealed grant of server, or ErrNotFound.
+	LoadOAuthGrant(ctx context.Context, server string) ([]byte, error)
+	// SaveOAuthGrant stores (creates or replaces) the sealed grant.
+	SaveOAuthGrant(ctx context.Context, server string, sealed []byte) error
+	// DeleteOAuthGrant removes the grant; no grant is not an error.
+	DeleteOAuthGrant(ctx context.Context, server string) error
+}
+
+// OAuthKey seals OAuth grants at rest with AES-256-GCM. The server's name
+// is the additional data, so a grant copied to another server's row does
+// not open.
+type OAuthKey struct{ aead cipher.AEAD }
+
+// oauthKeySize is the key file's length: an AES-256 key.
+const oauthKeySize = 32
+
+// LoadOAuthKey reads the key file at path, creating it (0600, 32 random
+// bytes) if it does not exist. A key file that its group or others may
+// read or write is refused: whoever reads it reads every stored token.
+func LoadOAuthKey(path string) (*OAuthKey, error) {
+	key, err := readOAuthKey(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		key, err = createOAuthKey(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return NewOAuthKey(key)
+}
+
+// NewOAuthKey returns the key for 32 raw bytes.
+func NewOAuthKey(key []byte) (*OAuthKey, error) {
+	if len(key) != oauthKeySize {
+		return nil, fmt.Errorf("oauth key: %d bytes, want %d", len(key), oauthKeySize)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &OAuthKey{aead: aead}, nil
+}
+
+func readOAuthKey(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("oauth key file %s has mode %04o: it holds the key to every stored token, so only its owner may read it (chmod 600 %s)",
+			path, fi.Mode().Perm(), path)
+	}
+	key, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(key) != oauthKeySize {
+		return nil, fmt.Errorf("oauth key file %s holds %d bytes, not %d: it is not a key Switchboard wrote", path, len(key), oauthKeySize)
+	}
+	return key, nil
+}
+
+// createOAuthKey writes a new random key to path, failing if a file
+// appeared there meanwhile (another replica won: its key is read instead).
+func createOAuthKey(path string) ([]byte, error) {
+	key := make([]byte, oauthKeySize)
+	rand.Read(key)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("oauth key file: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return readOAuthKey(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("oauth key file: %w", err)
+	}
+	if _, err := f.Write(key); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("oauth key file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("oauth key file: %w", err)
+	}
+	return key, nil
+}
+
+// Seal encrypts plaintext for server.
+func (k *OAuthKey) Seal(server string, plaintext []byte) []byte {
+	nonce := make([]byte, k.aead.NonceSize(), k.aead.NonceSize()+len(plaintext)+k.aead.Overhead())
+	rand.Read(nonce)
+	return k.aead.Seal(nonce, nonce, plaintext, []byte(server))
+}
+
+// ErrOAuthSeal: a stored grant does not open with this key (the key file
+// was replaced, or the row was copied from another server).
+var ErrOAuthSeal = errors.New("the stored OAuth grant does not open with this key file (was the key file replaced?); authorize the server again")
+
+// Open decrypts what Seal sealed for server.
+func (k *OAuthKey) Open(server string, sealed []byte) ([]byte, error) {
+	n := k.aead.NonceSize()
+	if len(sealed) < n {
+		return nil, ErrOAuthSeal
+	}
+	out, err := k.aead.Open(nil, sealed[:n], sealed[n:], []byte(server))
+	if err != nil {
+		return nil, ErrOAuthSeal
+	}
+	return out, nil
+}

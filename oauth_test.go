@@ -1,0 +1,75 @@
+package switchboard
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestOAuthKeyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "oauth.key")
+	k1, err := LoadOAuthKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != oauthKeySize {
+		t.Fatalf("key file: %v, %v; want 0600 and %d bytes", fi.Mode(), err, oauthKeySize)
+	}
+	sealed := k1.Seal("gh", []byte("token"))
+	if bytes.Contains(sealed, []byte("token")) {
+		t.Fatal("sealed grant holds the plaintext")
+	}
+	k2, err := LoadOAuthKey(path) // a restart reads the same key
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := k2.Open("gh", sealed); err != nil || string(got) != "token" {
+		t.Fatalf("open after reload = %q, %v", got, err)
+	}
+	if _, err := k2.Open("other", sealed); !errors.Is(err, ErrOAuthSeal) {
+		t.Fatalf("a grant moved to another server opened: %v", err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOAuthKey(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("group-readable key file: %v, want a refusal naming chmod 600", err)
+	}
+}
+
+func TestOAuthConfigValidateAndMask(t *testing.T) {
+	cfg := &ServerConfig{Name: "gh", Transport: TransportRemote, URL: "https://mcp.example.com/mcp",
+		OAuth: &OAuthConfig{ClientID: "app", ClientSecret: "s3cr3t-value", Scopes: []string{"repo"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m := cfg.Masked()
+	if m.OAuth.ClientSecret != SecretMask || cfg.OAuth.ClientSecret != "s3cr3t-value" {
+		t.Fatalf("masked secret %q (original %q)", m.OAuth.ClientSecret, cfg.OAuth.ClientSecret)
+	}
+	back, err := m.Unmask(cfg)
+	if err != nil || back.OAuth.ClientSecret != "s3cr3t-value" {
+		t.Fatalf("unmask = %+v, %v", back.OAuth, err)
+	}
+	if _, err := m.Unmask(nil); err == nil {
+		t.Fatal("a masked secret with nothing stored was accepted")
+	}
+	if got := NewRedactor(cfg).String("failed with s3cr3t-value"); strings.Contains(got, "s3cr3t") {
+		t.Fatalf("redactor kept the client secret: %q", got)
+	}
+	for _, bad := range []*ServerConfig{
+		{Name: "a", Transport: TransportStdio, Command: "x", OAuth: &OAuthConfig{}},
+		{Name: "a", Transport: TransportRemote, URL: "https://h/mcp", OAuth: &OAuthConfig{Grant: "password"}},
+		{Name: "a", Transport: TransportRemote, URL: "https://h/mcp", OAuth: &OAuthConfig{Grant: GrantClientCredentials, ClientID: "x"}},
+		{Name: "a", Transport: TransportRemote, URL: "https://h/mcp", OAuth: &OAuthConfig{Scopes: []string{"a b"}}},
+		{Name: "a", Transport: TransportRemote, URL: "https://h/mcp", OAuth: &OAuthConfig{ClientMetadataURL: "http://h/client.json"}},
+	} {
+		if err := bad.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v accepted", bad.OAuth)
+		}
+	}
+}
