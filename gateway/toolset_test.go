@@ -267,12 +267,22 @@ func TestToolsetTokenReachesOnlyItsToolset(t *testing.T) {
 // status.
 func rawCall(t *testing.T, url, token, tool string) int {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	return postCall(t, url, token, "", "2026-07-28", `{"name":"`+tool+`","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`)
+}
+
+// postCall POSTs one tools/call with params, on session if not empty, and
+// returns the HTTP status.
+func postCall(t *testing.T, url, token, session, version, params string) int {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Protocol-Version", version)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -483,20 +493,7 @@ func TestSessionIsBoundToItsTokenOnTheRelay(t *testing.T) {
 	}
 	waitTools(t, cs, "echo")
 	call := func(token string) int {
-		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"mine"}}}`
-		req, _ := http.NewRequest(http.MethodPost, e.url+"/mcp/alpha", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		req.Header.Set("Mcp-Session-Id", cs.ID())
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return postCall(t, e.url+"/mcp/alpha", token, cs.ID(), "2025-11-25", `{"name":"echo","arguments":{"text":"mine"}}`)
 	}
 	// The owner first: its call also resets the session's idle timer,
 	// which the relay does through the go-sdk (where the token is checked)
