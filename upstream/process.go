@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/proc"
@@ -34,8 +37,23 @@ const (
 	sigkillWait     = time.Second
 )
 
-// stderrBufferSize is the read buffer of a server's stderr.
-const stderrBufferSize = 2048
+// poller waits for the exits of every stdio server and reads their stderr.
+var poller proc.Poller
+
+// stderrPipe returns a pipe for a server's stderr: the read end a
+// non-blocking descriptor for the poller, the write end for the child.
+func stderrPipe() (r int, w *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return -1, nil, err
+	}
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return -1, nil, err
+	}
+	return fds[0], os.NewFile(uintptr(fds[1]), "|1"), nil
+}
 
 // process is a running stdio server: the child in its own process group,
 // with pipes Switchboard owns.
@@ -44,7 +62,8 @@ const stderrBufferSize = 2048
 // `node` chains leave grandchildren behind; and exec.Cmd's own stderr
 // copying makes Wait block while any grandchild holds the pipe. process
 // avoids both: the child leads a new process group that is killed as a
-// whole, and the pipes are *os.File values read by goroutines it owns.
+// whole, and the pipes are its own: stdout is read by the go-sdk, stderr
+// and the exit by the package's poller.
 //
 // A sandboxed server is the same process with bwrap in front (box): the
 // child is bwrap, which leads the group, the server runs inside it, and
@@ -60,6 +79,9 @@ type process struct {
 
 	exited  chan struct{} // closed once the child is reaped
 	exitErr error         // valid after exited is closed
+
+	hookMu   sync.Mutex
+	exitHook func() // run once the child is reaped (whenExited)
 
 	stderrDone chan struct{} // closed once stderr reached EOF
 }
@@ -186,7 +208,13 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 	}
 	inR, inW := pipe()
 	outR, outW := pipe()
-	errR, errW := pipe()
+	errR, errW := -1, (*os.File)(nil)
+	if err == nil {
+		errR, errW, err = stderrPipe()
+		if err == nil {
+			files = append(files, errW)
+		}
+	}
 	if err != nil {
 		closeAll()
 		if box != nil {
@@ -197,6 +225,7 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
 		closeAll()
+		unix.Close(errR)
 		if box != nil {
 			box.Cleanup()
 			// bwrap itself did not start: it went missing since the probe.
@@ -222,23 +251,29 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 	if box != nil {
 		logs = box.Stderr(logs)
 	}
-	go func() {
-		defer close(p.stderrDone)
-		defer errR.Close()
-		// A small buffer: an idle server's stderr reader should not hold
-		// io.Copy's 32 KiB for the session's whole life.
-		io.CopyBuffer(logs, struct{ io.Reader }{errR}, make([]byte, stderrBufferSize))
+	// One goroutine of the package's poller reads every server's stderr
+	// and learns of every exit; an idle server costs no goroutine, and no
+	// OS thread blocked in waitid, for either.
+	poller.Drain(errR, logs, func() {
 		if f, ok := logs.(interface{ Flush() }); ok {
 			f.Flush()
 		}
-	}()
-	go func() {
+		close(p.stderrDone)
+	})
+	poller.OnExit(p.pid, func() {
+		// The child has exited: Wait reaps it at once.
 		p.exitErr = cmd.Wait()
 		if box != nil {
 			box.Exited()
 		}
+		p.hookMu.Lock()
 		close(p.exited)
-	}()
+		hook := p.exitHook
+		p.hookMu.Unlock()
+		if hook != nil {
+			go hook() // the poller's callbacks must not block
+		}
+	})
 	if box != nil {
 		if err := box.Started(); err != nil {
 			// Nothing of the server ran; bwrap may still wait on its block fd.
@@ -249,6 +284,21 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 		}
 	}
 	return p, nil
+}
+
+// whenExited runs fn on a goroutine of its own once the child is reaped,
+// at once if it is already. It replaces an earlier fn not yet run: a
+// process has one watcher, and a goroutine waiting on exited for each
+// idle server is what the poller exists to save.
+func (p *process) whenExited(fn func()) {
+	p.hookMu.Lock()
+	defer p.hookMu.Unlock()
+	select {
+	case <-p.exited:
+		go fn()
+	default:
+		p.exitHook = fn
+	}
 }
 
 // exitReapGrace is how long a closed pipe waits for the exit to be reaped,
