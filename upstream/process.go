@@ -69,7 +69,7 @@ func stderrPipe() (r int, w *os.File, err error) {
 // child is bwrap, which leads the group, the server runs inside it, and
 // killing the group, or bwrap alone, ends the whole sandbox.
 type process struct {
-	cmd    *exec.Cmd
+	child  *os.Process // not the exec.Cmd: its command line is no use once started
 	pid    int
 	stdout *os.File // read end
 	stdin  *os.File // write end
@@ -240,7 +240,7 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 	errW.Close()
 
 	p := &process{
-		cmd:        cmd,
+		child:      cmd.Process,
 		pid:        cmd.Process.Pid,
 		stdout:     outR,
 		stdin:      inW,
@@ -260,20 +260,10 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 		}
 		close(p.stderrDone)
 	})
-	poller.OnExit(p.pid, func() {
-		// The child has exited: Wait reaps it at once.
-		p.exitErr = cmd.Wait()
-		if box != nil {
-			box.Exited()
-		}
-		p.hookMu.Lock()
-		close(p.exited)
-		hook := p.exitHook
-		p.hookMu.Unlock()
-		if hook != nil {
-			go hook() // the poller's callbacks must not block
-		}
-	})
+	// A goroutine only once the child has exited: reading the sandbox's
+	// cgroup takes a while, and a thousand servers stopped together must
+	// not wait for each other's.
+	poller.OnExit(p.pid, func() { go p.exitedNow() })
 	if box != nil {
 		if err := box.Started(); err != nil {
 			// Nothing of the server ran; bwrap may still wait on its block fd.
@@ -286,8 +276,38 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 	return p, nil
 }
 
-// whenExited runs fn on a goroutine of its own once the child is reaped,
-// at once if it is already. It replaces an earlier fn not yet run: a
+// exitedNow records the exit of the child, which has exited, and runs the
+// hook of whenExited.
+func (p *process) exitedNow() {
+	p.exitErr = p.reap()
+	if p.box != nil {
+		p.box.Exited()
+	}
+	p.hookMu.Lock()
+	close(p.exited)
+	hook := p.exitHook
+	p.hookMu.Unlock()
+	if hook != nil {
+		hook()
+	}
+}
+
+// reap reaps the child, which has exited (so this does not block), and
+// returns what exec.Cmd.Wait would: nil, an *exec.ExitError, or why the
+// wait failed. The pipes are ours, so Wait would have nothing else to do.
+func (p *process) reap() error {
+	st, err := p.child.Wait()
+	if err != nil {
+		return err
+	}
+	if !st.Success() {
+		return &exec.ExitError{ProcessState: st}
+	}
+	return nil
+}
+
+// whenExited runs fn once the child is reaped, on a goroutine of its own
+// if it is already. It replaces an earlier fn not yet run: a
 // process has one watcher, and a goroutine waiting on exited for each
 // idle server is what the poller exists to save.
 func (p *process) whenExited(fn func()) {
@@ -330,7 +350,7 @@ func (p *process) signalGroup(sig syscall.Signal) {
 	if err := syscall.Kill(-p.pid, sig); err != nil && !isProcessGone(err) {
 		// EPERM cannot happen for our own child; anything else is worth
 		// nothing more than trying the leader alone.
-		p.cmd.Process.Signal(sig)
+		p.child.Signal(sig)
 	}
 }
 
