@@ -1,6 +1,8 @@
 // Package proc answers questions about processes that the standard library
 // does not: whether a pid is a live process (not a zombie), and whether a
-// process group still has a live member. Linux only: it reads /proc.
+// process group still has a live member; and its Poller waits for many
+// children's exits and drains their pipes on one goroutine. Linux only: it
+// reads /proc and uses pidfds and epoll.
 package proc
 
 import (
