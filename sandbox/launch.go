@@ -190,9 +190,12 @@ func (l *Launch) AwaitGone(d time.Duration) {
 	if l.pidNS == "" {
 		return
 	}
+	// A check reads all of /proc: the checks space out, as many
+	// sandboxes stopped together would otherwise starve the kills they
+	// wait for.
 	deadline := time.Now().Add(d)
-	for inNamespace(l.pidNS) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	for wait := 5 * time.Millisecond; inNamespace(l.pidNS) && time.Now().Before(deadline); wait = min(2*wait, 80*time.Millisecond) {
+		time.Sleep(wait)
 	}
 }
 

@@ -318,7 +318,6 @@ func (b *boundedJSON) oversized(size int64) {
 type boundedEvents struct {
 	r   io.ReadCloser
 	lim bodyLimit
-	buf []byte // read buffer
 
 	event    blocks // the current event, while within the limit
 	ready    blocks // whole events, to hand out
@@ -350,11 +349,11 @@ func (e *boundedEvents) Read(p []byte) (int, error) {
 		if e.ended {
 			return 0, e.err
 		}
-		if e.buf == nil {
-			e.buf = make([]byte, 32<<10)
-		}
-		n, err := e.r.Read(e.buf)
-		e.scan(e.buf[:n])
+		// The stream is read into p itself: scan copies what it keeps,
+		// and an idle stream (the standalone GET of every remote session)
+		// holds no read buffer of its own while it waits.
+		n, err := e.r.Read(p)
+		e.scan(p[:n])
 		if err != nil && !e.ended {
 			if e.over {
 				e.finishOversized()

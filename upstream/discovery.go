@@ -137,10 +137,24 @@ func relist[T any](r *listResult, name string, dst *[]T, seq iter.Seq2[T, error]
 
 // toolInfos renders tools for RuntimeInfo. It runs once per listing, not
 // on every Info call (views and metrics scrapes call Info often).
+//
+// It also keeps each tool's schemas as the JSON they are
+// (json.RawMessage) rather than as the go-sdk decoded them (maps of
+// interfaces, several times the size): an idle session holds its tools
+// for its whole life, and everything that reads a schema marshals it
+// first. The view shares the input schema's bytes.
 func toolInfos(tools []*mcp.Tool) []sb.ToolInfo {
 	infos := make([]sb.ToolInfo, len(tools))
 	for i, t := range tools {
-		schema, _ := json.Marshal(t.InputSchema)
+		schema, err := json.Marshal(t.InputSchema)
+		if err == nil && t.InputSchema != nil {
+			t.InputSchema = json.RawMessage(schema)
+		}
+		if t.OutputSchema != nil {
+			if b, err := json.Marshal(t.OutputSchema); err == nil {
+				t.OutputSchema = json.RawMessage(b)
+			}
+		}
 		infos[i] = sb.ToolInfo{Name: t.Name, Description: t.Description, InputSchema: schema}
 	}
 	return infos

@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/proc"
@@ -34,8 +37,23 @@ const (
 	sigkillWait     = time.Second
 )
 
-// stderrBufferSize is the read buffer of a server's stderr.
-const stderrBufferSize = 2048
+// poller waits for the exits of every stdio server and reads their stderr.
+var poller proc.Poller
+
+// stderrPipe returns a pipe for a server's stderr: the read end a
+// non-blocking descriptor for the poller, the write end for the child.
+func stderrPipe() (r int, w *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return -1, nil, err
+	}
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return -1, nil, err
+	}
+	return fds[0], os.NewFile(uintptr(fds[1]), "|1"), nil
+}
 
 // process is a running stdio server: the child in its own process group,
 // with pipes Switchboard owns.
@@ -44,13 +62,14 @@ const stderrBufferSize = 2048
 // `node` chains leave grandchildren behind; and exec.Cmd's own stderr
 // copying makes Wait block while any grandchild holds the pipe. process
 // avoids both: the child leads a new process group that is killed as a
-// whole, and the pipes are *os.File values read by goroutines it owns.
+// whole, and the pipes are its own: stdout is read by the go-sdk, stderr
+// and the exit by the package's poller.
 //
 // A sandboxed server is the same process with bwrap in front (box): the
 // child is bwrap, which leads the group, the server runs inside it, and
 // killing the group, or bwrap alone, ends the whole sandbox.
 type process struct {
-	cmd    *exec.Cmd
+	child  *os.Process // not the exec.Cmd: its command line is no use once started
 	pid    int
 	stdout *os.File // read end
 	stdin  *os.File // write end
@@ -60,6 +79,9 @@ type process struct {
 
 	exited  chan struct{} // closed once the child is reaped
 	exitErr error         // valid after exited is closed
+
+	hookMu   sync.Mutex
+	exitHook func() // run once the child is reaped (whenExited)
 
 	stderrDone chan struct{} // closed once stderr reached EOF
 }
@@ -186,7 +208,13 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 	}
 	inR, inW := pipe()
 	outR, outW := pipe()
-	errR, errW := pipe()
+	errR, errW := -1, (*os.File)(nil)
+	if err == nil {
+		errR, errW, err = stderrPipe()
+		if err == nil {
+			files = append(files, errW)
+		}
+	}
 	if err != nil {
 		closeAll()
 		if box != nil {
@@ -197,6 +225,7 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
 		closeAll()
+		unix.Close(errR)
 		if box != nil {
 			box.Cleanup()
 			// bwrap itself did not start: it went missing since the probe.
@@ -211,7 +240,7 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 	errW.Close()
 
 	p := &process{
-		cmd:        cmd,
+		child:      cmd.Process,
 		pid:        cmd.Process.Pid,
 		stdout:     outR,
 		stdin:      inW,
@@ -222,23 +251,19 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 	if box != nil {
 		logs = box.Stderr(logs)
 	}
-	go func() {
-		defer close(p.stderrDone)
-		defer errR.Close()
-		// A small buffer: an idle server's stderr reader should not hold
-		// io.Copy's 32 KiB for the session's whole life.
-		io.CopyBuffer(logs, struct{ io.Reader }{errR}, make([]byte, stderrBufferSize))
+	// One goroutine of the package's poller reads every server's stderr
+	// and learns of every exit; an idle server costs no goroutine, and no
+	// OS thread blocked in waitid, for either.
+	poller.Drain(errR, logs, func() {
 		if f, ok := logs.(interface{ Flush() }); ok {
 			f.Flush()
 		}
-	}()
-	go func() {
-		p.exitErr = cmd.Wait()
-		if box != nil {
-			box.Exited()
-		}
-		close(p.exited)
-	}()
+		close(p.stderrDone)
+	})
+	// A goroutine only once the child has exited: reading the sandbox's
+	// cgroup takes a while, and a thousand servers stopped together must
+	// not wait for each other's.
+	poller.OnExit(p.pid, func() { go p.exitedNow() })
 	if box != nil {
 		if err := box.Started(); err != nil {
 			// Nothing of the server ran; bwrap may still wait on its block fd.
@@ -249,6 +274,51 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 		}
 	}
 	return p, nil
+}
+
+// exitedNow records the exit of the child, which has exited, and runs the
+// hook of whenExited.
+func (p *process) exitedNow() {
+	p.exitErr = p.reap()
+	if p.box != nil {
+		p.box.Exited()
+	}
+	p.hookMu.Lock()
+	close(p.exited)
+	hook := p.exitHook
+	p.hookMu.Unlock()
+	if hook != nil {
+		hook()
+	}
+}
+
+// reap reaps the child, which has exited (so this does not block), and
+// returns what exec.Cmd.Wait would: nil, an *exec.ExitError, or why the
+// wait failed. The pipes are ours, so Wait would have nothing else to do.
+func (p *process) reap() error {
+	st, err := p.child.Wait()
+	if err != nil {
+		return err
+	}
+	if !st.Success() {
+		return &exec.ExitError{ProcessState: st}
+	}
+	return nil
+}
+
+// whenExited runs fn once the child is reaped, on a goroutine of its own
+// if it is already. It replaces an earlier fn not yet run: a
+// process has one watcher, and a goroutine waiting on exited for each
+// idle server is what the poller exists to save.
+func (p *process) whenExited(fn func()) {
+	p.hookMu.Lock()
+	defer p.hookMu.Unlock()
+	select {
+	case <-p.exited:
+		go fn()
+	default:
+		p.exitHook = fn
+	}
 }
 
 // exitReapGrace is how long a closed pipe waits for the exit to be reaped,
@@ -280,7 +350,7 @@ func (p *process) signalGroup(sig syscall.Signal) {
 	if err := syscall.Kill(-p.pid, sig); err != nil && !isProcessGone(err) {
 		// EPERM cannot happen for our own child; anything else is worth
 		// nothing more than trying the leader alone.
-		p.cmd.Process.Signal(sig)
+		p.child.Signal(sig)
 	}
 }
 
@@ -328,12 +398,20 @@ func (p *process) stop() {
 //
 // Killed grandchildren are reparented to init and linger as zombies until
 // it reaps them; a zombie runs nothing, so only live members count.
+//
+// A check reads all of /proc, so the checks space out (5 ms, doubling to
+// groupPollMax): a thousand servers stopped together would otherwise scan
+// /proc a hundred thousand times a second between them and starve the
+// very processes they wait for.
 func (p *process) awaitGroupGone(d time.Duration) {
 	deadline := time.Now().Add(d)
-	for proc.GroupHasLiveMember(p.pid) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	for wait := 5 * time.Millisecond; proc.GroupHasLiveMember(p.pid) && time.Now().Before(deadline); wait = min(2*wait, groupPollMax) {
+		time.Sleep(wait)
 	}
 }
+
+// groupPollMax bounds the wait between two checks of awaitGroupGone.
+const groupPollMax = 80 * time.Millisecond
 
 // mergeEnv builds a child environment: baseEnv from getenv, with extra over it.
 func mergeEnv(getenv func(string) string, extra map[string]string) []string {

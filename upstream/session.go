@@ -396,14 +396,17 @@ func (s *Session) Info() sb.RuntimeInfo {
 }
 
 // Tools returns the server's tools as last listed; empty unless connected.
-// The returned slice must not be modified.
+// The returned slice must not be modified. Each tool's InputSchema and
+// OutputSchema are json.RawMessage values (the JSON the server sent,
+// compacted), not the go-sdk's decoded maps.
 func (s *Session) Tools() []*mcp.Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.catalog.tools
 }
 
-// Catalog returns everything the server offers, as last listed.
+// Catalog returns everything the server offers, as last listed; the tools'
+// schemas are JSON, as in Tools.
 func (s *Session) Catalog() (tools []*mcp.Tool, resources []*mcp.Resource, templates []*mcp.ResourceTemplate, prompts []*mcp.Prompt) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -90,23 +90,18 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 
 var errProcessExited = errors.New("process exited")
 
-// watchStdio waits for the process to exit or the connection to close,
-// records why, and closes l.done. An exit fails in-flight calls at once by
-// closing the MCP session.
+// watchStdio waits for the connection to close, records why, and closes
+// l.done. An exit fails in-flight calls at once by closing the MCP session
+// (whenExited), so the one goroutine waiting on the connection learns of
+// both.
 func (s *Session) watchStdio(l *link) {
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- l.cs.Wait() }()
-	select {
-	case <-l.proc.exited:
-		l.cs.Close()
-		<-waitErr
-	case err := <-waitErr:
-		// A closed stdout usually means the process is exiting; give it a
-		// moment so the cause names the exit status.
-		if !l.proc.waitExit(exitReapGrace) {
-			l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
-				"the connection to %s (pid %d) closed: %s%s", s.cfg.Command, l.proc.pid, describe(err), s.stderrHint())
-		}
+	l.proc.whenExited(func() { l.cs.Close() })
+	err := l.cs.Wait()
+	// A closed stdout usually means the process is exiting; give it a
+	// moment so the cause names the exit status.
+	if !l.proc.waitExit(exitReapGrace) {
+		l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
+			"the connection to %s (pid %d) closed: %s%s", s.cfg.Command, l.proc.pid, describe(err), s.stderrHint())
 	}
 	if l.cause == nil {
 		l.cause = s.exitFailure(sb.PhaseRuntime, l.proc, "")
