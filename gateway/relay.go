@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -186,12 +185,12 @@ func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *ht
 	m.mu.Lock()
 	o, shown := m.tools[env.name]
 	m.mu.Unlock()
-	if !shown || !g.keepAlive(stateful, r, d) {
+	if !shown || !g.beginRelay(stateful, r, d) {
 		return false
 	}
+	defer g.clients.endRelay(d)
 	g.relays.served.Add(1)
 	g.relayCall(w, r, d, id, env, o)
-	g.keepAlive(stateful, r, d) // a long call must not leave the session to time out
 	return true
 }
 
@@ -401,47 +400,3 @@ func (rs *relayState) cancel(sessionID string, requestID []byte, w http.Response
 	w.WriteHeader(http.StatusAccepted)
 	return true
 }
-
-// keepAlive resets the go-sdk's idle timer of a session that the relay
-// keeps busy, since the relay's requests never reach the go-sdk: with a
-// ping through the go-sdk's handler, at most every quarter of the session
-// timeout. It reports whether the session is live (a ping refused means it
-// has ended; the go-sdk then answers the request itself, with 404).
-func (g *Gateway) keepAlive(stateful http.Handler, r *http.Request, d *downstream) bool {
-	now := time.Now()
-	g.clients.mu.Lock()
-	due := now.Sub(d.poked) >= g.opts.SessionTimeout/4
-	if due {
-		d.poked = now
-	}
-	g.clients.mu.Unlock()
-	if !due {
-		return true
-	}
-	ping, err := http.NewRequestWithContext(r.Context(), http.MethodPost, r.URL.String(),
-		strings.NewReader(`{"jsonrpc":"2.0","id":"switchboard-keepalive","method":"ping"}`))
-	if err != nil {
-		return false
-	}
-	ping.Host, ping.RemoteAddr = r.Host, r.RemoteAddr
-	for _, k := range []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Accept", "Content-Type"} {
-		ping.Header.Set(k, r.Header.Get(k))
-	}
-	sw := &statusWriter{ResponseWriter: discard{}}
-	stateful.ServeHTTP(sw, ping)
-	if sw.status != 0 && sw.status != http.StatusOK {
-		g.clients.mu.Lock()
-		d.poked = time.Time{}
-		g.clients.mu.Unlock()
-		return false
-	}
-	return true
-}
-
-// discard is a ResponseWriter that keeps nothing.
-type discard struct{}
-
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
-func (discard) WriteHeader(int)             {}
-func (discard) Flush()                      {}
