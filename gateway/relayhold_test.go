@@ -62,3 +62,34 @@ func TestRelayedCallLongerThanTheSessionTimeoutKeepsTheSession(t *testing.T) {
 		}
 	})
 }
+
+// A session deleted while a relayed call is in flight ends at once: the
+// hold does not keep it, the call still gets its result, and the session
+// is gone for the next one.
+func TestSessionDeletedDuringARelayedCallEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]testserver.Script{"s": {}})
+		b := newBubble(t, gateway.Options{SessionTimeout: 10 * time.Second}, so, nil, cfgs["s"])
+		do := direct(b.gw.Handler(), "127.0.0.1:4000")
+		time.Sleep(time.Second) // s is listed
+		id := open(t, do, "/mcp/s")
+		do(mcpPost("/mcp/s", id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		done := make(chan answer)
+		go func() {
+			done <- do(mcpPost("/mcp/s", id, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":30000}}}`))
+		}()
+		time.Sleep(5 * time.Second)
+		if a := do(deleteSession("/mcp/s", id)); a.status != http.StatusNoContent {
+			t.Fatalf("DELETE during the call: %d %s", a.status, a.body)
+		}
+		if st := b.gw.SessionStats(); st.Live != 0 {
+			t.Errorf("%d live sessions after the DELETE, want 0", st.Live)
+		}
+		if a := <-done; a.status != http.StatusOK || !strings.Contains(a.body, `"result"`) {
+			t.Errorf("the call in flight: %d %s, want its result", a.status, a.body)
+		}
+		if a := do(mcpPost("/mcp/s", id, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)); a.status != http.StatusNotFound {
+			t.Errorf("a call after the DELETE: %d, want 404", a.status)
+		}
+	})
+}
