@@ -215,6 +215,7 @@ func relayRequest(r *http.Request) (relayEnvelope, bool) {
 	accept := r.Header.Get("Accept")
 	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
 		!strings.Contains(accept, "text/event-stream") || !strings.Contains(accept, "application/json") ||
+		len(r.Header.Values("Last-Event-ID")) > 0 || // the go-sdk refuses it on a POST
 		!hostChecked(r) {
 		return relayEnvelope{}, false
 	}

@@ -157,7 +157,7 @@ func TestStatelessCallsTheRelayLeavesToTheGoSDK(t *testing.T) {
 		name   string
 		req    func() *http.Request
 		status int    // the go-sdk's answer
-		result string // a part of its result if it serves the call; else it answers a JSON-RPC error
+		result string // a part of its result if it serves the call; "-" for a refusal in plain text; else it answers a JSON-RPC error
 	}{
 		{"a client that can be asked to sample", func() *http.Request {
 			return statelessRequest(t, url, "echo", `{"text":"s"}`, samplingCaps, "")
@@ -186,6 +186,11 @@ func TestStatelessCallsTheRelayLeavesToTheGoSDK(t *testing.T) {
 		{"invalid client capabilities", func() *http.Request {
 			return statelessRequest(t, url, "echo", `{"text":"x"}`, `{"roots":{"listChanged":"yes"}}`, "")
 		}, http.StatusBadRequest, ""},
+		{"a Last-Event-ID header", func() *http.Request {
+			r := statelessRequest(t, url, "echo", `{"text":"x"}`, plainCaps, "")
+			r.Header.Set("Last-Event-ID", "1")
+			return r
+		}, http.StatusBadRequest, "-"}, // plain text, not JSON-RPC
 		{"a tool not shown", func() *http.Request {
 			return statelessRequest(t, url, "nope", `{}`, plainCaps, "")
 		}, http.StatusBadRequest, ""},
@@ -194,6 +199,12 @@ func TestStatelessCallsTheRelayLeavesToTheGoSDK(t *testing.T) {
 		a := send(t, c.req())
 		if got := gateway.RelayServed(e.gw) - served; got != 0 {
 			t.Errorf("%s: the relay served it", c.name)
+		}
+		if c.result == "-" {
+			if a.status != c.status {
+				t.Errorf("%s: %d %v, want %d", c.name, a.status, a.messages, c.status)
+			}
+			continue
 		}
 		if a.status != c.status || c.result != "" && !strings.Contains(a.result, c.result) ||
 			c.result == "" && a.err == "" {
