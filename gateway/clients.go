@@ -63,6 +63,8 @@ type clients struct {
 	expired uint64                 // counted sessions ended by the idle timeout
 	gone    []string               // client ids of named sessions ended by DELETE, to release
 	poke    chan struct{}          // wakes the sweep (buffer 1)
+	holding sync.WaitGroup         // the goroutines of the relay's holds (relayhold.go)
+	closed  bool                   // all has run: no more holds
 }
 
 // downstream is one watched session.
@@ -73,8 +75,9 @@ type downstream struct {
 	counted   bool         // it holds a slot
 	sessionID string       // its Mcp-Session-Id, while counted
 	addr      netip.Prefix // its client's address, while counted
-	poked     time.Time    // when the relay last reset its idle timer (relay.go)
 	who       string       // the principal that began it, while counted: only it may use it
+	relaying  int          // relayed calls in flight (relay.go)
+	hold      *hold        // keeps the go-sdk's idle timer paused for the relay (relayhold.go)
 }
 
 func newClients(maxLive, maxPerAddr int) *clients {
@@ -223,7 +226,12 @@ func (c *clients) deleted(sessionID string) {
 	if named {
 		c.gone = append(c.gone, d.client)
 	}
+	h := d.hold
+	d.hold = nil
 	c.mu.Unlock()
+	if h != nil {
+		h.end()
+	}
 	if named {
 		c.wake()
 	}
@@ -295,20 +303,29 @@ func (c *clients) ended() (ids []string) {
 		if d.client != "" {
 			ids = append(ids, d.client)
 		}
+		if d.hold != nil {
+			d.hold.end()
+			d.hold = nil
+		}
 	}
 	return ids
 }
 
-// all forgets every watched session and returns the client ids of those
-// named. The slots of counted sessions are not freed: nobody will watch
-// them any more.
+// all forgets every watched session, releases the relay's holds, and
+// returns the client ids of those named. The slots of counted sessions are
+// not freed: nobody will watch them any more.
 func (c *clients) all() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	var ids []string
 	for _, d := range c.known {
 		if d.client != "" {
 			ids = append(ids, d.client)
+		}
+		if d.hold != nil {
+			d.hold.end()
+			d.hold = nil
 		}
 	}
 	clear(c.known)
@@ -328,7 +345,8 @@ func (c *clients) stats() SessionStats {
 // has ended, until ctx ends; then those of every client still named, since
 // nobody will watch them any more. It looks at every watched session each
 // sweep while there are any (a wake starts the timer), and releases the
-// clients of sessions deleted at once.
+// clients of sessions deleted at once. Each sweep also releases the
+// relay's holds of sessions without relayed calls in flight.
 func (g *Gateway) watchClients(ctx context.Context, sweep time.Duration) {
 	timer := time.NewTimer(sweep)
 	timer.Stop()
@@ -338,12 +356,14 @@ func (g *Gateway) watchClients(ctx context.Context, sweep time.Duration) {
 		select {
 		case <-ctx.Done():
 			g.release(append(g.clients.takeGone(), g.clients.all()...))
+			g.clients.holding.Wait()
 			return
 		case <-g.clients.poke:
 			g.release(g.clients.takeGone())
 		case <-timer.C:
 			armed = false
 			g.release(g.clients.ended())
+			g.clients.releaseIdleHolds()
 		}
 		if !armed && g.clients.watching() {
 			timer.Reset(sweep)

@@ -5,8 +5,12 @@
 // drops leaves the list, and comes back, with list_changed sent
 // downstream), and calls pass through whole: progress, cancellation,
 // elicitation, sampling, logging, resources, prompts and completion. The
-// hot request, tools/call over Streamable HTTP, is relayed as bytes where
-// it can be (relay.go); everything else goes through the go-sdk's server.
+// hot request, tools/call over Streamable HTTP on /mcp and /mcp/{name}, is
+// relayed as bytes where it can be, on stateful sessions (relay.go, kept
+// alive by relayhold.go) and in the stateless 2026-07-28 mode
+// (relay_stateless.go), for clients that declared neither elicitation nor
+// sampling; everything else, toolset endpoints included, goes through the
+// go-sdk's server.
 package gateway
 
 import (
@@ -440,14 +444,27 @@ func (g *Gateway) Handler() http.Handler {
 			}
 		}
 		return nil
-	})
+	}, g.relayMirror)
+}
+
+// relayMirror is the mirror that the relay serves r from: the aggregate,
+// or the per-server mirror once the go-sdk path has made it; nil if none.
+func (g *Gateway) relayMirror(r *http.Request) *mirror {
+	name := serverName(r)
+	if name == "" {
+		return g.agg
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.per[name]
 }
 
 // streamable serves the mirrors serverFor picks over Streamable HTTP:
 // stateless for 2026-07-28 requests without a session, stateful sessions
 // (capped) otherwise. A request for which exists fails is answered 404
-// with its message.
-func (g *Gateway) streamable(serverFor func(*http.Request) *mcp.Server, exists func(*http.Request) error) http.Handler {
+// with its message. If relayFor is not nil, the relay serves the calls it
+// can (relay.go) from the mirror relayFor picks.
+func (g *Gateway) streamable(serverFor func(*http.Request) *mcp.Server, exists func(*http.Request) error, relayFor func(*http.Request) *mirror) http.Handler {
 	stateful := mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{SessionTimeout: g.opts.SessionTimeout})
 	stateless := mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{Stateless: true})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -455,12 +472,18 @@ func (g *Gateway) streamable(serverFor func(*http.Request) *mcp.Server, exists f
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
 		}
+		var m *mirror
+		if relayFor != nil && r.Method == http.MethodPost {
+			m = relayFor(r)
+		}
 		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
-			stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), statelessKey{}, true)))
+			if m == nil || !g.serveStatelessRelay(w, r, m) {
+				stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), statelessKey{}, true)))
+			}
 			return
 		}
 		switch id := r.Header.Get("Mcp-Session-Id"); {
-		case r.Method == http.MethodPost && id != "" && g.serveRelay(stateful, w, r):
+		case m != nil && id != "" && g.serveRelay(stateful, w, r, m):
 			// served by the relay (relay.go)
 		case r.Method == http.MethodPost && id == "":
 			g.serveNewSession(stateful, w, r)

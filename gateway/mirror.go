@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,6 +21,7 @@ import (
 type mirror struct {
 	g      *Gateway
 	server *mcp.Server
+	info   []byte // the server's mcp.Implementation, encoded (relay_stateless.go)
 	only   string // the one server of a per-server mirror; "" for the aggregate
 	set    string // the toolset of a toolset mirror; "" otherwise
 	// version is the toolset's version the mirror shows (toolset.go).
@@ -62,7 +64,9 @@ func (g *Gateway) newMirrorOf(only, set string) *mirror {
 	case set != "":
 		name = "switchboard/toolsets/" + set
 	}
-	m.server = mcp.NewServer(&mcp.Implementation{Name: name, Version: g.opts.Version}, &mcp.ServerOptions{
+	impl := &mcp.Implementation{Name: name, Version: g.opts.Version}
+	m.info, _ = json.Marshal(impl)
+	m.server = mcp.NewServer(impl, &mcp.ServerOptions{
 		// Advertise everything from the start: a client that connects
 		// before the upstream servers do must still learn, through
 		// list_changed, of what they bring.

@@ -156,6 +156,7 @@ func fleet(t *testing.T, scripts map[string]testserver.Script) (map[string]*sb.S
 // them; everything lives in the calling synctest bubble.
 type bubble struct {
 	reg *registry.Registry
+	gw  *gateway.Gateway
 	cs  *mcp.ClientSession
 }
 
@@ -184,7 +185,7 @@ func newBubble(t *testing.T, opts gateway.Options, so upstream.Options, copts *m
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close(); ss.Wait() })
-	return &bubble{reg: reg, cs: cs}
+	return &bubble{reg: reg, gw: gw, cs: cs}
 }
 
 // values returns the configs of names, in that order.

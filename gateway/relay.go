@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,8 +23,9 @@ import (
 )
 
 // The relay serves the hot request of both endpoints, tools/call on a
-// stateful session, without the go-sdk's server: it reads the envelope's
-// few fields from the bytes (internal/rawjson), runs the call through the
+// stateful session (and in the stateless mode: relay_stateless.go),
+// without the go-sdk's server: it reads the envelope's few fields from
+// the bytes (internal/rawjson), runs the call through the
 // executor as Gateway.call does (timeouts, progress, metrics, per-client
 // sessions, the typed errors), and writes the upstream's result bytes back
 // with the client's id (upstream/relay.go relays them on stdio links).
@@ -37,8 +37,12 @@ import (
 //   - a tool the mirror does not show yet (the go-sdk path waits for
 //     readiness and names the unknown tool);
 //   - params beyond name, arguments and _meta, a batch, anything the
-//     scanner does not read plainly;
-//   - the stateless 2026-07-28 mode, and sessions not known to be live.
+//     scanner does not read plainly (a key of _meta spelled with escapes);
+//     the members of _meta that only the 2026-07-28 protocol sends, which
+//     the go-sdk's stateful handler refuses;
+//   - sessions not known to be live (the go-sdk refused the hold that
+//     keeps a session alive while the relay serves it: relayhold.go);
+//   - toolset endpoints (the toolset decides on every call).
 
 // relayState is the gateway's bookkeeping of relayed calls.
 type relayState struct {
@@ -60,7 +64,20 @@ type relayEnvelope struct {
 	name               string
 	args, token        []byte // raw arguments and progress token, if any
 	requestID          []byte // notifications/cancelled: the request it cancels
+	// The members of params._meta that the 2026-07-28 protocol defines
+	// (SEP-2575), raw; other is set if it names one more of them.
+	version, caps, info []byte
+	other               bool
 }
+
+// The members of _meta by which a request of the 2026-07-28 protocol
+// identifies its client.
+const (
+	metaPrefix       = "io.modelcontextprotocol/"
+	metaVersion      = metaPrefix + "protocolVersion"
+	metaCapabilities = metaPrefix + "clientCapabilities"
+	metaClientInfo   = metaPrefix + "clientInfo"
+)
 
 // parseEnvelope reads a single JSON-RPC message. ok is false for anything
 // the relay leaves to the go-sdk.
@@ -121,11 +138,26 @@ func (env *relayEnvelope) readCall() bool {
 	if meta == nil || string(meta) == "null" {
 		return true
 	}
+	// A key spelled with escapes would hide a member the go-sdk reads:
+	// such a request goes to the go-sdk.
 	odd := false
 	return rawjson.Members(meta, func(k, v []byte) bool {
-		if string(k) == "progressToken" && string(v) != "null" {
-			env.token = v
-			odd = !scalarID(v) // a token is a string or a number
+		switch key := string(k); {
+		case bytes.IndexByte(k, '\\') >= 0:
+			odd = true
+		case key == "progressToken":
+			if string(v) != "null" {
+				env.token = v
+				odd = !scalarID(v) // a token is a string or a number
+			}
+		case key == metaVersion:
+			env.version = v
+		case key == metaCapabilities:
+			env.caps = v
+		case key == metaClientInfo:
+			env.info = v
+		case strings.HasPrefix(key, metaPrefix):
+			env.other = true
 		}
 		return !odd
 	}) == nil && !odd
@@ -137,25 +169,10 @@ func scalarID(v []byte) bool {
 	return len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9')
 }
 
-// serveRelay serves r if it can and reports whether it did; if not, r's
-// body is restored for the go-sdk.
-func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *http.Request) bool {
+// serveRelay serves r, a POST on a stateful session of m, if it can and
+// reports whether it did; if not, r's body is restored for the go-sdk.
+func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *http.Request, m *mirror) bool {
 	id := r.Header.Get("Mcp-Session-Id")
-	accept := r.Header.Get("Accept")
-	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
-		!strings.Contains(accept, "text/event-stream") || !strings.Contains(accept, "application/json") ||
-		!hostChecked(r) {
-		return false
-	}
-	m := g.agg
-	if name := serverName(r); name != "" {
-		g.mu.Lock()
-		m = g.per[name]
-		g.mu.Unlock()
-		if m == nil {
-			return false
-		}
-	}
 	g.clients.mu.Lock()
 	d := g.clients.byID[id]
 	g.clients.mu.Unlock()
@@ -164,12 +181,7 @@ func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *ht
 	if d == nil || d.server != m.server || d.who != principalName(r) {
 		return false
 	}
-	body, err := readBody(r)
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-	if err != nil || len(body) > relayMaxBody {
-		return false
-	}
-	env, ok := parseEnvelope(body)
+	env, ok := relayRequest(r)
 	if !ok {
 		return false
 	}
@@ -178,21 +190,54 @@ func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *ht
 	}
 	// The header must name the version the client asked for, which the
 	// session then runs (a version the go-sdk does not serve is answered
-	// by the go-sdk, with 400).
+	// by the go-sdk, with 400); the go-sdk's stateful handler refuses the
+	// members of _meta that only the 2026-07-28 protocol sends.
 	if p := d.ss.InitializeParams(); p == nil || p.ProtocolVersion != r.Header.Get("Mcp-Protocol-Version") ||
-		p.Capabilities == nil || p.Capabilities.Elicitation != nil || p.Capabilities.Sampling != nil {
+		p.Capabilities == nil || p.Capabilities.Elicitation != nil || p.Capabilities.Sampling != nil ||
+		env.version != nil || env.caps != nil || env.info != nil || env.other {
 		return false
 	}
-	m.mu.Lock()
-	o, shown := m.tools[env.name]
-	m.mu.Unlock()
-	if !shown || !g.keepAlive(stateful, r, d) {
+	o, _, shown := m.relayTool(env.name)
+	if !shown || !g.beginRelay(stateful, r, d) {
 		return false
 	}
+	defer g.clients.endRelay(d)
 	g.relays.served.Add(1)
-	g.relayCall(w, r, d, id, env, o)
-	g.keepAlive(stateful, r, d) // a long call must not leave the session to time out
+	g.relayCall(w, r, d, id, env, o, nil)
 	return true
+}
+
+// relayRequest reads the message r carries, if the relay may serve it:
+// the headers are those the go-sdk's handler takes, the Host passes its
+// check, and the envelope is plain (parseEnvelope). r's body is restored
+// for the go-sdk in any case.
+func relayRequest(r *http.Request) (relayEnvelope, bool) {
+	accept := r.Header.Get("Accept")
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
+		!strings.Contains(accept, "text/event-stream") || !strings.Contains(accept, "application/json") ||
+		len(r.Header.Values("Last-Event-ID")) > 0 || // the go-sdk refuses it on a POST
+		!hostChecked(r) {
+		return relayEnvelope{}, false
+	}
+	body, err := readBody(r)
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	if err != nil || len(body) > relayMaxBody {
+		return relayEnvelope{}, false
+	}
+	return parseEnvelope(body)
+}
+
+// relayTool returns what the exposed tool name stands for, and the tool
+// as the server listed it, if the mirror shows it.
+func (m *mirror) relayTool(name string) (origin, *mcp.Tool, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.tools[name]
+	if !ok {
+		return origin{}, nil, false
+	}
+	t := m.shown[o.server].tools[name]
+	return o, t, t != nil
 }
 
 // principalName is the name of the principal of r (sb.PrincipalFrom), ""
@@ -243,23 +288,27 @@ const relayMaxBody = 4 << 20
 // relayCall runs one tools/call and writes its answer: as server-sent
 // events if progress came first (progress, then the response), else as
 // one JSON body.
-func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstream, sessionID string, env relayEnvelope, o origin) {
+//
+// d is the downstream session of the call and sessionID its id, nil and ""
+// for a stateless request; info, for a stateless request only, is the
+// serverInfo that its result carries (statelessResult).
+func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstream, sessionID string, env relayEnvelope, o origin, info []byte) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	key := sessionID + "\x00" + string(env.id)
-	g.relays.mu.Lock()
-	g.relays.inflight[key] = cancel
-	g.relays.mu.Unlock()
-	defer func() {
-		g.relays.mu.Lock()
-		delete(g.relays.inflight, key)
-		g.relays.mu.Unlock()
-	}()
-
-	w.Header().Set("Mcp-Session-Id", sessionID)
 	sse := &sseWriter{w: w}
-
-	ctx = g.clients.withClient(ctx, d.ss, d.server)
+	if d != nil {
+		key := sessionID + "\x00" + string(env.id)
+		g.relays.mu.Lock()
+		g.relays.inflight[key] = cancel
+		g.relays.mu.Unlock()
+		defer func() {
+			g.relays.mu.Lock()
+			delete(g.relays.inflight, key)
+			g.relays.mu.Unlock()
+		}()
+		w.Header().Set("Mcp-Session-Id", sessionID)
+		ctx = g.clients.withClient(ctx, d.ss, d.server)
+	}
 	ctx, raw := upstream.WithRawResult(ctx)
 	opts := sb.InvokeOptions{ResetTimeoutOnProgress: true, MaxTotalTimeout: g.totalCap(o.server)}
 	var fwd *progressForwarder
@@ -281,10 +330,10 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 	}
 	var msg [][]byte // the response, in pieces: the result is not copied
 	if raw.Result != nil && (err == nil || errors.Is(err, upstream.ErrToolError)) {
-		msg = response(env.id, raw.Result)
+		msg = resultResponse(env.id, raw.Result, info)
 	} else {
 		res, err := g.answer(ctx, o.server, o.name, res, err)
-		msg = encodeResponse(env.id, res, err)
+		msg = encodeResponse(env.id, res, err, info)
 	}
 	if sse.started {
 		sse.event(msg...)
@@ -308,25 +357,48 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 // response is a JSON-RPC response with id and a result already encoded,
 // in pieces.
 func response(id, result []byte) [][]byte {
+	return [][]byte{responseHead(id), result, []byte("}")}
+}
+
+// responseHead is a response to the request id up to its result.
+func responseHead(id []byte) []byte {
 	head := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":`)+len(id))
 	head = append(head, `{"jsonrpc":"2.0","id":`...)
 	head = append(head, id...)
-	head = append(head, `,"result":`...)
-	return [][]byte{head, result, []byte("}")}
+	return append(head, `,"result":`...)
+}
+
+// resultResponse is the response to the request id with the encoded
+// result, shaped as a stateless result if info is not nil.
+func resultResponse(id, result, info []byte) [][]byte {
+	if info == nil {
+		return response(id, result)
+	}
+	shaped, err := statelessResult(result, info)
+	if err != nil {
+		return errorResponse(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server's result: " + err.Error()})
+	}
+	return append([][]byte{responseHead(id)}, append(shaped, []byte("}"))...)
 }
 
 // encodeResponse encodes a result, or a JSON-RPC error, as the response
-// to the request id.
-func encodeResponse(id []byte, res *mcp.CallToolResult, rpcErr *jsonrpc.Error) [][]byte {
-	if rpcErr == nil {
-		// The result's own MarshalJSON, not json.Marshal, which would
-		// validate and compact its whole output once more.
-		b, err := res.MarshalJSON()
-		if err == nil {
-			return response(id, b)
-		}
-		rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
+// to the request id; the result shaped as a stateless one if info is not
+// nil.
+func encodeResponse(id []byte, res *mcp.CallToolResult, rpcErr *jsonrpc.Error, info []byte) [][]byte {
+	if rpcErr != nil {
+		return errorResponse(id, rpcErr)
 	}
+	// The result's own MarshalJSON, not json.Marshal, which would
+	// validate and compact its whole output once more.
+	b, err := res.MarshalJSON()
+	if err != nil {
+		return errorResponse(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()})
+	}
+	return resultResponse(id, b, info)
+}
+
+// errorResponse is the JSON-RPC error response to the request id.
+func errorResponse(id []byte, rpcErr *jsonrpc.Error) [][]byte {
 	e, _ := json.Marshal(rpcErr)
 	b := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
 	b = append(b, `,"error":`...)
@@ -401,47 +473,3 @@ func (rs *relayState) cancel(sessionID string, requestID []byte, w http.Response
 	w.WriteHeader(http.StatusAccepted)
 	return true
 }
-
-// keepAlive resets the go-sdk's idle timer of a session that the relay
-// keeps busy, since the relay's requests never reach the go-sdk: with a
-// ping through the go-sdk's handler, at most every quarter of the session
-// timeout. It reports whether the session is live (a ping refused means it
-// has ended; the go-sdk then answers the request itself, with 404).
-func (g *Gateway) keepAlive(stateful http.Handler, r *http.Request, d *downstream) bool {
-	now := time.Now()
-	g.clients.mu.Lock()
-	due := now.Sub(d.poked) >= g.opts.SessionTimeout/4
-	if due {
-		d.poked = now
-	}
-	g.clients.mu.Unlock()
-	if !due {
-		return true
-	}
-	ping, err := http.NewRequestWithContext(r.Context(), http.MethodPost, r.URL.String(),
-		strings.NewReader(`{"jsonrpc":"2.0","id":"switchboard-keepalive","method":"ping"}`))
-	if err != nil {
-		return false
-	}
-	ping.Host, ping.RemoteAddr = r.Host, r.RemoteAddr
-	for _, k := range []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Accept", "Content-Type"} {
-		ping.Header.Set(k, r.Header.Get(k))
-	}
-	sw := &statusWriter{ResponseWriter: discard{}}
-	stateful.ServeHTTP(sw, ping)
-	if sw.status != 0 && sw.status != http.StatusOK {
-		g.clients.mu.Lock()
-		d.poked = time.Time{}
-		g.clients.mu.Unlock()
-		return false
-	}
-	return true
-}
-
-// discard is a ResponseWriter that keeps nothing.
-type discard struct{}
-
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
-func (discard) WriteHeader(int)             {}
-func (discard) Flush()                      {}

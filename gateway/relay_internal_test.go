@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -72,4 +73,99 @@ func FuzzRelayEnvelope(f *testing.F) {
 			t.Fatalf("%q: relay read name %q id %s; encoding/json %q %s", body, env.name, env.id, msg.Params.Name, msg.ID)
 		}
 	})
+}
+
+// The relay reads the members of _meta the 2026-07-28 protocol defines,
+// and leaves a key spelled with escapes to the go-sdk.
+func TestParseEnvelopeMeta(t *testing.T) {
+	env, ok := parseEnvelope([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t"},"io.modelcontextprotocol/protocolVersion":"2026-07-28","x":1},"name":"echo"}}`))
+	if !ok || string(env.caps) != `{}` || string(env.info) != `{"name":"t"}` || string(env.version) != `"2026-07-28"` || env.other {
+		t.Errorf("ok %v, caps %s info %s version %s other %v", ok, env.caps, env.info, env.version, env.other)
+	}
+	if env, ok := parseEnvelope([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/logLevel":"info"},"name":"echo"}}`)); !ok || !env.other {
+		t.Errorf("a log level: ok %v, other %v; want it read as another member of the protocol's", ok, env.other)
+	}
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progress\u0054oken":"p"},"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28"},"name":"echo"}}`,
+	} {
+		if _, ok := parseEnvelope([]byte(body)); ok {
+			t.Errorf("%s: taken, want it left to the go-sdk", body)
+		}
+	}
+}
+
+func TestStatelessResult(t *testing.T) {
+	const info = `{"name":"switchboard/s","version":"dev"}`
+	for _, tc := range []struct{ in, want string }{
+		{`{"content":[],"isError":true}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"content":[],"isError":true,"resultType":"complete"}`},
+		{` { } `, `{"_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"resultType":"complete"}`},
+		// The slow path: the members sorted, as encoding/json writes a map.
+		{`{"content":[],"_meta":{"a":1}}`, `{"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":` + info + `},"content":[],"resultType":"complete"}`},
+		{`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}},"resultType":"complete"}`},
+		{`{"_meta":null,"resultType":"input_required"}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"resultType":"complete"}`},
+		{`{"_m\u0065ta":{"a":1}}`, `{"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":` + info + `},"resultType":"complete"}`},
+	} {
+		pieces, err := statelessResult([]byte(tc.in), []byte(info))
+		if got := string(bytes.Join(pieces, nil)); err != nil || got != tc.want {
+			t.Errorf("%s:\ngot  %s (%v)\nwant %s", tc.in, got, err, tc.want)
+		}
+	}
+	for _, in := range []string{`[]`, `{"_meta":"x"}`, `{"a":}`} {
+		if _, err := statelessResult([]byte(in), []byte(info)); err == nil {
+			t.Errorf("%s: no error", in)
+		}
+	}
+}
+
+// Whatever statelessResult makes of an object is that object, with the
+// server's info in _meta unless it named one, and resultType "complete".
+func FuzzStatelessResult(f *testing.F) {
+	f.Add([]byte(`{"content":[{"type":"text","text":"x"}],"structuredContent":{"a":1}}`))
+	f.Add([]byte(`{"_meta":{"a":1},"resultType":"x"}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var want map[string]json.RawMessage
+		if json.Unmarshal(in, &want) != nil {
+			return
+		}
+		pieces, err := statelessResult(in, []byte(`{"name":"s"}`))
+		if err != nil {
+			return // a _meta that is not an object
+		}
+		var got map[string]json.RawMessage
+		out := bytes.Join(pieces, nil)
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%s made %s: %v", in, out, err)
+		}
+		if string(got["resultType"]) != `"complete"` {
+			t.Fatalf("%s made %s: no resultType complete", in, out)
+		}
+		var meta map[string]json.RawMessage
+		if err := json.Unmarshal(got["_meta"], &meta); err != nil || meta["io.modelcontextprotocol/serverInfo"] == nil {
+			t.Fatalf("%s made %s: no serverInfo in _meta", in, out)
+		}
+		for k, v := range want {
+			if k == "_meta" || k == "resultType" {
+				continue
+			}
+			if !equalJSON(v, got[k]) {
+				t.Fatalf("%s made %s: member %q changed", in, out, k)
+			}
+		}
+		if len(got) != len(want)+boolInt(want["_meta"] == nil)+boolInt(want["resultType"] == nil) {
+			t.Fatalf("%s made %s: members added or lost", in, out)
+		}
+	})
+}
+
+func equalJSON(a, b []byte) bool {
+	var x, y bytes.Buffer
+	return json.Compact(&x, a) == nil && json.Compact(&y, b) == nil && bytes.Equal(x.Bytes(), y.Bytes())
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -210,8 +210,8 @@ func TestRelayKeepsTheHostCheck(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	// The listener's Host first: the relay has then just reset the
-	// session's idle timer, and would not ask the go-sdk again for a while.
+	// The listener's Host first: the relay then holds the session open in
+	// the go-sdk (relayhold.go), and does not ask it again until the sweep.
 	served := gateway.RelayServed(e.gw)
 	if got := post(strings.TrimPrefix(srv.URL, "http://")); got != http.StatusOK {
 		t.Errorf("a call with the listener's Host: %d, want 200", got)

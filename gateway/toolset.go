@@ -273,7 +273,7 @@ func (g *Gateway) ToolsetHandler() http.Handler {
 					return m.server
 				}
 				return nil
-			}, exists)
+			}, exists, nil) // toolsets are not relayed
 			handlers[name] = h
 		}
 		mu.Unlock()

@@ -34,6 +34,7 @@ targets=(
 	"FuzzAPIRequestBodies ./httpapi"
 	"FuzzMembers ./internal/rawjson"
 	"FuzzRelayEnvelope ./gateway"
+	"FuzzStatelessResult ./gateway"
 )
 
 log="$(mktemp)"
