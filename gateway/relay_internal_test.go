@@ -169,3 +169,26 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// paramHeaders finds an x-mcp-header annotation in a schema however the
+// session holds it: decoded, or as JSON (escaped names included).
+func TestParamHeaders(t *testing.T) {
+	for _, tt := range []struct {
+		schema any
+		want   bool
+	}{
+		{nil, false},
+		{json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`), false},
+		{json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","x-mcp-header":"X-Q"}}}`), true},
+		{json.RawMessage(`{"type":"object","properties":{"o":{"type":"object","properties":{"q":{"x-mcp-header":"X-Q"}}}}}`), true},
+		{json.RawMessage(`{"type":"object","properties":{"q":{"x-mcp\u002dheader":"X-Q"}}}`), true},
+		{json.RawMessage(`{"type":"object","properties":{"q":{"description":"x-mcp-header is not set"}}}`), false},
+		{map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"x-mcp-header": "X-Q"}}}, true},
+		{map[string]any{"type": "object"}, false},
+		{struct{}{}, true}, // a form it cannot look into
+	} {
+		if got := paramHeaders(tt.schema); got != tt.want {
+			t.Errorf("paramHeaders(%v) = %v, want %v", tt.schema, got, tt.want)
+		}
+	}
+}

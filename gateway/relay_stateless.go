@@ -110,23 +110,34 @@ func allMembers(v []byte, fn func(k, v []byte) bool) bool {
 
 // paramHeaders reports whether an input schema binds an argument to a
 // header (an x-mcp-header annotation, at any depth of properties), as the
-// go-sdk finds them; true for a schema it cannot look into.
+// go-sdk finds them; true for a schema it cannot look into. A schema kept
+// as JSON (what upstream sessions hold) is decoded only if it may hold
+// the annotation.
 func paramHeaders(schema any) bool {
-	s, ok := schema.(map[string]any)
-	if !ok {
-		return schema != nil
-	}
-	props, _ := s["properties"].(map[string]any)
-	for _, p := range props {
-		prop, ok := p.(map[string]any)
-		if !ok {
-			continue
+	switch s := schema.(type) {
+	case nil:
+		return false
+	case json.RawMessage:
+		if !bytes.Contains(s, []byte("x-mcp-header")) && !bytes.Contains(s, []byte(`\u`)) {
+			return false
 		}
-		if h, _ := prop["x-mcp-header"].(string); h != "" || paramHeaders(prop) {
-			return true
+		var m map[string]any
+		return json.Unmarshal(s, &m) != nil || paramHeaders(m)
+	case map[string]any:
+		props, _ := s["properties"].(map[string]any)
+		for _, p := range props {
+			prop, ok := p.(map[string]any)
+			if !ok {
+				continue
+			}
+			if h, _ := prop["x-mcp-header"].(string); h != "" || paramHeaders(prop) {
+				return true
+			}
 		}
+		return false
+	default:
+		return true
 	}
-	return false
 }
 
 // metaServerInfo is the member of a result's _meta by which the server
