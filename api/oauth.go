@@ -4,10 +4,10 @@ import "time"
 
 // The OAuth routes (issue #17):
 //
-//	POST   /api/v1/servers/{name}/auth   -> AuthStart: open its URL in a browser
-//	GET    /api/v1/servers/{name}/auth   -> AuthStatus
-//	DELETE /api/v1/servers/{name}/auth   -> 204: the stored tokens are forgotten
-//	GET    /api/v1/oauth/callback        the authorization server's redirect (no credential: the state is one)
+//	POST   /api/v1/servers/{name}/oauth/start    -> AuthStart: open its URL in a browser
+//	GET    /api/v1/servers/{name}/oauth          -> AuthStatus
+//	DELETE /api/v1/servers/{name}/oauth          -> 204: the stored tokens are forgotten
+//	GET    /api/v1/servers/{name}/oauth/callback the authorization server's redirect (no credential: the state is one)
 
 // AuthStart is the answer to starting an authorization: the URL a person
 // opens to approve, and the callback the authorization server will send

@@ -35,8 +35,10 @@ auth asks the daemon to start the authorization: the daemon discovers the
 server's authorization server, registers itself as a client if needed, and
 returns a URL. Open it in a browser (--open does) and approve; the
 authorization server then sends the browser back to the daemon at
-/api/v1/oauth/callback on the address this command uses (--addr), so
-that address must be reachable from the browser. The daemon stores the
+/api/v1/servers/NAME/oauth/callback on the address this command uses
+(--addr), so that address must be reachable from the browser (with a
+client registered by hand, --oauth-client-id, register that URL as its
+redirect URI). The daemon stores the
 tokens encrypted, refreshes them on its own, and reconnects the server;
 auth waits for that and prints the outcome (--no-wait returns at once).
 
