@@ -122,13 +122,31 @@ type OAuthGrant struct {
 	// StepUp lists scopes a 403 insufficient_scope asked for that the
 	// grant lacks: the next authorization requests them too.
 	StepUp []string `json:"step_up,omitempty"`
+	// Registered is the client Switchboard registered itself (dynamic
+	// client registration), reused by every later authorization at the
+	// same authorization server and redirect URI rather than registering
+	// one per authorization. Nil if none; forgotten when the authorization
+	// server no longer knows it (invalid_client).
+	Registered *OAuthClient `json:"registered,omitempty"`
+}
+
+// OAuthClient is a client registered with an authorization server.
+type OAuthClient struct {
+	Issuer       string `json:"issuer"`
+	RedirectURI  string `json:"redirect_uri"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	AuthStyle    int    `json:"auth_style,omitempty"` // oauth2.AuthStyle
 }
 
 // OAuthStore keeps one sealed OAuth grant per server, next to the server
 // configs, so that replicas sharing a database share the tokens (a refresh
-// by one is seen by all). The store never sees a token in the clear. It is
-// separate from [Store] so that stores without it keep working; the sqlite
-// and postgres stores implement both.
+// by one is seen by all), and the authorizations waiting for their
+// callback, so that the callback may reach any replica. The store never
+// sees a token or a PKCE verifier in the clear. It is separate from
+// [Store] so that stores without it keep working; the sqlite and postgres
+// stores implement both. A store with a [ChangeFeed] announces every write
+// of a grant as a [ChangeOAuth].
 type OAuthStore interface {
 	// LoadOAuthGrant returns the sealed grant of server, or ErrNotFound.
 	LoadOAuthGrant(ctx context.Context, server string) ([]byte, error)
@@ -136,6 +154,18 @@ type OAuthStore interface {
 	SaveOAuthGrant(ctx context.Context, server string, sealed []byte) error
 	// DeleteOAuthGrant removes the grant; no grant is not an error.
 	DeleteOAuthGrant(ctx context.Context, server string) error
+
+	// SaveOAuthPending stores an authorization of server waiting for its
+	// callback, under id (a hash of its state parameter), until expires;
+	// it drops those that expired meanwhile.
+	SaveOAuthPending(ctx context.Context, id, server string, sealed []byte, expires time.Time) error
+	// TakeOAuthPending removes and returns the authorization stored under
+	// id, in one statement, so that it is taken once: ErrNotFound if there
+	// is none, it was taken already, or it expired.
+	TakeOAuthPending(ctx context.Context, id string) (server string, sealed []byte, err error)
+	// OAuthPending reports whether an authorization of server that has
+	// not expired waits for its callback.
+	OAuthPending(ctx context.Context, server string) (bool, error)
 }
 
 // OAuthKey seals OAuth grants at rest with AES-256-GCM. The server's name

@@ -137,14 +137,17 @@ func (a *handler) forgetDeleted(ctx context.Context, name string) {
 }
 
 // authCallback completes a flow: the browser arrives here from the
-// authorization server.
+// authorization server. The flow was stored by whichever replica began it;
+// this one restarts its session, the others reconnect theirs when they
+// hear of the new grant (registry/oauth.go).
 func (a *handler) authCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if a.oauth == nil {
 		a.writeError(w, r, errNoOAuth)
 		return
 	}
-	server, err := a.oauth.Complete(r.Context(), q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error"))
+	server := r.PathValue("name")
+	err := a.oauth.Complete(r.Context(), server, q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error"))
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'")

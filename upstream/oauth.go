@@ -39,9 +39,10 @@ import (
 //   - without a usable grant (never authorized, refresh token refused),
 //     the attempt fails at once, without a request, with phase auth and
 //     code authorization_required: the session waits in error, retrying
-//     slowly (a replica may authorize it meanwhile), until a person runs
-//     `switchboard server auth NAME`, which restarts it. No retry storm,
-//     no 401 loop.
+//     slowly, until a person runs `switchboard server auth NAME`, which
+//     restarts it (on another replica too: the registry reconnects a
+//     session waiting in phase auth when the store's feed announces a
+//     grant, registry/oauth.go). No retry storm, no 401 loop.
 //   - a 403 insufficient_scope records the scopes asked for, and fails the
 //     call saying what to run (the connection stays); the next
 //     authorization requests them too (step-up);

@@ -39,7 +39,7 @@ func newOAuth(t *testing.T, st sb.OAuthStore, c *clock) *upstream.OAuth {
 // approve plays the person in the browser: opens the authorization URL,
 // which the test authorization server approves at once, and hands the
 // callback's parameters to Complete.
-func approve(t *testing.T, o *upstream.OAuth, authURL string) {
+func approve(t *testing.T, o *upstream.OAuth, server, authURL string) {
 	t.Helper()
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := hc.Get(authURL)
@@ -52,7 +52,7 @@ func approve(t *testing.T, o *upstream.OAuth, authURL string) {
 		t.Fatalf("authorize answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	q := loc.Query()
-	if _, err := o.Complete(context.Background(), q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error")); err != nil {
+	if err := o.Complete(context.Background(), server, q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error")); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 }
@@ -64,7 +64,7 @@ func authorize(t *testing.T, o *upstream.OAuth, cfg *sb.ServerConfig) {
 	if err != nil {
 		t.Fatalf("Begin: %v", err)
 	}
-	approve(t, o, u)
+	approve(t, o, cfg.Name, u)
 }
 
 // reconnect restarts s and waits for its new connection.
@@ -262,7 +262,7 @@ func TestOAuthDeclinedAndStaleCallbacks(t *testing.T) {
 	}
 	p, _ := url.Parse(u)
 	state := p.Query().Get("state")
-	if _, err := o.Complete(ctx, state, "", "", "access_denied"); err == nil || !strings.Contains(err.Error(), "access_denied") {
+	if err := o.Complete(ctx, "oauthed", state, "", "", "access_denied"); err == nil || !strings.Contains(err.Error(), "access_denied") {
 		t.Fatalf("declined: %v", err)
 	}
 	st, _ := o.Status(ctx, "oauthed")
@@ -270,7 +270,7 @@ func TestOAuthDeclinedAndStaleCallbacks(t *testing.T) {
 		t.Fatalf("status after declining: %+v", st)
 	}
 	for _, s := range []string{state, "forged"} {
-		if _, err := o.Complete(ctx, s, "code", "", ""); err == nil || sb.CodeOf(err) != sb.CodeAuthorizationFailed {
+		if err := o.Complete(ctx, "oauthed", s, "code", "", ""); err == nil || sb.CodeOf(err) != sb.CodeAuthorizationFailed {
 			t.Fatalf("callback with state %q: %v", s, err)
 		}
 	}

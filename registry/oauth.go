@@ -1,0 +1,64 @@
+package registry
+
+import (
+	"context"
+	"errors"
+
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// This file keeps the servers that require OAuth in step with the grants
+// other processes write (issue #17). An authorization completed on another
+// replica, or a refresh there, is announced by the store's feed
+// (sb.ChangeOAuth): this replica drops its copy of the grant, and a server
+// of its own that waits in phase auth reconnects at once rather than at
+// its next slow retry (up to ten minutes away). A resync, which follows
+// every (re)connection of the feed, does the same for every server, in
+// case an announcement was missed.
+
+// followOAuth applies c to the servers that require OAuth, if this
+// registry's sessions keep OAuth tokens.
+func (r *Registry) followOAuth(ctx context.Context, c sb.Change) error {
+	o := r.opts.Session.OAuth
+	if o == nil {
+		return nil
+	}
+	switch c.Kind {
+	case sb.ChangeOAuth:
+		o.Invalidate(c.Name)
+		if c.Version == 0 { // forgotten: the sessions find out at their next request
+			return nil
+		}
+		return r.reconnectAuthorized(ctx, c.Name)
+	case sb.ChangeResync:
+		var errs []error
+		for _, name := range r.Names() {
+			errs = append(errs, r.reconnectAuthorized(ctx, name))
+		}
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// reconnectAuthorized restarts the server name if it waits in phase auth
+// and a usable grant is now stored for it. A server that waits for
+// nothing, or for a grant still missing, is left alone: no restart loop.
+func (r *Registry) reconnectAuthorized(ctx context.Context, name string) error {
+	s, ok := r.Session(name)
+	if !ok || s == nil || s.Config().OAuth == nil {
+		return nil
+	}
+	info := s.Info()
+	if info.Status != sb.StatusError || info.Error == nil || info.Error.Phase != sb.PhaseAuth {
+		return nil
+	}
+	authorized, err := r.opts.Session.OAuth.Authorized(ctx, name)
+	if err != nil || !authorized {
+		return err
+	}
+	r.log.Info("an OAuth grant was stored for a server waiting for one; reconnecting it", "server", name)
+	if err := r.Restart(name); err != nil && !errors.Is(err, ErrDisabled) && !errors.Is(err, sb.ErrNotFound) {
+		return err
+	}
+	return nil
+}
