@@ -289,3 +289,65 @@ func TestOAuthHintWithoutOAuthBlock(t *testing.T) {
 		t.Fatalf("error %+v: want phase auth, http_401, and the hint", e)
 	}
 }
+
+// TestOAuthReusesRegisteredClient: the client Switchboard registers is
+// stored with the grant and reused by later authorizations, by this
+// process and by another on the same store; one the authorization server
+// forgot (invalid_client, on a refresh or on the code's exchange) puts the
+// server back in phase auth, without a loop, and the next authorization
+// registers a new one.
+func TestOAuthReusesRegisteredClient(t *testing.T) {
+	as := oauthtest.New(t)
+	st := sqlitetest.Store(t)
+	var c clock
+	o := newOAuth(t, st, &c)
+	cfg := &sb.ServerConfig{Name: "oauthed", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
+	ctx := context.Background()
+
+	authorize(t, o, cfg)
+	authorize(t, o, cfg)
+	o2 := newOAuth(t, st, &c) // another process
+	o2.Key = o.Key
+	authorize(t, o2, cfg)
+	if n := as.Registrations(); n != 1 {
+		t.Fatalf("%d registrations for three authorizations, want 1", n)
+	}
+
+	// Forgotten, found out at a refresh.
+	as.ForgetClients()
+	c.advance(time.Hour) // the access token has expired: the session refreshes
+	s, _ := newSession(t, cfg, &upstream.Options{OAuth: o})
+	s.Start(ctx)
+	waitAuthRequired(t, s, "no longer knows the client")
+	if n, r := as.Registrations(), as.Refreshes(); n != 1 || r != 0 {
+		t.Fatalf("%d registrations, %d refreshes after invalid_client; want 1, 0", n, r)
+	}
+	authorize(t, o, cfg)
+	if n := as.Registrations(); n != 2 {
+		t.Fatalf("%d registrations after the client was forgotten, want 2", n)
+	}
+	reconnect(t, s)
+
+	// Forgotten between the approval and the code's exchange.
+	u, err := o.Begin(ctx, cfg, "http://127.0.0.1:9/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	as.ForgetClients()
+	q := loc.Query()
+	if err := o.Complete(ctx, cfg.Name, q.Get("state"), q.Get("code"), "", ""); sb.CodeOf(err) != sb.CodeAuthorizationFailed ||
+		!strings.Contains(err.Error(), "no longer knows the client") {
+		t.Fatalf("the exchange with a forgotten client: %v", err)
+	}
+	authorize(t, o, cfg)
+	if n := as.Registrations(); n != 3 {
+		t.Fatalf("%d registrations, want 3", n)
+	}
+}
