@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/fileowner"
 )
 
 // OAuth grants of a remote server's config.
@@ -178,7 +180,8 @@ const oauthKeySize = 32
 
 // LoadOAuthKey reads the key file at path, creating it (0600, 32 random
 // bytes) if it does not exist. A key file that its group or others may
-// read or write is refused: whoever reads it reads every stored token.
+// read or write, or that another user owns, is refused: whoever reads it
+// reads every stored token.
 func LoadOAuthKey(path string) (*OAuthKey, error) {
 	key, err := readOAuthKey(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -211,9 +214,15 @@ func readOAuthKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("oauth key file %s has mode %04o: it holds the key to every stored token, so only its owner may read it (chmod 600 %s)",
-			path, fi.Mode().Perm(), path)
+	if uid, ok := fileowner.Of(fi); ok {
+		if fi.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("oauth key file %s has mode %04o: it holds the key to every stored token, so only its owner may read it (chmod 600 %s)",
+				path, fi.Mode().Perm(), path)
+		}
+		if uid != os.Geteuid() {
+			return nil, fmt.Errorf("oauth key file %s belongs to uid %d, not to the user serve runs as (uid %d): that user could read or replace the key to every stored token; refusing it (chown %d %s, if the file is the right one)",
+				path, uid, os.Geteuid(), os.Geteuid(), path)
+		}
 	}
 	key, err := os.ReadFile(path)
 	if err != nil {

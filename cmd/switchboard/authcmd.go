@@ -194,7 +194,7 @@ func describeOAuth(o *sb.OAuthConfig) string {
 // registerOAuthKeyFlag adds --oauth-key-file, shared by serve and stdio.
 func registerOAuthKeyFlag(f *pflag.FlagSet, keyFile *string) {
 	f.StringVar(keyFile, "oauth-key-file", os.Getenv("SWITCHBOARD_OAUTH_KEY_FILE"),
-		"the key that encrypts stored OAuth tokens, created (0600) if missing; replicas need the same file "+
+		"the key that encrypts stored OAuth tokens, created (0600) if missing; refused if others may read it or another user owns it; replicas need the same file "+
 			"(env SWITCHBOARD_OAUTH_KEY_FILE; default: oauth.key next to the SQLite database, or next to the credential file)")
 }
 
