@@ -124,6 +124,10 @@ type OAuthGrant struct {
 	// StepUp lists scopes a 403 insufficient_scope asked for that the
 	// grant lacks: the next authorization requests them too.
 	StepUp []string `json:"step_up,omitempty"`
+	// AuthorizedAt is when a person's authorization made the grant
+	// (zero for client credentials); a refresh keeps it. A session that
+	// has waited in phase auth since before it reconnects (registry/oauth.go).
+	AuthorizedAt time.Time `json:"authorized_at,omitzero"`
 	// Registered is the client Switchboard registered itself (dynamic
 	// client registration), reused by every later authorization at the
 	// same authorization server and redirect URI rather than registering

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
 )
@@ -41,24 +42,39 @@ func (r *Registry) followOAuth(ctx context.Context, c sb.Change) error {
 }
 
 // reconnectAuthorized restarts the server name if it waits in phase auth
-// and a usable grant is now stored for it. A server that waits for
-// nothing, or for a grant still missing, is left alone: no restart loop.
+// since before a person authorized the grant stored now. A server that
+// waits for nothing, or for a grant still missing, or that failed with
+// the new grant already (its tokens refused, more scopes asked for), is
+// left alone: writes of the grant that do not come from a person (a
+// refresh, a step-up's scopes, a client credentials token) never restart
+// anything, so no failure can become a loop of restarts and refreshes.
 func (r *Registry) reconnectAuthorized(ctx context.Context, name string) error {
 	s, ok := r.Session(name)
 	if !ok || s == nil || s.Config().OAuth == nil {
 		return nil
 	}
 	info := s.Info()
-	if info.Status != sb.StatusError || info.Error == nil || info.Error.Phase != sb.PhaseAuth {
+	if !inPhaseAuth(info) {
 		return nil
 	}
-	authorized, err := r.opts.Session.OAuth.Authorized(ctx, name)
-	if err != nil || !authorized {
+	at, err := r.opts.Session.OAuth.AuthorizedAt(ctx, name)
+	if err != nil || !waitsFor(info, at) {
 		return err
 	}
-	r.log.Info("an OAuth grant was stored for a server waiting for one; reconnecting it", "server", name)
+	r.log.Info("a server waiting for an OAuth authorization was authorized; reconnecting it", "server", name)
 	if err := r.Restart(name); err != nil && !errors.Is(err, ErrDisabled) && !errors.Is(err, sb.ErrNotFound) {
 		return err
 	}
 	return nil
+}
+
+// inPhaseAuth reports whether a session waits in phase auth.
+func inPhaseAuth(info sb.RuntimeInfo) bool {
+	return info.Status == sb.StatusError && info.Error != nil && info.Error.Phase == sb.PhaseAuth
+}
+
+// waitsFor reports whether a session in phase auth failed before the
+// authorization made at authorized (zero: none), and so may now connect.
+func waitsFor(info sb.RuntimeInfo, authorized time.Time) bool {
+	return !authorized.IsZero() && info.Error.At.Before(authorized)
 }

@@ -63,10 +63,6 @@ func waitInfo(t *testing.T, r oauthReplica, name, what string, pred func(sb.Runt
 	return info
 }
 
-func inPhaseAuth(i sb.RuntimeInfo) bool {
-	return i.Status == sb.StatusError && i.Error != nil && i.Error.Phase == sb.PhaseAuth
-}
-
 // An authorization begun on one replica is completed by a callback that
 // lands on another (the flow is in the database, not in the memory of the
 // replica that began it), once; and the first replica's session, waiting
@@ -87,8 +83,8 @@ func TestOAuthAcrossReplicas(t *testing.T) {
 	if _, err := a.reg.Create(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	waiting := waitInfo(t, a, "gh", "phase auth on a", inPhaseAuth)
-	waitInfo(t, b, "gh", "phase auth on b", inPhaseAuth)
+	waiting := waitInfo(t, a, "gh", "phase auth on a", waitingInAuth)
+	waitInfo(t, b, "gh", "phase auth on b", waitingInAuth)
 	if waiting.NextRetryAt == nil {
 		t.Fatalf("a waits with no retry planned: %+v", waiting)
 	}
@@ -131,4 +127,8 @@ func TestOAuthAcrossReplicas(t *testing.T) {
 	if info.ConnectedSince == nil || !info.ConnectedSince.Before(*waiting.NextRetryAt) {
 		t.Fatalf("a connected at %v, its slow retry was due at %v: it waited for the retry", info.ConnectedSince, waiting.NextRetryAt)
 	}
+}
+
+func waitingInAuth(i sb.RuntimeInfo) bool {
+	return i.Status == sb.StatusError && i.Error != nil && i.Error.Phase == sb.PhaseAuth
 }

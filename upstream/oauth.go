@@ -331,6 +331,9 @@ func (ts *tokenSource) stepUp(ctx context.Context, scopes []string) error {
 	}
 	next := *g
 	next.StepUp = unionScopes(g.StepUp, scopes)
+	if len(next.StepUp) == len(g.StepUp) {
+		return nil // recorded already: no write, no announcement
+	}
 	if err := ts.o.save(ctx, ts.name, &next); err != nil {
 		return err
 	}

@@ -373,7 +373,8 @@ func (o *OAuth) exchange(ctx context.Context, server string, p *pendingFlow, cod
 		}
 		*g = sb.OAuthGrant{Resource: p.URL, ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: p.TokenURL,
 			AuthStyle: p.Client.AuthStyle, Scopes: grantedScopes(tok, p.Scopes), AccessToken: tok.AccessToken,
-			TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Registered: registered}
+			TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Registered: registered,
+			AuthorizedAt: time.Now()} // the wall clock, as sessions' errors have
 	})
 }
 
@@ -435,13 +436,17 @@ func (o *OAuth) Invalidate(server string) {
 	ts.mu.Unlock()
 }
 
-// Authorized reports whether a usable grant of server is stored.
-func (o *OAuth) Authorized(ctx context.Context, server string) (bool, error) {
+// AuthorizedAt returns when a person authorized server for the grant
+// stored now; zero if none is usable, or it came without a person.
+func (o *OAuth) AuthorizedAt(ctx context.Context, server string) (time.Time, error) {
 	g, err := o.load(ctx, server)
-	if errors.Is(err, sb.ErrOAuthSeal) {
-		return false, nil
+	if errors.Is(err, sb.ErrOAuthSeal) || err == nil && !usable(g) {
+		return time.Time{}, nil
 	}
-	return usable(g), err
+	if err != nil {
+		return time.Time{}, err
+	}
+	return g.AuthorizedAt, nil
 }
 
 // challenge sends cfg's server an unauthenticated initialize, for the 401
