@@ -114,6 +114,10 @@ func TestOAuthAcrossReplicas(t *testing.T) {
 	if err := b.reg.Restart("gh"); err != nil { // as b's callback route does
 		t.Fatal(err)
 	}
+	// a, polled by `server auth` that began there, sees the outcome.
+	if st, err := a.oauth.Status(ctx, "gh"); err != nil || st.Pending || !st.Authorized || st.Last == nil || st.Last.Error != "" {
+		t.Fatalf("a's status after b's callback: %+v, %v; want authorized, not pending, with a last success", st, err)
+	}
 	// Replayed (on either replica): the flow was taken.
 	for _, r := range []oauthReplica{a, b} {
 		if err := r.oauth.Complete(ctx, "gh", q.Get("state"), q.Get("code"), "", ""); sb.CodeOf(err) != sb.CodeAuthorizationFailed {

@@ -71,12 +71,12 @@ type FlowResult struct {
 
 // OAuthStatus is what Switchboard holds for a server's OAuth.
 type OAuthStatus struct {
-	Authorized bool      // a usable grant is stored
-	Pending    bool      // an authorization is waiting for its callback
-	Expiry     time.Time // of the access token; zero if none or unknown
-	Scopes     []string  // granted
-	StepUp     []string  // asked for by a 403, to request next time
-	Last       *FlowResult
+	Authorized bool        // a usable grant is stored
+	Pending    bool        // an authorization is waiting for its callback
+	Expiry     time.Time   // of the access token; zero if none or unknown
+	Scopes     []string    // granted
+	StepUp     []string    // asked for by a 403, to request next time
+	Last       *FlowResult // the last authorization: failed in this process, or stored by any
 }
 
 // newHandler returns an authorization code handler for cfg's server whose
@@ -314,7 +314,7 @@ func (o *OAuth) Complete(ctx context.Context, server, state, code, iss, errParam
 		return err
 	}
 	err = o.exchange(ctx, server, p, code, iss, errParam)
-	o.flows.finish(server, o.now(), err)
+	o.flows.finish(server, time.Now(), err) // the wall clock, as AuthorizedAt
 	return err
 }
 
@@ -416,6 +416,11 @@ func (o *OAuth) Status(ctx context.Context, server string) (OAuthStatus, error) 
 		return OAuthStatus{}, err
 	}
 	st := OAuthStatus{Pending: pending, Last: o.flows.lastOf(server)}
+	if g != nil && usable(g) && !g.AuthorizedAt.IsZero() && (st.Last == nil || st.Last.At.Before(g.AuthorizedAt)) {
+		// Completed later, maybe by another replica's callback: a failure
+		// there is seen only there, a success everywhere.
+		st.Last = &FlowResult{At: g.AuthorizedAt}
+	}
 	if g != nil {
 		st.Authorized = usable(g)
 		st.Scopes, st.StepUp = g.Scopes, g.StepUp
