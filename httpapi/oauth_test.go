@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,9 +18,11 @@ import (
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/httpapi"
 	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
+	"github.com/switchboard-mcp/switchboard/internal/pgtest"
 	"github.com/switchboard-mcp/switchboard/internal/registrytest"
 	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -145,4 +148,106 @@ func TestOAuthRoutes(t *testing.T) {
 	if _, err := o.Store.LoadOAuthGrant(context.Background(), "oauthed"); !errors.Is(err, sb.ErrNotFound) {
 		t.Fatalf("the deleted server's grant: %v, want ErrNotFound", err)
 	}
+}
+
+// TestOAuthCallbackOnAnotherReplica: two daemons on one PostgreSQL, as
+// behind a load balancer. The authorization begun through one has its
+// callback land on the other, which completes it (once); the first one's
+// server connects as soon as the grant is announced.
+func TestOAuthCallbackOnAnotherReplica(t *testing.T) {
+	as := oauthtest.New(t)
+	dsn := pgtest.NewDatabase(t)
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	key, _ := sb.NewOAuthKey(raw)
+	const token = "api-token-0123456789"
+	replica := func() (*registry.Registry, *httptest.Server) {
+		ctx := context.Background()
+		st, err := store.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &upstream.OAuth{Store: st.(sb.OAuthStore), Key: key}
+		reg := registry.New(st, &registry.Options{Logger: slog.New(slog.DiscardHandler), Session: upstream.Options{OAuth: o}})
+		if err := reg.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); reg.RunSync(sctx, 0) }()
+		srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: executor.New(executor.NewMCP(reg)),
+			Token: token, OAuth: o}))
+		t.Cleanup(func() {
+			srv.Close()
+			cancel()
+			<-done
+			reg.Shutdown(ctx)
+			st.Close()
+		})
+		return reg, srv
+	}
+	regA, a := replica()
+	regB, b := replica()
+	if _, err := regA.Create(context.Background(), &sb.ServerConfig{Name: "gh", Transport: sb.TransportStreamableHTTP,
+		URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // half the slow retry of phase auth
+	defer cancel()
+	waitSession := func(reg *registry.Registry, what string, pred func(sb.RuntimeInfo) bool) sb.RuntimeInfo {
+		t.Helper()
+		for range 1000 {
+			if s, _ := reg.Session("gh"); s != nil {
+				info, err := s.WaitFor(ctx, pred)
+				if err != nil {
+					t.Fatalf("%s: %v (%+v)", what, err, s.Info())
+				}
+				return info
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("%s: no session", what)
+		return sb.RuntimeInfo{}
+	}
+	inAuth := func(i sb.RuntimeInfo) bool { return i.Error != nil && i.Error.Phase == sb.PhaseAuth }
+	waitSession(regA, "phase auth on a", inAuth)
+	waitSession(regB, "phase auth on b", inAuth)
+
+	req, _ := http.NewRequest("POST", a.URL+"/api/v1/servers/gh/oauth/start", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start api.AuthStart
+	if err := json.NewDecoder(resp.Body).Decode(&start); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("start on a: %d, %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	// The browser: approved, sent to the callback, which the load
+	// balancer hands to b.
+	nr := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = nr.Get(start.AuthorizationURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	callback := strings.Replace(resp.Header.Get("Location"), a.URL, b.URL, 1)
+	if !strings.HasPrefix(callback, b.URL+"/api/v1/servers/gh/oauth/callback?") {
+		t.Fatalf("the authorization server redirected to %q", resp.Header.Get("Location"))
+	}
+	for i, want := range []string{"gh is authorized", "Authorization failed"} { // the second time, a replay
+		resp, err := http.Get(callback)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(page), want) {
+			t.Fatalf("callback %d on b: %d %s; want %q", i+1, resp.StatusCode, page, want)
+		}
+	}
+	connected := func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected }
+	waitSession(regB, "b connects", connected)
+	waitSession(regA, "a connects", connected)
 }
