@@ -33,7 +33,9 @@ type AuthStatus struct {
 	// StepUp: scopes the server asked for (403 insufficient_scope) that
 	// the next authorization will request.
 	StepUp []string `json:"step_up,omitempty"`
-	// LastError: how the last authorization of this process failed, if it did.
+	// LastAt: when the last authorization ended: a success on any
+	// replica, or a failure in this process; LastError says how it
+	// failed, if it did.
 	LastError string     `json:"last_error,omitempty"`
 	LastAt    *time.Time `json:"last_at,omitempty"`
 }
