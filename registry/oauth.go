@@ -9,13 +9,13 @@ import (
 )
 
 // This file keeps the servers that require OAuth in step with the grants
-// other processes write (issue #17). An authorization completed on another
-// replica, or a refresh there, is announced by the store's feed
-// (sb.ChangeOAuth): this replica drops its copy of the grant, and a server
-// of its own that waits in phase auth reconnects at once rather than at
-// its next slow retry (up to ten minutes away). A resync, which follows
-// every (re)connection of the feed, does the same for every server, in
-// case an announcement was missed.
+// other processes write (issue #17). Every write of a grant (an
+// authorization, a refresh, a forget) is announced by the store's feed
+// (sb.ChangeOAuth): this replica drops its copy of the grant, and if the
+// write is a person's authorization, a server of its own that waits in
+// phase auth reconnects at once rather than at its next slow retry (up to
+// ten minutes away). A resync, which follows every (re)connection of the
+// feed, looks at every server so, in case an announcement was missed.
 
 // followOAuth applies c to the servers that require OAuth, if this
 // registry's sessions keep OAuth tokens.
