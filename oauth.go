@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/fileowner"
 )
 
 // OAuth grants of a remote server's config.
@@ -122,13 +124,35 @@ type OAuthGrant struct {
 	// StepUp lists scopes a 403 insufficient_scope asked for that the
 	// grant lacks: the next authorization requests them too.
 	StepUp []string `json:"step_up,omitempty"`
+	// AuthorizedAt is when a person's authorization made the grant
+	// (zero for client credentials); a refresh keeps it. A session that
+	// has waited in phase auth since before it reconnects (registry/oauth.go).
+	AuthorizedAt time.Time `json:"authorized_at,omitzero"`
+	// Registered is the client Switchboard registered itself (dynamic
+	// client registration), reused by every later authorization at the
+	// same authorization server and redirect URI rather than registering
+	// one per authorization. Nil if none; forgotten when the authorization
+	// server no longer knows it (invalid_client).
+	Registered *OAuthClient `json:"registered,omitempty"`
+}
+
+// OAuthClient is a client registered with an authorization server.
+type OAuthClient struct {
+	Issuer       string `json:"issuer"`
+	RedirectURI  string `json:"redirect_uri"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	AuthStyle    int    `json:"auth_style,omitempty"` // oauth2.AuthStyle
 }
 
 // OAuthStore keeps one sealed OAuth grant per server, next to the server
 // configs, so that replicas sharing a database share the tokens (a refresh
-// by one is seen by all). The store never sees a token in the clear. It is
-// separate from [Store] so that stores without it keep working; the sqlite
-// and postgres stores implement both.
+// by one is seen by all), and the authorizations waiting for their
+// callback, so that the callback may reach any replica. The store never
+// sees a token or a PKCE verifier in the clear. It is separate from
+// [Store] so that stores without it keep working; the sqlite and postgres
+// stores implement both. A store with a [ChangeFeed] announces every write
+// of a grant as a [ChangeOAuth].
 type OAuthStore interface {
 	// LoadOAuthGrant returns the sealed grant of server, or ErrNotFound.
 	LoadOAuthGrant(ctx context.Context, server string) ([]byte, error)
@@ -136,6 +160,18 @@ type OAuthStore interface {
 	SaveOAuthGrant(ctx context.Context, server string, sealed []byte) error
 	// DeleteOAuthGrant removes the grant; no grant is not an error.
 	DeleteOAuthGrant(ctx context.Context, server string) error
+
+	// SaveOAuthPending stores an authorization of server waiting for its
+	// callback, under id (a hash of its state parameter), until expires;
+	// it drops those that expired meanwhile.
+	SaveOAuthPending(ctx context.Context, id, server string, sealed []byte, expires time.Time) error
+	// TakeOAuthPending removes and returns the authorization stored under
+	// id, in one statement, so that it is taken once: ErrNotFound if there
+	// is none, it was taken already, or it expired.
+	TakeOAuthPending(ctx context.Context, id string) (server string, sealed []byte, err error)
+	// OAuthPending reports whether an authorization of server that has
+	// not expired waits for its callback.
+	OAuthPending(ctx context.Context, server string) (bool, error)
 }
 
 // OAuthKey seals OAuth grants at rest with AES-256-GCM. The server's name
@@ -148,7 +184,8 @@ const oauthKeySize = 32
 
 // LoadOAuthKey reads the key file at path, creating it (0600, 32 random
 // bytes) if it does not exist. A key file that its group or others may
-// read or write is refused: whoever reads it reads every stored token.
+// read or write, or that another user owns, is refused: whoever reads it
+// reads every stored token.
 func LoadOAuthKey(path string) (*OAuthKey, error) {
 	key, err := readOAuthKey(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -181,9 +218,15 @@ func readOAuthKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("oauth key file %s has mode %04o: it holds the key to every stored token, so only its owner may read it (chmod 600 %s)",
-			path, fi.Mode().Perm(), path)
+	if uid, ok := fileowner.Of(fi); ok {
+		if fi.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("oauth key file %s has mode %04o: it holds the key to every stored token, so only its owner may read it (chmod 600 %s)",
+				path, fi.Mode().Perm(), path)
+		}
+		if uid != os.Geteuid() {
+			return nil, fmt.Errorf("oauth key file %s belongs to uid %d, not to the user serve runs as (uid %d): that user could read or replace the key to every stored token; refusing it (chown %d %s, if the file is the right one)",
+				path, uid, os.Geteuid(), os.Geteuid(), path)
+		}
 	}
 	key, err := os.ReadFile(path)
 	if err != nil {

@@ -39,6 +39,20 @@ func TestOAuthKeyFile(t *testing.T) {
 	if _, err := LoadOAuthKey(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("group-readable key file: %v, want a refusal naming chmod 600", err)
 	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another user's key file: that user could read or replace the key.
+	if os.Geteuid() != 0 {
+		t.Skip("changing a file's owner needs root")
+	}
+	if err := os.Chown(path, 4242, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOAuthKey(path); err == nil || !strings.Contains(err.Error(), "belongs to uid 4242") || !strings.Contains(err.Error(), "chown 0 ") {
+		t.Fatalf("a key file of another user: %v, want a refusal naming its owner and chown", err)
+	}
 }
 
 func TestOAuthConfigValidateAndMask(t *testing.T) {

@@ -45,6 +45,10 @@ const (
 	// ChangeServer: the server Change.Name was created, updated (Version is
 	// its new version) or deleted (Version is 0).
 	ChangeServer ChangeKind = "server"
+	// ChangeOAuth: the OAuth grant of the server Change.Name was written
+	// (authorized, refreshed, forgotten: Version is 0 for a deletion, 1
+	// otherwise). A replica reconnects the server if it waits for one.
+	ChangeOAuth ChangeKind = "oauth"
 	// ChangeResync: changes may have been missed (the feed connected or
 	// reconnected, or fell behind), so everything should be compared with
 	// the store. Name and Version are empty.

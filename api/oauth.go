@@ -4,10 +4,10 @@ import "time"
 
 // The OAuth routes (issue #17):
 //
-//	POST   /api/v1/servers/{name}/auth   -> AuthStart: open its URL in a browser
-//	GET    /api/v1/servers/{name}/auth   -> AuthStatus
-//	DELETE /api/v1/servers/{name}/auth   -> 204: the stored tokens are forgotten
-//	GET    /api/v1/oauth/callback        the authorization server's redirect (no credential: the state is one)
+//	POST   /api/v1/servers/{name}/oauth/start    -> AuthStart: open its URL in a browser
+//	GET    /api/v1/servers/{name}/oauth          -> AuthStatus
+//	DELETE /api/v1/servers/{name}/oauth          -> 204: the stored tokens are forgotten
+//	GET    /api/v1/servers/{name}/oauth/callback the authorization server's redirect (no credential: the state is one)
 
 // AuthStart is the answer to starting an authorization: the URL a person
 // opens to approve, and the callback the authorization server will send
@@ -33,7 +33,9 @@ type AuthStatus struct {
 	// StepUp: scopes the server asked for (403 insufficient_scope) that
 	// the next authorization will request.
 	StepUp []string `json:"step_up,omitempty"`
-	// LastError: how the last authorization of this process failed, if it did.
+	// LastAt: when the last authorization ended: a success on any
+	// replica, or a failure in this process; LastError says how it
+	// failed, if it did.
 	LastError string     `json:"last_error,omitempty"`
 	LastAt    *time.Time `json:"last_at,omitempty"`
 }

@@ -19,6 +19,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/switchboard-mcp/switchboard/internal/fileowner"
 )
 
 // CredentialFile is where "switchboard serve" keeps the credential it
@@ -184,7 +186,7 @@ func checkInfo(path string, fi fs.FileInfo, dir bool) error {
 	if dir && !fi.IsDir() || !dir && !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s is not a %s", ErrUntrustedCredential, path, what)
 	}
-	if uid, ok := ownerOf(fi); ok {
+	if uid, ok := fileowner.Of(fi); ok {
 		if fi.Mode().Perm()&0o077 != 0 {
 			return fmt.Errorf("%w: the %s %s has mode %#o, so other users may read or change it; refusing to use it (%s, and if the token may have been seen, delete the file so that serve makes a new one)",
 				ErrUntrustedCredential, what, path, fi.Mode().Perm(), fix)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -12,18 +13,23 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
-// The OAuth routes (api/oauth.go). A person authorizes a server through
-// the daemon itself, from the CLI or the web page alike: the start route
-// returns the authorization server's URL, the person approves in a browser,
-// and the authorization server sends the browser back to the daemon's
-// callback route, which completes the flow and restarts the server. The
-// callback needs no credential: its state parameter, unguessable and good
-// once for ten minutes, is one. The callback URL is the daemon's address as
-// the request that started the flow named it, so a remote daemon works
-// wherever the browser can reach the address the CLI or the page uses.
+// The OAuth routes (api/oauth.go), under /api/v1/servers/{name}/oauth. A
+// person authorizes a server through the daemon itself, from the CLI or
+// the web page alike: the start route returns the authorization server's
+// URL, the person approves in a browser, and the authorization server
+// sends the browser back to the server's callback route, which completes
+// the flow and restarts the server. The callback needs no credential: its
+// state parameter, unguessable and good once for ten minutes, is one. The
+// callback URL is the daemon's address as the request that started the
+// flow named it, so a remote daemon works wherever the browser can reach
+// the address the CLI or the page uses. Start, status and forget need the
+// admin scope, as every /api/v1 route does (sb.Principal.Allows).
 
-// callbackPath is the route the authorization server redirects to.
-const callbackPath = "/api/v1/oauth/callback"
+// callbackPath returns the route the authorization server redirects to
+// for the server named name.
+func callbackPath(name string) string {
+	return "/api/v1/servers/" + url.PathEscape(name) + "/oauth/callback"
+}
 
 // errNoOAuth: the daemon was started without OAuth.
 var errNoOAuth = sb.NewError(sb.CodeUnavailable, "this Switchboard keeps no OAuth tokens")
@@ -31,10 +37,11 @@ var errNoOAuth = sb.NewError(sb.CodeUnavailable, "this Switchboard keeps no OAut
 // oauthRoutes registers the routes on protected (credential required) and
 // mux (the callback).
 func (a *handler) oauthRoutes(mux, protected *http.ServeMux) {
-	protected.HandleFunc("POST /api/v1/servers/{name}/auth", a.startAuth)
-	protected.HandleFunc("GET /api/v1/servers/{name}/auth", a.authStatus)
-	protected.HandleFunc("DELETE /api/v1/servers/{name}/auth", a.forgetAuth)
-	mux.HandleFunc("GET "+callbackPath, a.authCallback)
+	protected.HandleFunc("POST /api/v1/servers/{name}/oauth/start", a.startAuth)
+	protected.HandleFunc("GET /api/v1/servers/{name}/oauth", a.authStatus)
+	protected.HandleFunc("DELETE /api/v1/servers/{name}/oauth", a.forgetAuth)
+	// On mux, not protected: the auth middleware never sees it.
+	mux.HandleFunc("GET /api/v1/servers/{name}/oauth/callback", a.authCallback)
 }
 
 // oauthServer returns the live config of the server named in r, unmasked
@@ -68,7 +75,7 @@ func (a *handler) startAuth(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	redirect := scheme + "://" + r.Host + callbackPath
+	redirect := scheme + "://" + r.Host + callbackPath(cfg.Name)
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
 	u, err := a.oauth.Begin(ctx, cfg, redirect)
@@ -130,14 +137,17 @@ func (a *handler) forgetDeleted(ctx context.Context, name string) {
 }
 
 // authCallback completes a flow: the browser arrives here from the
-// authorization server.
+// authorization server. The flow was stored by whichever replica began it;
+// this one restarts its session, the others reconnect theirs when they
+// hear of the new grant (registry/oauth.go).
 func (a *handler) authCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if a.oauth == nil {
 		a.writeError(w, r, errNoOAuth)
 		return
 	}
-	server, err := a.oauth.Complete(r.Context(), q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error"))
+	server := r.PathValue("name")
+	err := a.oauth.Complete(r.Context(), server, q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error"))
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'")

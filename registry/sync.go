@@ -216,6 +216,7 @@ func (r *Registry) follow(ctx context.Context, c sb.Change) error {
 	for _, f := range r.opts.Followers {
 		errs = append(errs, f.Apply(ctx, c))
 	}
+	errs = append(errs, r.followOAuth(ctx, c)) // oauth.go
 	return errors.Join(errs...)
 }
 

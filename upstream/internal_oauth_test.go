@@ -40,7 +40,7 @@ func TestRefreshRaceBetweenReplicas(t *testing.T) {
 	}
 	resp.Body.Close()
 	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if _, err := o.Complete(ctx, loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+	if err := o.Complete(ctx, cfg.Name, loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
 		t.Fatal(err)
 	}
 

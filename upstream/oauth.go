@@ -39,9 +39,10 @@ import (
 //   - without a usable grant (never authorized, refresh token refused),
 //     the attempt fails at once, without a request, with phase auth and
 //     code authorization_required: the session waits in error, retrying
-//     slowly (a replica may authorize it meanwhile), until a person runs
-//     `switchboard server auth NAME`, which restarts it. No retry storm,
-//     no 401 loop.
+//     slowly, until a person runs `switchboard server auth NAME`, which
+//     restarts it (on another replica too: the registry reconnects a
+//     session waiting in phase auth when the store's feed announces a
+//     grant, registry/oauth.go). No retry storm, no 401 loop.
 //   - a 403 insufficient_scope records the scopes asked for, and fails the
 //     call saying what to run (the connection stays); the next
 //     authorization requests them too (step-up);
@@ -257,12 +258,26 @@ func (ts *tokenSource) fresh(g *sb.OAuthGrant) bool {
 // returning the access token: a rotated refresh token is saved before it
 // can be needed, so a crash cannot lose it. A refresh token the server
 // refuses (invalid_grant: revoked or expired) is forgotten, which puts the
-// server back to "authorization required". ts.mu is held.
+// server back to "authorization required"; so is a registered client it
+// no longer knows (invalid_client), with the client. ts.mu is held.
 func (ts *tokenSource) refresh(ctx context.Context, g *sb.OAuthGrant, hc *http.Client) (string, error) {
 	c := &oauth2.Config{ClientID: g.ClientID, ClientSecret: g.ClientSecret, Scopes: g.Scopes,
 		Endpoint: oauth2.Endpoint{TokenURL: g.TokenURL, AuthStyle: oauth2.AuthStyle(g.AuthStyle)}}
 	old := &oauth2.Token{RefreshToken: g.RefreshToken, Expiry: time.Unix(1, 0)}
 	tok, err := c.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc), old).Token()
+	if forgotClient(err) && g.Registered != nil && g.Registered.ClientID == g.ClientID {
+		// The authorization server forgot the client Switchboard
+		// registered: its tokens are dead, and the next authorization
+		// registers a new client rather than retrying this one.
+		next := *g
+		next.AccessToken, next.RefreshToken, next.Expiry = "", "", time.Time{}
+		dropRegistered(&next, g.ClientID)
+		if err := ts.o.save(ctx, ts.name, &next); err != nil {
+			return "", err
+		}
+		ts.grant = &next
+		return "", ts.required("the authorization server no longer knows the client Switchboard registered; authorizing again registers a new one")
+	}
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
 		// Another replica may have refreshed first: with rotation, the
@@ -316,6 +331,9 @@ func (ts *tokenSource) stepUp(ctx context.Context, scopes []string) error {
 	}
 	next := *g
 	next.StepUp = unionScopes(g.StepUp, scopes)
+	if len(next.StepUp) == len(g.StepUp) {
+		return nil // recorded already: no write, no announcement
+	}
 	if err := ts.o.save(ctx, ts.name, &next); err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func newOAuth(t *testing.T, st sb.OAuthStore, c *clock) *upstream.OAuth {
 // approve plays the person in the browser: opens the authorization URL,
 // which the test authorization server approves at once, and hands the
 // callback's parameters to Complete.
-func approve(t *testing.T, o *upstream.OAuth, authURL string) {
+func approve(t *testing.T, o *upstream.OAuth, server, authURL string) {
 	t.Helper()
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := hc.Get(authURL)
@@ -52,7 +52,7 @@ func approve(t *testing.T, o *upstream.OAuth, authURL string) {
 		t.Fatalf("authorize answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	q := loc.Query()
-	if _, err := o.Complete(context.Background(), q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error")); err != nil {
+	if err := o.Complete(context.Background(), server, q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error")); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 }
@@ -64,7 +64,7 @@ func authorize(t *testing.T, o *upstream.OAuth, cfg *sb.ServerConfig) {
 	if err != nil {
 		t.Fatalf("Begin: %v", err)
 	}
-	approve(t, o, u)
+	approve(t, o, cfg.Name, u)
 }
 
 // reconnect restarts s and waits for its new connection.
@@ -262,7 +262,7 @@ func TestOAuthDeclinedAndStaleCallbacks(t *testing.T) {
 	}
 	p, _ := url.Parse(u)
 	state := p.Query().Get("state")
-	if _, err := o.Complete(ctx, state, "", "", "access_denied"); err == nil || !strings.Contains(err.Error(), "access_denied") {
+	if err := o.Complete(ctx, "oauthed", state, "", "", "access_denied"); err == nil || !strings.Contains(err.Error(), "access_denied") {
 		t.Fatalf("declined: %v", err)
 	}
 	st, _ := o.Status(ctx, "oauthed")
@@ -270,7 +270,7 @@ func TestOAuthDeclinedAndStaleCallbacks(t *testing.T) {
 		t.Fatalf("status after declining: %+v", st)
 	}
 	for _, s := range []string{state, "forged"} {
-		if _, err := o.Complete(ctx, s, "code", "", ""); err == nil || sb.CodeOf(err) != sb.CodeAuthorizationFailed {
+		if err := o.Complete(ctx, "oauthed", s, "code", "", ""); err == nil || sb.CodeOf(err) != sb.CodeAuthorizationFailed {
 			t.Fatalf("callback with state %q: %v", s, err)
 		}
 	}
@@ -287,5 +287,67 @@ func TestOAuthHintWithoutOAuthBlock(t *testing.T) {
 	if e == nil || e.Phase != sb.PhaseAuth || e.Code != sb.HTTPStatus(401) ||
 		!strings.Contains(e.Message, "switchboard server edit oauthed --oauth") {
 		t.Fatalf("error %+v: want phase auth, http_401, and the hint", e)
+	}
+}
+
+// TestOAuthReusesRegisteredClient: the client Switchboard registers is
+// stored with the grant and reused by later authorizations, by this
+// process and by another on the same store; one the authorization server
+// forgot (invalid_client, on a refresh or on the code's exchange) puts the
+// server back in phase auth, without a loop, and the next authorization
+// registers a new one.
+func TestOAuthReusesRegisteredClient(t *testing.T) {
+	as := oauthtest.New(t)
+	st := sqlitetest.Store(t)
+	var c clock
+	o := newOAuth(t, st, &c)
+	cfg := &sb.ServerConfig{Name: "oauthed", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
+	ctx := context.Background()
+
+	authorize(t, o, cfg)
+	authorize(t, o, cfg)
+	o2 := newOAuth(t, st, &c) // another process
+	o2.Key = o.Key
+	authorize(t, o2, cfg)
+	if n := as.Registrations(); n != 1 {
+		t.Fatalf("%d registrations for three authorizations, want 1", n)
+	}
+
+	// Forgotten, found out at a refresh.
+	as.ForgetClients()
+	c.advance(time.Hour) // the access token has expired: the session refreshes
+	s, _ := newSession(t, cfg, &upstream.Options{OAuth: o})
+	s.Start(ctx)
+	waitAuthRequired(t, s, "no longer knows the client")
+	if n, r := as.Registrations(), as.Refreshes(); n != 1 || r != 0 {
+		t.Fatalf("%d registrations, %d refreshes after invalid_client; want 1, 0", n, r)
+	}
+	authorize(t, o, cfg)
+	if n := as.Registrations(); n != 2 {
+		t.Fatalf("%d registrations after the client was forgotten, want 2", n)
+	}
+	reconnect(t, s)
+
+	// Forgotten between the approval and the code's exchange.
+	u, err := o.Begin(ctx, cfg, "http://127.0.0.1:9/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	as.ForgetClients()
+	q := loc.Query()
+	if err := o.Complete(ctx, cfg.Name, q.Get("state"), q.Get("code"), "", ""); sb.CodeOf(err) != sb.CodeAuthorizationFailed ||
+		!strings.Contains(err.Error(), "no longer knows the client") {
+		t.Fatalf("the exchange with a forgotten client: %v", err)
+	}
+	authorize(t, o, cfg)
+	if n := as.Registrations(); n != 3 {
+		t.Fatalf("%d registrations, want 3", n)
 	}
 }

@@ -51,7 +51,9 @@ func (ts *tokenSource) clientCredentials(ctx context.Context, cfg *sb.ServerConf
 // discover finds cfg's protected resource metadata and its authorization
 // server's metadata, as the MCP authorization spec says: the
 // resource_metadata of the server's 401, else the well-known URLs at the
-// endpoint's path and at the root; and the scopes the 401 names.
+// endpoint's path and at the root, else the 2025-03-26 fallbacks (the
+// server's origin as its authorization server, at the default endpoints);
+// and the scopes the 401 names.
 func discover(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*oauthex.ProtectedResourceMetadata, *oauthex.AuthServerMeta, []string, error) {
 	_, resp, err := challenge(ctx, cfg, hc)
 	if err != nil {
@@ -79,14 +81,18 @@ func discover(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*oaut
 		prm = nil
 	}
 	if prm == nil {
-		return nil, nil, nil, fmt.Errorf("%s publishes no protected resource metadata naming its authorization server", sb.MaskURL(cfg.URL))
+		// The 2025-03-26 spec: the server's origin is its authorization server.
+		prm = &oauthex.ProtectedResourceMetadata{Resource: cfg.URL, AuthorizationServers: []string{u.Scheme + "://" + u.Host}}
 	}
-	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], hc)
+	as := prm.AuthorizationServers[0]
+	asm, err := auth.GetAuthServerMetadata(ctx, as, hc)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("authorization server metadata: %w", err)
 	}
 	if asm == nil {
-		return nil, nil, nil, fmt.Errorf("the authorization server %s publishes no metadata", prm.AuthorizationServers[0])
+		// The 2025-03-26 spec's default endpoints.
+		asm = &oauthex.AuthServerMeta{Issuer: as, AuthorizationEndpoint: as + "/authorize", TokenEndpoint: as + "/token",
+			RegistrationEndpoint: as + "/register"}
 	}
 	scopes := strings.Fields(bearerParam(cs, "scope"))
 	if len(scopes) == 0 {

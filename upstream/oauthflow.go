@@ -2,11 +2,17 @@ package upstream
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,19 +24,25 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 )
 
-// This file is the authorization code flow with PKCE, run by the go-sdk's
-// auth.AuthorizationCodeHandler: discovery from the server's 401
-// (WWW-Authenticate, protected resource metadata, authorization server
-// metadata), client registration (Client ID Metadata Document where the
-// authorization server supports it and one is configured, the configured
-// client, or dynamic client registration), the authorization URL, and the
+// This file is the authorization code flow with PKCE: discovery from the
+// server's 401 (WWW-Authenticate, protected resource metadata,
+// authorization server metadata), client registration (Client ID Metadata
+// Document where the authorization server supports it and one is
+// configured, the configured client, the client Switchboard registered
+// before, or dynamic client registration), the authorization URL, and the
 // code's exchange. What it yields is stored as the server's grant.
 //
-// Out of band (a daemon): Begin runs the flow up to the authorization URL
-// and returns it; the person approves in a browser, which the authorization
-// server sends to the redirect URL (the daemon's callback route); Complete
-// hands the code to the waiting flow, which exchanges it. A flow not
-// completed within FlowTimeout is dropped.
+// Out of band (a daemon): Begin runs the flow up to the authorization URL,
+// stores what the callback will need (the PKCE verifier, the client, the
+// redirect URI: sealed, for FlowTimeout) in the database, and returns the
+// URL; the person approves in a browser, which the authorization server
+// sends to the redirect URL (the daemon's callback route); Complete takes
+// the stored flow (once: a replayed callback finds none) and exchanges the
+// code. The callback may so reach any replica on the database, not only
+// the one that began the flow.
+//
+// In band (OAuth.Fetcher, the conformance client), the go-sdk's
+// auth.AuthorizationCodeHandler runs the whole flow (newHandler).
 
 // errAuthorizationFailed: an authorization flow failed; the message says
 // where.
@@ -44,18 +56,11 @@ const FlowTimeout = 10 * time.Minute
 // dynamic client registration (their consent pages show it).
 const ClientName = "Switchboard"
 
-// flows are the out-of-band authorizations under way, by state.
+// flows are the outcomes of the last authorization of each server in this
+// process, for Status.
 type flows struct {
-	mu    sync.Mutex
-	state map[string]*flow
-	last  map[string]*FlowResult // by server: the last flow's outcome
-}
-
-// flow is one out-of-band authorization waiting for its callback.
-type flow struct {
-	server string
-	result chan *auth.AuthorizationResult // the callback's code, to the handler; nil if declined
-	done   chan error                     // the handler's outcome, to the callback
+	mu   sync.Mutex
+	last map[string]*FlowResult
 }
 
 // FlowResult is how the last authorization of a server ended.
@@ -66,12 +71,12 @@ type FlowResult struct {
 
 // OAuthStatus is what Switchboard holds for a server's OAuth.
 type OAuthStatus struct {
-	Authorized bool      // a usable grant is stored
-	Pending    bool      // an authorization is waiting for its callback
-	Expiry     time.Time // of the access token; zero if none or unknown
-	Scopes     []string  // granted
-	StepUp     []string  // asked for by a 403, to request next time
-	Last       *FlowResult
+	Authorized bool        // a usable grant is stored
+	Pending    bool        // an authorization is waiting for its callback
+	Expiry     time.Time   // of the access token; zero if none or unknown
+	Scopes     []string    // granted
+	StepUp     []string    // asked for by a 403, to request next time
+	Last       *FlowResult // the last authorization: failed in this process, or stored by any
 }
 
 // newHandler returns an authorization code handler for cfg's server whose
@@ -142,9 +147,32 @@ func grantedScopes(tok *oauth2.Token, requested []string) []string {
 	return requested
 }
 
+// pendingFlow is an out-of-band authorization waiting for its callback:
+// what Complete needs to exchange the code. It is stored sealed under the
+// server's name, keyed by the hash of its state (flowID).
+type pendingFlow struct {
+	URL          string         `json:"url"`      // the server's URL: the grant's Resource
+	Resource     string         `json:"resource"` // the resource parameter (RFC 8707)
+	Issuer       string         `json:"issuer"`
+	IssSupported bool           `json:"iss_supported,omitempty"` // RFC 9207: the callback must carry iss
+	TokenURL     string         `json:"token_url"`
+	RedirectURI  string         `json:"redirect_uri"`
+	Verifier     string         `json:"verifier"` // PKCE
+	Client       sb.OAuthClient `json:"client"`
+	Registered   bool           `json:"registered,omitempty"` // Client was registered dynamically
+	Scopes       []string       `json:"scopes,omitempty"`
+}
+
+// flowID is the key a flow is stored under: a hash of its state, so that
+// the database holds nothing a callback could be forged from.
+func flowID(state string) string {
+	sum := sha256.Sum256([]byte(state))
+	return hex.EncodeToString(sum[:])
+}
+
 // Begin starts an out-of-band authorization of cfg's server and returns
 // the URL to open in a browser. redirectURL is the callback route that
-// will call Complete.
+// will call Complete, on this replica or any other on the same database.
 func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL string) (string, error) {
 	if cfg.OAuth == nil {
 		return "", fmt.Errorf("server %s has no oauth block in its config", cfg.Name)
@@ -153,81 +181,228 @@ func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL str
 		return "", fmt.Errorf("server %s uses grant %s: no person needs to authorize it", cfg.Name, cfg.OAuth.Grant)
 	}
 	hc := o.client()
-	f := &flow{server: cfg.Name, result: make(chan *auth.AuthorizationResult, 1), done: make(chan error, 1)}
-	authURL := make(chan string, 1)
-	fetch := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-		u, err := url.Parse(args.URL)
-		if err != nil {
-			return nil, err
-		}
-		o.flows.add(u.Query().Get("state"), f)
-		authURL <- args.URL
-		select {
-		case r := <-f.result:
-			if r == nil {
-				return nil, errors.New("the authorization was declined")
-			}
-			return r, nil
-		case <-ctx.Done():
-			return nil, fmt.Errorf("nobody approved within %s", FlowTimeout)
-		}
-	}
-	h, err := o.newHandler(cfg, hc, redirectURL, fetch)
+	prm, asm, scopes, err := discover(ctx, cfg, hc)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
 	}
-	req, resp, err := challenge(ctx, cfg, hc)
+	g, err := o.load(ctx, cfg.Name)
+	if err != nil && !errors.Is(err, sb.ErrOAuthSeal) { // a grant that does not open is replaced
+		return "", err
+	}
+	if len(cfg.OAuth.Scopes) > 0 {
+		scopes = cfg.OAuth.Scopes
+	}
+	if g != nil {
+		scopes = unionScopes(scopes, g.StepUp)
+	}
+	// SEP-2207: ask for a refresh token where the server offers them.
+	if slices.Contains(asm.ScopesSupported, "offline_access") && !slices.Contains(scopes, "offline_access") {
+		scopes = append(scopes, "offline_access")
+	}
+	client, registered, err := o.clientFor(ctx, cfg, asm, g, redirectURL, hc)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
 	}
-	// The flow outlives the request that began it: it waits for the
-	// person, then for the callback.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlowTimeout)
-	go func() {
-		defer cancel()
-		err := h.Authorize(fctx, req, resp)
-		o.flows.finish(f, o.now(), err)
-		f.done <- err
-	}()
-	select {
-	case u := <-authURL:
-		return u, nil
-	case err := <-f.done:
-		if err == nil {
-			return "", errors.New("the authorization server granted tokens without asking anyone") // cannot happen: fetch runs first
+	p := pendingFlow{URL: cfg.URL, Resource: prm.Resource, Issuer: asm.Issuer,
+		IssSupported: asm.AuthorizationResponseIssParameterSupported, TokenURL: asm.TokenEndpoint,
+		RedirectURI: redirectURL, Verifier: oauth2.GenerateVerifier(), Client: client, Registered: registered, Scopes: scopes}
+	state := rand.Text()
+	c := &oauth2.Config{ClientID: client.ClientID, Endpoint: oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint},
+		RedirectURL: redirectURL, Scopes: scopes}
+	authURL := c.AuthCodeURL(state, oauth2.S256ChallengeOption(p.Verifier), oauth2.SetAuthURLParam("resource", p.Resource))
+	plain, err := json.Marshal(&p)
+	if err != nil {
+		return "", err
+	}
+	// The store's clock, not o.now (which tests move): it expires the row.
+	if err := o.Store.SaveOAuthPending(ctx, flowID(state), cfg.Name, o.Key.Seal(cfg.Name, plain), time.Now().Add(FlowTimeout)); err != nil {
+		return "", fmt.Errorf("storing the authorization: %w", err)
+	}
+	return authURL, nil
+}
+
+// clientFor returns the client to authorize cfg's server as, in the
+// order of the MCP authorization spec: a Client ID Metadata Document
+// where the authorization server supports them and one is configured; the
+// configured client; the client Switchboard registered before at this
+// authorization server for this redirect URI (stored with the grant g);
+// else a client registered now, which is stored at once so that the next
+// authorization reuses it. registered reports a dynamically registered
+// client.
+func (o *OAuth) clientFor(ctx context.Context, cfg *sb.ServerConfig, asm *oauthex.AuthServerMeta, g *sb.OAuthGrant, redirectURL string, hc *http.Client) (c sb.OAuthClient, registered bool, err error) {
+	oc := cfg.OAuth
+	switch {
+	case oc.ClientMetadataURL != "" && asm.ClientIDMetadataDocumentSupported:
+		return sb.OAuthClient{ClientID: oc.ClientMetadataURL, AuthStyle: int(oauth2.AuthStyleInParams)}, false, nil
+	case oc.ClientID != "":
+		return sb.OAuthClient{ClientID: oc.ClientID, ClientSecret: oc.ClientSecret,
+			AuthStyle: int(secretStyle(asm.TokenEndpointAuthMethodsSupported))}, false, nil
+	case g != nil && g.Registered != nil && g.Registered.Issuer == asm.Issuer && g.Registered.RedirectURI == redirectURL:
+		return *g.Registered, true, nil
+	case asm.RegistrationEndpoint == "":
+		return c, false, fmt.Errorf("the authorization server %s offers no way to register Switchboard as a client: configure one (oauth.client_id)", asm.Issuer)
+	}
+	meta := &oauthex.ClientRegistrationMetadata{RedirectURIs: []string{redirectURL}, ClientName: ClientName,
+		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+		TokenEndpointAuthMethod: "none", ApplicationType: applicationType(redirectURL)}
+	resp, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, meta, hc)
+	if err != nil {
+		return c, false, fmt.Errorf("registering Switchboard as a client at %s: %w", asm.RegistrationEndpoint, err)
+	}
+	c = sb.OAuthClient{Issuer: asm.Issuer, RedirectURI: redirectURL, ClientID: resp.ClientID, ClientSecret: resp.ClientSecret,
+		AuthStyle: int(registeredStyle(resp.TokenEndpointAuthMethod))}
+	err = o.update(ctx, cfg.Name, func(g *sb.OAuthGrant) { g.Registered = &c })
+	if err != nil {
+		return c, false, fmt.Errorf("storing the registered client: %w", err)
+	}
+	return c, true, nil
+}
+
+// applicationType is the application_type of a client whose redirect URI
+// is u (OpenID Connect Dynamic Client Registration): "native" for a
+// loopback one, else "web".
+func applicationType(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		if ip, err := netip.ParseAddr(p.Hostname()); err == nil && ip.IsLoopback() || p.Hostname() == "localhost" {
+			return "native"
 		}
-		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
-	case <-ctx.Done():
-		return "", ctx.Err()
+	}
+	return "web"
+}
+
+// registeredStyle is how a registered client authenticates at the token
+// endpoint, from the method its registration answered (RFC 7591: the
+// default is client_secret_basic).
+func registeredStyle(method string) oauth2.AuthStyle {
+	switch method {
+	case "none", "client_secret_post":
+		return oauth2.AuthStyleInParams
+	}
+	return oauth2.AuthStyleInHeader
+}
+
+// update changes the stored grant of server (an empty one if there is
+// none, or if it does not open) with change, and stores it; the token
+// source's copy follows. It serializes with the token source's refreshes.
+func (o *OAuth) update(ctx context.Context, server string, change func(*sb.OAuthGrant)) error {
+	ts := o.source(server)
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	g, err := o.load(ctx, server)
+	if err != nil && !errors.Is(err, sb.ErrOAuthSeal) {
+		return err
+	}
+	var next sb.OAuthGrant
+	if g != nil {
+		next = *g
+	}
+	change(&next)
+	if err := o.save(ctx, server, &next); err != nil {
+		return err
+	}
+	ts.grant = &next
+	return nil
+}
+
+// Complete finishes the out-of-band authorization of server whose
+// callback carried state: it takes the stored flow (once) and exchanges
+// the code; nil if the server is now authorized. errParam is the
+// callback's "error" parameter (the person declined).
+func (o *OAuth) Complete(ctx context.Context, server, state, code, iss, errParam string) error {
+	p, err := o.takeFlow(ctx, server, state)
+	if err != nil {
+		return err
+	}
+	err = o.exchange(ctx, server, p, code, iss, errParam)
+	o.flows.finish(server, time.Now(), err) // the wall clock, as AuthorizedAt
+	return err
+}
+
+// takeFlow removes and returns the flow of server waiting for state.
+func (o *OAuth) takeFlow(ctx context.Context, server, state string) (*pendingFlow, error) {
+	stale := fmt.Errorf("%w: no authorization of %s is waiting for this callback (it expired, or was completed already); start it again", errAuthorizationFailed, server)
+	if state == "" {
+		return nil, stale
+	}
+	owner, sealed, err := o.Store.TakeOAuthPending(ctx, flowID(state))
+	if errors.Is(err, sb.ErrNotFound) || err == nil && owner != server {
+		return nil, stale
+	}
+	if err != nil {
+		return nil, err
+	}
+	plain, err := o.Key.Open(server, sealed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the stored authorization does not open with this key file; start it again", errAuthorizationFailed)
+	}
+	var p pendingFlow
+	if err := json.Unmarshal(plain, &p); err != nil {
+		return nil, fmt.Errorf("%w: the stored authorization is unreadable (%v); start it again", errAuthorizationFailed, err)
+	}
+	return &p, nil
+}
+
+// exchange trades the callback's code for tokens and stores them as the
+// grant of server.
+func (o *OAuth) exchange(ctx context.Context, server string, p *pendingFlow, code, iss, errParam string) error {
+	if errParam != "" {
+		return fmt.Errorf("%w: the authorization server answered %s", errAuthorizationFailed, errParam)
+	}
+	if err := checkIssuer(iss, p.Issuer, p.IssSupported); err != nil {
+		return fmt.Errorf("%w: %v", errAuthorizationFailed, err)
+	}
+	c := &oauth2.Config{ClientID: p.Client.ClientID, ClientSecret: p.Client.ClientSecret, RedirectURL: p.RedirectURI,
+		Endpoint: oauth2.Endpoint{TokenURL: p.TokenURL, AuthStyle: oauth2.AuthStyle(p.Client.AuthStyle)}}
+	tok, err := c.Exchange(context.WithValue(ctx, oauth2.HTTPClient, o.client()), code,
+		oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", p.Resource))
+	if forgotClient(err) && p.Registered {
+		// The authorization server forgot the client Switchboard
+		// registered: the next authorization registers a new one.
+		if uerr := o.update(ctx, server, func(g *sb.OAuthGrant) { dropRegistered(g, p.Client.ClientID) }); uerr != nil {
+			return uerr
+		}
+		return fmt.Errorf("%w: the authorization server no longer knows the client Switchboard registered; start the authorization again (it registers a new one)", errAuthorizationFailed)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: exchanging the code at %s: %v", errAuthorizationFailed, p.TokenURL, err)
+	}
+	return o.update(ctx, server, func(g *sb.OAuthGrant) {
+		registered := g.Registered
+		if p.Registered {
+			registered = &p.Client
+		}
+		*g = sb.OAuthGrant{Resource: p.URL, ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: p.TokenURL,
+			AuthStyle: p.Client.AuthStyle, Scopes: grantedScopes(tok, p.Scopes), AccessToken: tok.AccessToken,
+			TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Registered: registered,
+			AuthorizedAt: time.Now()} // the wall clock, as sessions' errors have
+	})
+}
+
+// forgotClient reports whether err is the token endpoint's invalid_client:
+// it does not know the client (any more).
+func forgotClient(err error) bool {
+	var re *oauth2.RetrieveError
+	return errors.As(err, &re) && re.ErrorCode == "invalid_client"
+}
+
+// dropRegistered forgets g's registered client if it is id.
+func dropRegistered(g *sb.OAuthGrant, id string) {
+	if g.Registered != nil && g.Registered.ClientID == id {
+		g.Registered = nil
 	}
 }
 
-// Complete hands the callback of an out-of-band authorization to its flow
-// and returns once the code is exchanged: the server's name, and nil if it
-// is now authorized. errParam is the callback's "error" parameter (the
-// person declined).
-func (o *OAuth) Complete(ctx context.Context, state, code, iss, errParam string) (string, error) {
-	f := o.flows.take(state)
-	if f == nil {
-		return "", fmt.Errorf("%w: no authorization is waiting for this callback (it expired, or was completed already); start it again", errAuthorizationFailed)
+// checkIssuer checks the callback's iss (RFC 9207) against the issuer
+// the flow began with: required if the authorization server advertises
+// it, and never another issuer's (a mix-up attack).
+func checkIssuer(iss, issuer string, supported bool) error {
+	switch {
+	case supported && iss == "":
+		return errors.New("the authorization server advertises the iss parameter, and the callback has none")
+	case iss != "" && iss != issuer:
+		return fmt.Errorf("the callback comes from the issuer %q, not %q", iss, issuer)
 	}
-	var r *auth.AuthorizationResult // nil: declined
-	if errParam == "" {
-		r = &auth.AuthorizationResult{Code: code, State: state, Iss: iss}
-	}
-	f.result <- r
-	select {
-	case err := <-f.done:
-		if errParam != "" {
-			return f.server, fmt.Errorf("%w: the authorization server answered %s", errAuthorizationFailed, errParam)
-		}
-		if err != nil {
-			return f.server, fmt.Errorf("%w: %v", errAuthorizationFailed, err)
-		}
-		return f.server, nil
-	case <-ctx.Done():
-		return f.server, ctx.Err()
-	}
+	return nil
 }
 
 // Status reports what is held for server.
@@ -236,7 +411,16 @@ func (o *OAuth) Status(ctx context.Context, server string) (OAuthStatus, error) 
 	if err != nil {
 		return OAuthStatus{}, err
 	}
-	st := OAuthStatus{Pending: o.flows.pending(server), Last: o.flows.lastOf(server)}
+	pending, err := o.Store.OAuthPending(ctx, server)
+	if err != nil {
+		return OAuthStatus{}, err
+	}
+	st := OAuthStatus{Pending: pending, Last: o.flows.lastOf(server)}
+	if g != nil && usable(g) && !g.AuthorizedAt.IsZero() && (st.Last == nil || st.Last.At.Before(g.AuthorizedAt)) {
+		// Completed later, maybe by another replica's callback: a failure
+		// there is seen only there, a success everywhere.
+		st.Last = &FlowResult{At: g.AuthorizedAt}
+	}
 	if g != nil {
 		st.Authorized = usable(g)
 		st.Scopes, st.StepUp = g.Scopes, g.StepUp
@@ -245,6 +429,29 @@ func (o *OAuth) Status(ctx context.Context, server string) (OAuthStatus, error) 
 		}
 	}
 	return st, nil
+}
+
+// Invalidate drops the copy of server's grant this process holds, so that
+// the next request reads the store: another process wrote the grant
+// (refreshed, authorized, forgot it).
+func (o *OAuth) Invalidate(server string) {
+	ts := o.source(server)
+	ts.mu.Lock()
+	ts.grant = nil
+	ts.mu.Unlock()
+}
+
+// AuthorizedAt returns when a person authorized server for the grant
+// stored now; zero if none is usable, or it came without a person.
+func (o *OAuth) AuthorizedAt(ctx context.Context, server string) (time.Time, error) {
+	g, err := o.load(ctx, server)
+	if errors.Is(err, sb.ErrOAuthSeal) || err == nil && !usable(g) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	return g.AuthorizedAt, nil
 }
 
 // challenge sends cfg's server an unauthenticated initialize, for the 401
@@ -280,33 +487,10 @@ func (o *OAuth) client() *http.Client {
 	return &http.Client{Transport: transportFor(o.AllowedNetworks), Timeout: 30 * time.Second}
 }
 
-func (fs *flows) add(state string, f *flow) {
+// finish records how the last authorization of server ended.
+func (fs *flows) finish(server string, now time.Time, err error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if fs.state == nil {
-		fs.state = make(map[string]*flow)
-	}
-	fs.state[state] = f
-}
-
-// take removes and returns the flow waiting for state.
-func (fs *flows) take(state string) *flow {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	f := fs.state[state]
-	delete(fs.state, state)
-	return f
-}
-
-// finish records how f ended and forgets it if it is still waiting.
-func (fs *flows) finish(f *flow, now time.Time, err error) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	for s, g := range fs.state {
-		if g == f {
-			delete(fs.state, s)
-		}
-	}
 	if fs.last == nil {
 		fs.last = make(map[string]*FlowResult)
 	}
@@ -314,18 +498,7 @@ func (fs *flows) finish(f *flow, now time.Time, err error) {
 	if err != nil {
 		r.Error = err.Error()
 	}
-	fs.last[f.server] = r
-}
-
-func (fs *flows) pending(server string) bool {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	for _, f := range fs.state {
-		if f.server == server {
-			return true
-		}
-	}
-	return false
+	fs.last[server] = r
 }
 
 func (fs *flows) lastOf(server string) *FlowResult {

@@ -32,17 +32,22 @@ config has an "oauth" block; most hosted MCP servers do). Until then the
 server stays in error with phase auth, without retrying in a loop.
 
 auth asks the daemon to start the authorization: the daemon discovers the
-server's authorization server, registers itself as a client if needed, and
-returns a URL. Open it in a browser (--open does) and approve; the
-authorization server then sends the browser back to the daemon at
-/api/v1/oauth/callback on the address this command uses (--addr), so
-that address must be reachable from the browser. The daemon stores the
-tokens encrypted, refreshes them on its own, and reconnects the server;
-auth waits for that and prints the outcome (--no-wait returns at once).
+server's authorization server, registers itself as a client if it has not
+yet (the client is kept and reused), and returns a URL. Open it in a
+browser (--open does) and approve; the authorization server then sends
+the browser back to the daemon at /api/v1/servers/NAME/oauth/callback on
+the address this command uses (--addr), so that address must be reachable
+from the browser (with a client registered by hand, --oauth-client-id,
+register that URL as its redirect URI). Behind a load balancer, the
+callback may reach any replica on the same database. The daemon stores
+the tokens encrypted, refreshes them on its own, and reconnects the
+server, on every replica; auth waits for that and prints the outcome
+(--no-wait returns at once).
 
 Run it again whenever the server is back in phase auth: the refresh token
-was revoked or expired, or the server asks for more scopes (the next
-authorization requests them). --logout forgets the stored tokens.`,
+was revoked or expired, the authorization server forgot the registered
+client, or the server asks for more scopes (the next authorization
+requests them). --logout forgets the stored tokens and client.`,
 		Example: `  switchboard server auth github
   switchboard server auth github --open
   switchboard server auth github --logout`,
@@ -192,7 +197,7 @@ func describeOAuth(o *sb.OAuthConfig) string {
 // registerOAuthKeyFlag adds --oauth-key-file, shared by serve and stdio.
 func registerOAuthKeyFlag(f *pflag.FlagSet, keyFile *string) {
 	f.StringVar(keyFile, "oauth-key-file", os.Getenv("SWITCHBOARD_OAUTH_KEY_FILE"),
-		"the key that encrypts stored OAuth tokens, created (0600) if missing; replicas need the same file "+
+		"the key that encrypts stored OAuth tokens, created (0600) if missing; refused if others may read it or another user owns it; replicas need the same file "+
 			"(env SWITCHBOARD_OAUTH_KEY_FILE; default: oauth.key next to the SQLite database, or next to the credential file)")
 }
 

@@ -13,8 +13,9 @@
 //
 // Tests steer it: tokens' lifetime (TTL), the scopes the MCP endpoints
 // require (RequireScopes: a token without them gets 403 insufficient_scope),
-// revocation (Revoke, ExpireAccessTokens), and read what it saw
-// (Refreshes, Requested, MCPRequests).
+// revocation (Revoke, ExpireAccessTokens), forgetting its registered
+// clients (ForgetClients: then invalid_client at the token endpoint), and
+// read what it saw (Refreshes, Registrations, Requested, MCPRequests).
 package oauthtest
 
 import (
@@ -53,6 +54,7 @@ type Server struct {
 	access    map[string]*issued
 	refresh   map[string]*issued
 	refreshes int
+	regs      int
 	mcpReqs   int
 	requested [][]string // the scopes of every authorization request
 }
@@ -110,6 +112,22 @@ func (s *Server) AddMachineClient(id, secret string) {
 	s.mu.Lock()
 	s.secrets[id] = secret
 	s.mu.Unlock()
+}
+
+// ForgetClients forgets every client registered so far, as an
+// authorization server that lost or expired its registrations: their
+// requests to the token endpoint get invalid_client.
+func (s *Server) ForgetClients() {
+	s.mu.Lock()
+	clear(s.clients)
+	s.mu.Unlock()
+}
+
+// Registrations returns how many clients were registered dynamically.
+func (s *Server) Registrations() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.regs
 }
 
 // SetTTL sets the lifetime of the access tokens issued from now on.
@@ -233,6 +251,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	id := rand.Text()
 	s.mu.Lock()
 	s.clients[id] = meta.RedirectURIs[0]
+	s.regs++
 	s.mu.Unlock()
 	writeJSON(w, 201, map[string]any{"client_id": id, "redirect_uris": meta.RedirectURIs, "token_endpoint_auth_method": "none"})
 }
@@ -276,6 +295,17 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	invalid := func(why string) {
 		writeJSON(w, 400, map[string]string{"error": "invalid_grant", "error_description": why})
+	}
+	switch r.Form.Get("grant_type") {
+	case "authorization_code", "refresh_token":
+		id := r.Form.Get("client_id")
+		if user, _, ok := r.BasicAuth(); ok {
+			id = user
+		}
+		if _, known := s.clients[id]; !known {
+			writeJSON(w, 401, map[string]string{"error": "invalid_client", "error_description": "unknown client"})
+			return
+		}
 	}
 	switch r.Form.Get("grant_type") {
 	case "authorization_code":

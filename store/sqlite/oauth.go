@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard"
 )
@@ -43,4 +44,51 @@ func (s *Store) DeleteOAuthGrant(ctx context.Context, server string) error {
 		return fmt.Errorf("sqlite: delete oauth grant %q: %w", server, err)
 	}
 	return nil
+}
+
+// SaveOAuthPending stores an authorization waiting for its callback, and
+// drops those that expired.
+func (s *Store) SaveOAuthPending(ctx context.Context, id, server string, sealed []byte, expires time.Time) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_pending WHERE expires_at <= ?`, now().Format(timeFormat)); err != nil {
+		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_pending (id, server, sealed, expires_at) VALUES (?, ?, ?, ?)`,
+		id, server, sealed, expires.UTC().Format(timeFormat)); err != nil {
+		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, err)
+	}
+	return nil
+}
+
+// TakeOAuthPending deletes and returns the authorization stored under id
+// if it has not expired, in one statement.
+func (s *Store) TakeOAuthPending(ctx context.Context, id string) (server string, sealed []byte, err error) {
+	var expires string
+	err = s.db.QueryRowContext(ctx, `DELETE FROM oauth_pending WHERE id = ? RETURNING server, sealed, expires_at`, id).
+		Scan(&server, &sealed, &expires)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && expires <= now().Format(timeFormat) {
+		return "", nil, switchboard.ErrNotFound
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("sqlite: take oauth pending: %w", err)
+	}
+	return server, sealed, nil
+}
+
+// OAuthPending reports whether an unexpired authorization of server waits.
+func (s *Store) OAuthPending(ctx context.Context, server string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM oauth_pending WHERE server = ? AND expires_at > ?`,
+		server, now().Format(timeFormat)).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: oauth pending %q: %w", server, err)
+	}
+	return n > 0, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard"
 )
@@ -41,5 +42,98 @@ func testOAuthGrants(t *testing.T, open OpenFunc) {
 	}
 	if _, err := a.LoadOAuthGrant(ctx, "gh"); !errors.Is(err, switchboard.ErrNotFound) {
 		t.Fatalf("load after delete: %v, want ErrNotFound", err)
+	}
+}
+
+// testOAuthPending checks the authorizations waiting for their callback:
+// one saved through one Store is taken through another (the callback may
+// reach any replica), once; an expired one is not taken, and is dropped
+// by the next save.
+func testOAuthPending(t *testing.T, open OpenFunc) {
+	ctx := context.Background()
+	a, ok := mustOpen(t, open).(switchboard.OAuthStore)
+	if !ok {
+		t.Skip("the store keeps no OAuth grants")
+	}
+	b := mustOpen(t, open).(switchboard.OAuthStore)
+	if err := a.SaveOAuthPending(ctx, "old", "gh", []byte{7}, time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if pending, err := b.OAuthPending(ctx, "gh"); err != nil || pending {
+		t.Fatalf("pending with only an expired flow = %v, %v; want false", pending, err)
+	}
+	if err := a.SaveOAuthPending(ctx, "id1", "gh", []byte{1, 0, 255}, time.Now().Add(10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if pending, err := b.OAuthPending(ctx, "gh"); err != nil || !pending {
+		t.Fatalf("pending = %v, %v; want true", pending, err)
+	}
+	if pending, err := b.OAuthPending(ctx, "other"); err != nil || pending {
+		t.Fatalf("another server pending = %v, %v; want false", pending, err)
+	}
+	if _, _, err := b.TakeOAuthPending(ctx, "old"); !errors.Is(err, switchboard.ErrNotFound) {
+		t.Fatalf("take an expired flow: %v, want ErrNotFound", err)
+	}
+	server, sealed, err := b.TakeOAuthPending(ctx, "id1")
+	if err != nil || server != "gh" || !bytes.Equal(sealed, []byte{1, 0, 255}) {
+		t.Fatalf("take = %q, %v, %v", server, sealed, err)
+	}
+	if _, _, err := a.TakeOAuthPending(ctx, "id1"); !errors.Is(err, switchboard.ErrNotFound) {
+		t.Fatalf("take twice: %v, want ErrNotFound", err)
+	}
+	if pending, err := a.OAuthPending(ctx, "gh"); err != nil || pending {
+		t.Fatalf("pending after take = %v, %v; want false", pending, err)
+	}
+}
+
+// testOAuthFeed checks that every write of a grant is announced.
+func testOAuthFeed(t *testing.T, open OpenFunc) {
+	w, ok := mustOpen(t, open).(switchboard.OAuthStore)
+	if !ok {
+		t.Skip("the store keeps no OAuth grants")
+	}
+	feed, ok := mustOpen(t, open).(switchboard.ChangeFeed)
+	if !ok {
+		t.Skip("the store has no change feed (optional)")
+	}
+	ch := make(chan switchboard.Change, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- feed.Watch(ctx, func(c switchboard.Change) { ch <- c }) }()
+	defer func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Watch returned %v", err)
+		}
+	}()
+	next := func() switchboard.Change {
+		t.Helper()
+		select {
+		case c := <-ch:
+			return c
+		case <-time.After(10 * time.Second):
+			t.Fatal("no change reported within 10s")
+			return switchboard.Change{}
+		}
+	}
+	if c := next(); c.Kind != switchboard.ChangeResync {
+		t.Fatalf("first change %+v, want a resync", c)
+	}
+	for _, sealed := range [][]byte{{1}, {2}} {
+		if err := w.SaveOAuthGrant(ctx, "gh", sealed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.DeleteOAuthGrant(ctx, "gh"); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []switchboard.Change{
+		{Kind: switchboard.ChangeOAuth, Name: "gh", Version: 1},
+		{Kind: switchboard.ChangeOAuth, Name: "gh", Version: 1},
+		{Kind: switchboard.ChangeOAuth, Name: "gh", Version: 0},
+	} {
+		if c := next(); c != want {
+			t.Fatalf("change %d = %+v, want %+v", i, c, want)
+		}
 	}
 }

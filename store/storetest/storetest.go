@@ -45,6 +45,8 @@ func Run(t *testing.T, newDB func(t *testing.T) OpenFunc) {
 		{"Tokens", testTokens},
 		{"ChangeFeedReportsToolsetsAndTokens", testToolsetTokenFeed},
 		{"OAuthGrants", testOAuthGrants},
+		{"OAuthPending", testOAuthPending},
+		{"ChangeFeedReportsOAuthGrants", testOAuthFeed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newDB(t)) })

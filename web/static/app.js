@@ -340,7 +340,7 @@ function authorizeServer(s) {
   const w = window.open('', '_blank');
   return action(s, async () => {
     try {
-      const start = await api('POST', '/api/v1/servers/' + encodeURIComponent(s.view.name) + '/auth');
+      const start = await api('POST', '/api/v1/servers/' + encodeURIComponent(s.view.name) + '/oauth/start');
       if (w) {
         w.opener = null; // the authorization server's page gets no handle on this one
         w.location = start.authorization_url;
