@@ -282,6 +282,11 @@ const (
 	maxAttempts     = 100
 )
 
+// IsName reports whether name is a valid name of a server, a toolset or a
+// token: 1 to 48 of lowercase letters, digits and '-', not starting with
+// '-'.
+func IsName(name string) bool { return nameRE.MatchString(name) }
+
 var (
 	nameRE      = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
 	envKeyRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

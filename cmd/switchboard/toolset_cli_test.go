@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -192,5 +193,55 @@ func TestInspectorListsAToolset(t *testing.T) {
 	if !strings.Contains(text, `"name": "say"`) || !strings.Contains(text, `"name": "beta__add"`) ||
 		strings.Contains(text, "alpha__echo") || strings.Contains(text, "beta__echo") {
 		t.Errorf("the inspector listed:\n%s", text)
+	}
+}
+
+// client-config --toolset points a client at one toolset: over HTTP with
+// a token of that toolset (never the daemon's own credential, which
+// reaches everything), and for Claude Desktop through "stdio --toolset".
+// The snippet works: a client that follows it lists the toolset's tools.
+func TestClientConfigOfAToolset(t *testing.T) {
+	d := startServe(t, daemontest.Options{})
+	d.ok(t, "server", "add", "alpha", "--command", testserver.Binary(t), "--wait")
+	d.ok(t, "toolset", "add", "coder", "--tool", "alpha/echo=say")
+	secret := strings.TrimSpace(d.ok(t, "token", "create", "coder-bot", "--scope", "toolset:coder").stdout)
+
+	d.fail(t, []string{"--toolset coder", "token create AGENT --scope toolset:coder"}, "client-config", "claude-code", "--toolset", "coder")
+	d.fail(t, []string{"not a toolset name"}, "client-config", "claude-code", "--toolset", "../x", "--token", secret)
+	r := d.ok(t, "client-config", "claude-code", "--toolset", "coder", "--token", secret)
+	var cfg struct {
+		MCPServers map[string]struct {
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &cfg); err != nil {
+		t.Fatalf("client-config --toolset is not JSON: %v\n%s", err, r.stdout)
+	}
+	s, ok := cfg.MCPServers["switchboard-coder"]
+	if !ok || s.URL != d.addr+"/toolsets/coder/mcp" || s.Headers["Authorization"] != "Bearer "+secret || strings.Contains(r.stdout, d.serve.Token) {
+		t.Fatalf("client-config claude-code --toolset coder: %s", r.stdout)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "coder"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: s.URL, HTTPClient: &http.Client{Transport: headerTransport{"Authorization", s.Headers["Authorization"]}}}, nil)
+	if err != nil {
+		t.Fatalf("connecting as the snippet says: %v", err)
+	}
+	defer cs.Close()
+	if names := toolNames(t, cs, "say"); !slices.Equal(names, []string{"say"}) {
+		t.Errorf("tools %v through the snippet, want [say]", names)
+	}
+
+	r = d.ok(t, "client-config", "claude", "--db", "sqlite:rel.db", "--toolset", "coder")
+	var claude struct {
+		MCPServers map[string]struct {
+			Args []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &claude); err != nil {
+		t.Fatalf("client-config claude --toolset is not JSON: %v\n%s", err, r.stdout)
+	}
+	if args := claude.MCPServers["switchboard-coder"].Args; len(args) != 5 || args[0] != "stdio" || args[3] != "--toolset" || args[4] != "coder" {
+		t.Errorf("client-config claude --toolset coder: %s", r.stdout)
 	}
 }
