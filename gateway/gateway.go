@@ -155,6 +155,8 @@ type Gateway struct {
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when follow and watchClients have returned
+	// inStep takes the waits of WaitInStep to follow.
+	inStep chan chan struct{}
 }
 
 // New returns a gateway over src, already in step with it.
@@ -181,7 +183,8 @@ func New(src Source, opts Options) *Gateway {
 	}
 	opts.MaxTotalTimeout = min(opts.MaxTotalTimeout, sb.MaxInvokeTimeout)
 	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror),
-		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress), relays: newRelayState(), done: make(chan struct{})}
+		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress), relays: newRelayState(), done: make(chan struct{}),
+		inStep: make(chan chan struct{})}
 	g.agg = g.newMirror("")
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
@@ -229,6 +232,33 @@ func (g *Gateway) Close() {
 	<-g.done
 }
 
+// WaitInStep waits until the mirrors show every server as it is at the
+// call, or as it is after the first attempts being waited for (see
+// follow): the work of copying the servers' tools, prompts and resources
+// is done. A daemon returns its start-up garbage to the OS then, not
+// before. It fails if ctx ends or the gateway is closed first.
+func (g *Gateway) WaitInStep(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case g.inStep <- done:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-g.done:
+		return errGatewayClosed
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-g.done:
+		return errGatewayClosed
+	}
+}
+
+// errGatewayClosed is WaitInStep's error once the gateway is closed.
+var errGatewayClosed = errors.New("gateway: closed")
+
 // Aggregate returns the aggregated server, for serving over stdio.
 func (g *Gateway) Aggregate() *mcp.Server { return g.agg.server }
 
@@ -258,6 +288,7 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 	all := false                     // sync every server at the next flush
 	windowOpen := false
 	var settled chan struct{} // non-nil while holding for first attempts
+	var waits []chan struct{} // of WaitInStep, closed by the next flush
 	hold := func() {
 		if settled != nil || g.opts.ReadyTimeout < 0 {
 			return
@@ -281,6 +312,10 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 		all = false
 		window.Stop()
 		windowOpen = false
+		for _, w := range waits {
+			close(w)
+		}
+		waits = nil
 	}
 
 	hold()
@@ -333,6 +368,13 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 				return
 			}
 			g.relay(ctx, n)
+		case w := <-g.inStep:
+			// Every server, as for the end of a hold; at once unless
+			// first attempts are being waited for.
+			waits, all = append(waits, w), true
+			if settled == nil {
+				flush()
+			}
 		case <-tick.C:
 			if settled != nil {
 				continue // the end of the hold syncs what changed

@@ -407,3 +407,62 @@ func TestServersRestartedTogetherCostOneListChanged(t *testing.T) {
 		}
 	})
 }
+
+func TestWaitInStepReturnsOnceTheMirrorsShowEveryFirstAttempt(t *testing.T) {
+	servers := []string{"s1", "s2", "s3"}
+	scripts := make(map[string]testserver.Script)
+	for i, s := range servers {
+		scripts[s] = testserver.Script{After: time.Duration(i+1) * time.Second}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, scripts)
+		st := sqlitetest.Store(t, values(cfgs, servers...)...)
+		log := slog.New(slog.DiscardHandler)
+		ctx := context.Background()
+		reg := registry.New(st, &registry.Options{Logger: log, Session: so})
+		defer reg.Shutdown(ctx)
+		// As serve does: the gateway first, then the servers.
+		gw := gateway.New(reg, gateway.Options{Executor: executor.New(executor.NewMCP(reg)), Logger: log})
+		if err := reg.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clientT, serverT := mcp.NewInMemoryTransports()
+		ss, err := gw.Aggregate().Connect(ctx, serverT, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var changed atomic.Int32
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "ide"}, countListChanged(&changed)).Connect(ctx, clientT, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		start := time.Now()
+		if err := gw.WaitInStep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The last first attempt ends at 3 s; its event opens the change
+		// window (200 ms), which the flush waits for.
+		if d := time.Since(start); d < 3*time.Second || d > 3200*time.Millisecond {
+			t.Errorf("WaitInStep returned after %v, want 3–3.2 s (the last first attempt, then the change window)", d)
+		}
+		// The mirror changed before the wait ended: the go-sdk's
+		// list_changed (debounced 10 ms) follows without another sync.
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		if n := changed.Load(); n != 1 {
+			t.Errorf("%d tools/list_changed by the end of WaitInStep, want 1", n)
+		}
+		start = time.Now()
+		if err := gw.WaitInStep(ctx); err != nil || time.Since(start) != 0 {
+			t.Errorf("WaitInStep in step = %v after %v, want nil at once", err, time.Since(start))
+		}
+
+		cs.Close()
+		ss.Wait()
+		gw.Close()
+		if err := gw.WaitInStep(ctx); err == nil {
+			t.Error("WaitInStep on a closed gateway = nil, want an error")
+		}
+	})
+}

@@ -123,6 +123,12 @@ func (p addrPolicy) dialer() *net.Dialer {
 // as the session, and an http.Client.Timeout would cut them (and long tool
 // calls answered as plain JSON) off. Dialing and TLS are bounded; a stream
 // GET that never sends headers is bounded by the roundTripper.
+//
+// Each HTTP/1 connection keeps a read and a write buffer for its life, and
+// every remote session holds one open for its standalone stream: connBuffer
+// bytes each instead of net/http's 4 KiB. They only gather headers and
+// chunk sizes; a body read or written in pieces larger than the buffer
+// passes it by.
 func newTransport(p addrPolicy) *http.Transport {
 	return &http.Transport{
 		Proxy:                 p.proxy,
@@ -133,8 +139,14 @@ func newTransport(p addrPolicy) *http.Transport {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		ReadBufferSize:        connBuffer,
+		WriteBufferSize:       connBuffer,
 	}
 }
+
+// connBuffer is the size of an HTTP/1 connection's read and write buffers
+// (see newTransport).
+var connBuffer = 1 << 10
 
 // sharedTransport pools connections across every remote session with the
 // default policy; transportFor keeps one per other allow-list. Connections

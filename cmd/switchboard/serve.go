@@ -388,7 +388,12 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 		log.Info("every server started", "servers", len(reg.Names()), "elapsed", time.Since(started).Round(time.Millisecond))
 		// Starting many servers leaves garbage the runtime would keep
 		// mapped for a long while; an idle daemon should not look that big.
-		debug.FreeOSMemory()
+		// Most of it comes from the gateway copying every server's tools
+		// (the go-sdk re-decodes each schema), which follows the servers:
+		// so once the gateway has caught up.
+		if gw.WaitInStep(ctx) == nil {
+			debug.FreeOSMemory()
+		}
 	}()
 
 	// Streams (events, SSE calls) end with baseCtx, so that Shutdown does
