@@ -533,32 +533,12 @@ func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolR
 		OnElicitation: func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
 			ctx, done := onCall(ctx)
 			defer done()
-			p := &mcp.ElicitParams{Message: er.Message, Mode: er.Mode, URL: er.URL}
-			if len(er.RequestedSchema) > 0 {
-				var schema any
-				if err := json.Unmarshal(er.RequestedSchema, &schema); err != nil {
-					return sb.ElicitationResponse{}, err
-				}
-				p.RequestedSchema = schema
-			}
-			res, err := req.Session.Elicit(ctx, p)
-			if err != nil {
-				return sb.ElicitationResponse{}, err
-			}
-			return sb.ElicitationResponse{Action: res.Action, Content: res.Content}, nil
+			return askElicitation(ctx, req.Session, er)
 		},
 		OnSampling: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 			ctx, done := onCall(ctx)
 			defer done()
-			var p mcp.CreateMessageParams
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, err
-			}
-			res, err := req.Session.CreateMessage(ctx, &p)
-			if err != nil {
-				return nil, err
-			}
-			return json.Marshal(res)
+			return askSampling(ctx, req.Session, raw)
 		},
 	}
 	var fwd *progressForwarder
