@@ -7,10 +7,11 @@
 // elicitation, sampling, logging, resources, prompts and completion. The
 // hot request, tools/call over Streamable HTTP on /mcp and /mcp/{name}, is
 // relayed as bytes where it can be, on stateful sessions (relay.go, kept
-// alive by relayhold.go) and in the stateless 2026-07-28 mode
-// (relay_stateless.go), for clients that declared neither elicitation nor
-// sampling; everything else, toolset endpoints included, goes through the
-// go-sdk's server.
+// alive by relayhold.go; the upstream's elicitation and sampling requests
+// carried to the client on the call's stream: relay_requests.go) and in the
+// stateless 2026-07-28 mode (relay_stateless.go, for clients that declare
+// neither elicitation nor sampling); everything else, toolset endpoints
+// included, goes through the go-sdk's server.
 package gateway
 
 import (

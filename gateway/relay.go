@@ -29,11 +29,12 @@ import (
 // executor as Gateway.call does (timeouts, progress, metrics, per-client
 // sessions, the typed errors), and writes the upstream's result bytes back
 // with the client's id (upstream/relay.go relays them on stdio links).
-// Every other request, and every call the relay cannot serve exactly as
-// the go-sdk would, goes to the go-sdk's handler as before:
+// The upstream's requests to a client that declared elicitation or
+// sampling ride the call's stream, and the client's answers come back
+// through serveRelay (relay_requests.go). Every other request, and every
+// call the relay cannot serve exactly as the go-sdk would, goes to the
+// go-sdk's handler as before:
 //
-//   - a client that declared elicitation or sampling (requests to it ride
-//     the go-sdk's stream of the call);
 //   - a tool the mirror does not show yet (the go-sdk path waits for
 //     readiness and names the unknown tool);
 //   - params beyond name, arguments and _meta, a batch, anything the
