@@ -49,7 +49,7 @@ import (
 type relayState struct {
 	mu       sync.Mutex
 	inflight map[string]context.CancelCauseFunc // by session id + "\x00" + raw request id
-	pending  map[string]chan []byte             // requests to clients (relay_requests.go), keyed alike
+	pending  map[string]chan *jsonrpc.Response  // requests to clients (relay_requests.go), keyed alike
 	served   atomic.Int64                       // tools/call requests the relay answered
 
 	asker       *mcp.Server   // makes the requests to clients (relay_requests.go)
@@ -57,7 +57,7 @@ type relayState struct {
 }
 
 func newRelayState() *relayState {
-	return &relayState{inflight: make(map[string]context.CancelCauseFunc), pending: make(map[string]chan []byte),
+	return &relayState{inflight: make(map[string]context.CancelCauseFunc), pending: make(map[string]chan *jsonrpc.Response),
 		asker: mcp.NewServer(&mcp.Implementation{Name: "switchboard-relay"}, nil)}
 }
 

@@ -200,12 +200,7 @@ func (cr *callRequests) carry(ctx context.Context, conn mcp.Connection) {
 	}
 	cr.sse.event(b)
 	select {
-	case raw := <-reply:
-		resp, err := jsonrpc.DecodeMessage(raw)
-		r, ok := resp.(*jsonrpc.Response)
-		if err != nil || !ok {
-			return // serveRelay passes responses only
-		}
+	case r := <-reply:
 		r.ID = req.ID
 		_ = conn.Write(ctx, r)
 	case <-ctx.Done():
@@ -219,8 +214,8 @@ func (cr *callRequests) carry(ctx context.Context, conn mcp.Connection) {
 
 // expect registers a request to the client of session sessionID with the
 // raw id, and returns where its response will be delivered.
-func (rs *relayState) expect(sessionID string, rawID []byte) <-chan []byte {
-	reply := make(chan []byte, 1)
+func (rs *relayState) expect(sessionID string, rawID []byte) <-chan *jsonrpc.Response {
+	reply := make(chan *jsonrpc.Response, 1)
 	rs.mu.Lock()
 	rs.pending[sessionID+"\x00"+string(rawID)] = reply
 	rs.mu.Unlock()
@@ -237,8 +232,14 @@ func (rs *relayState) forget(sessionID string, rawID []byte) {
 // deliver hands msg, a client's response, to the request of the session it
 // answers, if one is pending, answers the POST that carried it as the
 // go-sdk does (202 Accepted), and reports whether it did. A request takes
-// one response: another one with the same id goes to the go-sdk.
+// one response: another one with the same id, or one the go-sdk cannot
+// decode, goes to the go-sdk.
 func (rs *relayState) deliver(sessionID string, rawID, msg []byte, w http.ResponseWriter) bool {
+	decoded, err := jsonrpc.DecodeMessage(msg)
+	resp, ok := decoded.(*jsonrpc.Response)
+	if err != nil || !ok {
+		return false
+	}
 	key := sessionID + "\x00" + string(rawID)
 	rs.mu.Lock()
 	reply := rs.pending[key]
@@ -247,7 +248,7 @@ func (rs *relayState) deliver(sessionID string, rawID, msg []byte, w http.Respon
 	if reply == nil {
 		return false
 	}
-	reply <- msg
+	reply <- resp
 	w.WriteHeader(http.StatusAccepted)
 	return true
 }
