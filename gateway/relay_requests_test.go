@@ -206,8 +206,11 @@ func TestRelayedCallsCarryEveryAnswer(t *testing.T) {
 }
 
 // A client that never answers: the upstream's call ends at its total cap
-// (the request timer pauses while a person is asked), with the typed
-// timeout, and the client is told that the question is cancelled.
+// (the request timer pauses while a person is asked), and the client is
+// told that the question is cancelled. The call's answer is the typed
+// timeout; or, when the server's answer to the elicitation the cap ended
+// outruns the cap's own wake-up in the upstream (a race of the go-sdk path
+// too), the tool's error naming that cancellation.
 func TestRelayedElicitationNeverAnsweredEndsWithTheCall(t *testing.T) {
 	for transport, up := range askingUpstreams(t) {
 		t.Run(transport, func(t *testing.T) {
@@ -221,15 +224,19 @@ func TestRelayedElicitationNeverAnsweredEndsWithTheCall(t *testing.T) {
 				return nil, ctx.Err()
 			}})
 			waitTools(t, cs, "elicit")
-			relayedCalls(t, e, 1, 0, func() {
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "elicit"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if meta, _ := res.Meta["switchboard/error"].(map[string]any); !res.IsError || meta["code"] != string(sb.CodeTimeout) || meta["limit"] != "total" {
-					t.Errorf("result %q %+v, want the typed timeout error", resultText(res, nil), res)
-				}
-			})
+			served := gateway.RelayServed(e.gw)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "elicit"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := gateway.RelayServed(e.gw) - served; got != 1 {
+				t.Errorf("the relay served %d calls, want 1", got)
+			}
+			meta, _ := res.Meta["switchboard/error"].(map[string]any)
+			timedOut := meta["code"] == string(sb.CodeTimeout) && meta["limit"] == "total"
+			if !res.IsError || !timedOut && !strings.Contains(resultText(res, nil), "context canceled") {
+				t.Errorf("result %q %+v, want the typed timeout error", resultText(res, nil), res)
+			}
 			select {
 			case <-cancelled:
 			case <-time.After(10 * time.Second):
