@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -243,5 +244,53 @@ func TestRelayedElicitationNeverAnsweredEndsWithTheCall(t *testing.T) {
 				t.Error("the client's elicitation was never cancelled")
 			}
 		})
+	}
+}
+
+// postMessage POSTs the JSON-RPC message body on session of url, as a
+// Streamable HTTP client does, and returns the status.
+func postMessage(t *testing.T, url, session, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Mcp-Session-Id", session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// The answer to a request of the relay's is taken only from the session
+// the request was sent on: another session's POST of a response with the
+// same id, or a response to an id never sent, does not reach the call.
+func TestRelayedElicitationTakesItsAnswerOnlyFromItsSession(t *testing.T) {
+	e := newEnv(t, "", stdio(t, "ps"))
+	asked, release := make(chan string, 1), make(chan struct{})
+	alice := e.connect("/mcp/ps", answering("alice", asked, release))
+	bob := e.connect("/mcp/ps", nil)
+	waitTools(t, alice, "elicit")
+	result := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		result <- resultText(alice.CallTool(ctx, &mcp.CallToolParams{Name: "elicit"}))
+	}()
+	select {
+	case <-asked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("alice was never asked")
+	}
+	// The gateway's first request to a client is sb-elicit-1.
+	const forged = `{"jsonrpc":"2.0","id":%q,"result":{"action":"accept","content":{"answer":"mallory"}}}`
+	postMessage(t, e.url+"/mcp/ps", bob.ID(), fmt.Sprintf(forged, "sb-elicit-1"))
+	postMessage(t, e.url+"/mcp/ps", alice.ID(), fmt.Sprintf(forged, "sb-elicit-2"))
+	close(release)
+	if got := <-result; got != "answer: alice" {
+		t.Errorf("alice's call returned %q, want her own answer", got)
 	}
 }
