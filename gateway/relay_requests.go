@@ -183,10 +183,10 @@ func (cr *callRequests) carry(ctx context.Context, conn mcp.Connection) {
 		return
 	}
 	req, ok := msg.(*jsonrpc.Request)
-	prefix := serverRequestPrefixes[req.Method]
-	if !ok || !req.IsCall() || prefix == "" {
+	if !ok || !req.IsCall() || serverRequestPrefixes[req.Method] == "" {
 		return // the session sends nothing else: cannot happen
 	}
+	prefix := serverRequestPrefixes[req.Method]
 	id := prefix + strconv.FormatUint(cr.g.relays.nextRequest.Add(1), 10)
 	rawID, _ := json.Marshal(id)
 	reply := cr.g.relays.expect(cr.sessionID, rawID)
