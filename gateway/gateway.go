@@ -7,10 +7,11 @@
 // elicitation, sampling, logging, resources, prompts and completion. The
 // hot request, tools/call over Streamable HTTP on /mcp and /mcp/{name}, is
 // relayed as bytes where it can be, on stateful sessions (relay.go, kept
-// alive by relayhold.go) and in the stateless 2026-07-28 mode
-// (relay_stateless.go), for clients that declared neither elicitation nor
-// sampling; everything else, toolset endpoints included, goes through the
-// go-sdk's server.
+// alive by relayhold.go; the upstream's elicitation and sampling requests
+// carried to the client on the call's stream: relay_requests.go) and in the
+// stateless 2026-07-28 mode (relay_stateless.go, for clients that declare
+// neither elicitation nor sampling); everything else, toolset endpoints
+// included, goes through the go-sdk's server.
 package gateway
 
 import (
@@ -575,32 +576,12 @@ func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolR
 		OnElicitation: func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
 			ctx, done := onCall(ctx)
 			defer done()
-			p := &mcp.ElicitParams{Message: er.Message, Mode: er.Mode, URL: er.URL}
-			if len(er.RequestedSchema) > 0 {
-				var schema any
-				if err := json.Unmarshal(er.RequestedSchema, &schema); err != nil {
-					return sb.ElicitationResponse{}, err
-				}
-				p.RequestedSchema = schema
-			}
-			res, err := req.Session.Elicit(ctx, p)
-			if err != nil {
-				return sb.ElicitationResponse{}, err
-			}
-			return sb.ElicitationResponse{Action: res.Action, Content: res.Content}, nil
+			return askElicitation(ctx, req.Session, er)
 		},
 		OnSampling: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 			ctx, done := onCall(ctx)
 			defer done()
-			var p mcp.CreateMessageParams
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, err
-			}
-			res, err := req.Session.CreateMessage(ctx, &p)
-			if err != nil {
-				return nil, err
-			}
-			return json.Marshal(res)
+			return askSampling(ctx, req.Session, raw)
 		},
 	}
 	var fwd *progressForwarder

@@ -29,11 +29,12 @@ import (
 // executor as Gateway.call does (timeouts, progress, metrics, per-client
 // sessions, the typed errors), and writes the upstream's result bytes back
 // with the client's id (upstream/relay.go relays them on stdio links).
-// Every other request, and every call the relay cannot serve exactly as
-// the go-sdk would, goes to the go-sdk's handler as before:
+// The upstream's requests to a client that declared elicitation or
+// sampling ride the call's stream, and the client's answers come back
+// through serveRelay (relay_requests.go). Every other request, and every
+// call the relay cannot serve exactly as the go-sdk would, goes to the
+// go-sdk's handler as before:
 //
-//   - a client that declared elicitation or sampling (requests to it ride
-//     the go-sdk's stream of the call);
 //   - a tool the mirror does not show yet (the go-sdk path waits for
 //     readiness and names the unknown tool);
 //   - params beyond name, arguments and _meta, a batch, anything the
@@ -48,11 +49,16 @@ import (
 type relayState struct {
 	mu       sync.Mutex
 	inflight map[string]context.CancelCauseFunc // by session id + "\x00" + raw request id
+	pending  map[string]chan *jsonrpc.Response  // requests to clients (relay_requests.go), keyed alike
 	served   atomic.Int64                       // tools/call requests the relay answered
+
+	asker       *mcp.Server   // makes the requests to clients (relay_requests.go)
+	nextRequest atomic.Uint64 // numbers them
 }
 
 func newRelayState() *relayState {
-	return &relayState{inflight: make(map[string]context.CancelCauseFunc)}
+	return &relayState{inflight: make(map[string]context.CancelCauseFunc), pending: make(map[string]chan *jsonrpc.Response),
+		asker: mcp.NewServer(&mcp.Implementation{Name: "switchboard-relay"}, nil)}
 }
 
 // errCancelledByClient is the cause of a relayed call the client cancelled.
@@ -61,6 +67,7 @@ var errCancelledByClient = errors.New("cancelled by the client")
 // relayEnvelope is what the relay reads of a POSTed message.
 type relayEnvelope struct {
 	id, method, params []byte
+	response           []byte // the whole message, if it is a response (a result or an error)
 	name               string
 	args, token        []byte // raw arguments and progress token, if any
 	requestID          []byte // notifications/cancelled: the request it cancels
@@ -82,7 +89,7 @@ const (
 // parseEnvelope reads a single JSON-RPC message. ok is false for anything
 // the relay leaves to the go-sdk.
 func parseEnvelope(body []byte) (env relayEnvelope, ok bool) {
-	version, other := false, false
+	version, other, outcomes := false, false, 0
 	ok = rawjson.Members(body, func(k, v []byte) bool {
 		switch string(k) {
 		case "jsonrpc":
@@ -93,13 +100,20 @@ func parseEnvelope(body []byte) (env relayEnvelope, ok bool) {
 			env.method = v
 		case "params":
 			env.params = v
+		case "result", "error":
+			outcomes++
 		default:
 			other = true
 			return false
 		}
 		return true
-	}) == nil && !other && version && len(env.method) > 0 && env.params != nil
-	if !ok {
+	}) == nil && !other && version
+	if ok && outcomes == 1 && env.method == nil && env.params == nil && scalarID(env.id) {
+		// A client's answer to a request of the relay's (relay_requests.go).
+		env.response = body
+		return env, true
+	}
+	if !ok || outcomes > 0 || len(env.method) == 0 || env.params == nil {
 		return env, false
 	}
 	switch string(env.method) {
@@ -190,11 +204,17 @@ func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *ht
 	}
 	// The header must name the version the client asked for, which the
 	// session then runs (a version the go-sdk does not serve is answered
-	// by the go-sdk, with 400); the go-sdk's stateful handler refuses the
-	// members of _meta that only the 2026-07-28 protocol sends.
-	if p := d.ss.InitializeParams(); p == nil || p.ProtocolVersion != r.Header.Get("Mcp-Protocol-Version") ||
-		p.Capabilities == nil || p.Capabilities.Elicitation != nil || p.Capabilities.Sampling != nil ||
-		env.version != nil || env.caps != nil || env.info != nil || env.other {
+	// by the go-sdk, with 400).
+	p := d.ss.InitializeParams()
+	if p == nil || p.ProtocolVersion != r.Header.Get("Mcp-Protocol-Version") || p.Capabilities == nil {
+		return false
+	}
+	if env.response != nil {
+		return g.relays.deliver(id, env.id, env.response, w)
+	}
+	// The go-sdk's stateful handler refuses the members of _meta that only
+	// the 2026-07-28 protocol sends.
+	if env.version != nil || env.caps != nil || env.info != nil || env.other {
 		return false
 	}
 	o, _, shown := m.relayTool(env.name)
@@ -205,6 +225,13 @@ func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *ht
 	g.relays.served.Add(1)
 	g.relayCall(w, r, d, id, env, o, nil)
 	return true
+}
+
+// asksClient reports whether the client of p declared that it can be
+// asked for elicitation or sampling: its relayed calls carry the
+// upstream's requests to it (relay_requests.go).
+func asksClient(p *mcp.InitializeParams) bool {
+	return p.Capabilities.Elicitation != nil || p.Capabilities.Sampling != nil
 }
 
 // relayRequest reads the message r carries, if the relay may serve it:
@@ -316,11 +343,18 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 		fwd = newProgressForwarder(func(p sb.Progress) { sse.event(progressMessage(env.token, p)) })
 		opts.OnProgress = fwd.enqueue
 	}
+	var asks *callRequests
+	if d != nil && asksClient(d.ss.InitializeParams()) {
+		asks = g.serverRequests(ctx, d, sessionID, sse, &opts)
+	}
 	var args any
 	if len(env.args) > 0 {
 		args = json.RawMessage(env.args)
 	}
 	res, err := g.ex.Execute(ctx, o.server+"/"+o.name, args, opts)
+	if asks != nil {
+		asks.end() // nothing more of them on the stream after this
+	}
 	if fwd != nil {
 		fwd.flush()
 	}

@@ -12,6 +12,7 @@ func TestParseEnvelope(t *testing.T) {
 		ok               bool
 		name, args, tok  string
 		method, id, rqID string
+		response         bool // a client's response (relay_requests.go)
 	}{
 		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"progressToken":"p1"}}}`,
 			ok: true, name: "echo", args: `{"text":"x"}`, tok: `"p1"`, method: `"tools/call"`, id: `7`},
@@ -29,6 +30,13 @@ func TestParseEnvelope(t *testing.T) {
 		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":{}}}}`}, // odd token
 		{body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":null,"x":1}}}`,
 			ok: true, name: "echo", method: `"tools/call"`, id: `7`},
+		{body: `{"jsonrpc":"2.0","id":"sb-elicit-1","result":{"action":"decline"}}`, ok: true, id: `"sb-elicit-1"`, response: true},
+		{body: `{"jsonrpc":"2.0","id":"sb-sample-2","error":{"code":-1,"message":"no"}}`, ok: true, id: `"sb-sample-2"`, response: true},
+		{body: `{"jsonrpc":"2.0","id":"sb-elicit-1","result":{},"error":{"code":-1,"message":"no"}}`},             // both
+		{body: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`},                     // no id
+		{body: `{"jsonrpc":"2.0","id":"sb-elicit-1","method":"tools/call","params":{"name":"echo"},"result":{}}`}, // a request too
+		{body: `{"jsonrpc":"2.0","id":"sb-elicit-1","result":{},"params":{}}`},                                    // params
+		{body: `{"jsonrpc":"2.0","id":"sb-elicit-1"}`},                                                            // neither
 	} {
 		env, ok := parseEnvelope([]byte(tc.body))
 		if ok != tc.ok {
@@ -39,7 +47,8 @@ func TestParseEnvelope(t *testing.T) {
 			continue
 		}
 		if env.name != tc.name || string(env.args) != tc.args || string(env.token) != tc.tok ||
-			string(env.method) != tc.method || string(env.id) != tc.id || string(env.requestID) != tc.rqID {
+			string(env.method) != tc.method || string(env.id) != tc.id || string(env.requestID) != tc.rqID ||
+			(env.response != nil) != tc.response {
 			t.Errorf("%s: got name %q args %s token %s method %s id %s requestId %s", tc.body, env.name, env.args, env.token, env.method, env.id, env.requestID)
 		}
 	}
