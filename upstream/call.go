@@ -112,6 +112,15 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			res, err = l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
 		}
 		l.calls.Add(-1)
+		if err == nil && res.IsError {
+			// A limit that fired while the call ran sent the server a
+			// cancellation; a tool error that arrives after it is the
+			// server's answer to that (an elicitation it was told to
+			// drop, say), and the limit is what the caller should hear.
+			if te := timeoutErr(); te != nil {
+				return nil, te
+			}
+		}
 		if err == nil {
 			c.finish()
 			return s.checkResult(name, res)
