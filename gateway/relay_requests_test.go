@@ -36,6 +36,10 @@ func askingUpstreams(t *testing.T) map[string]struct {
 			srv := testserver.StartHTTP(t, "-name", name)
 			return &sb.ServerConfig{Name: name, Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"}
 		}, 0},
+		"sse": {func(name string) *sb.ServerConfig {
+			srv := testserver.StartHTTP(t, "-name", name, "-sse-only")
+			return &sb.ServerConfig{Name: name, Transport: sb.TransportSSE, URL: srv.URL, ProtocolVersion: "2025-11-25"}
+		}, 0},
 	}
 }
 
