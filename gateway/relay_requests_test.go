@@ -16,32 +16,8 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/gateway"
-	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
-
-// askingUpstreams are the upstreams the tests of the relay's requests to
-// clients run on, by transport, each with the number of calls the upstream
-// relays as bytes per relayed call (only a byte stream does).
-func askingUpstreams(t *testing.T) map[string]struct {
-	cfg   func(name string) *sb.ServerConfig
-	bytes int64
-} {
-	return map[string]struct {
-		cfg   func(name string) *sb.ServerConfig
-		bytes int64
-	}{
-		"stdio": {func(name string) *sb.ServerConfig { return stdio(t, name) }, 1},
-		"streamable-http": {func(name string) *sb.ServerConfig {
-			srv := testserver.StartHTTP(t, "-name", name)
-			return &sb.ServerConfig{Name: name, Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"}
-		}, 0},
-		"sse": {func(name string) *sb.ServerConfig {
-			srv := testserver.StartHTTP(t, "-name", name, "-sse-only")
-			return &sb.ServerConfig{Name: name, Transport: sb.TransportSSE, URL: srv.URL, ProtocolVersion: "2025-11-25"}
-		}, 0},
-	}
-}
 
 // relayedCalls runs call and fails the test unless the relay served n
 // tools/calls, which the upstream relayed upstreamN times as bytes.
@@ -62,7 +38,7 @@ func relayedCalls(t *testing.T, e *env, n, upstreamN int64, call func()) {
 // both calls, both questions are open at once, each is asked of its own
 // client, and each answer reaches its own call.
 func TestRelayedCallsCarryElicitationsToTheirOwnClients(t *testing.T) {
-	for transport, up := range askingUpstreams(t) {
+	for transport, up := range relayUpstreams(t) {
 		t.Run(transport, func(t *testing.T) {
 			e := newEnv(t, "", perClient(up.cfg("pe")))
 			who := []string{"alice", "bob"}
@@ -147,7 +123,7 @@ func (rw rewriting) RoundTrip(r *http.Request) (*http.Response, error) {
 // go-sdk's error; and a sampling request is carried too, on both
 // endpoints.
 func TestRelayedCallsCarryEveryAnswer(t *testing.T) {
-	for transport, up := range askingUpstreams(t) {
+	for transport, up := range relayUpstreams(t) {
 		t.Run(transport, func(t *testing.T) {
 			e := newEnv(t, "", up.cfg("pa"))
 			var violating atomic.Bool
@@ -216,7 +192,7 @@ func TestRelayedCallsCarryEveryAnswer(t *testing.T) {
 // timeout, also when the server's answer to the elicitation the cap ended
 // (a tool error) comes back first.
 func TestRelayedElicitationNeverAnsweredEndsWithTheCall(t *testing.T) {
-	for transport, up := range askingUpstreams(t) {
+	for transport, up := range relayUpstreams(t) {
 		t.Run(transport, func(t *testing.T) {
 			cfg := up.cfg("pn")
 			cfg.MaxTotalTimeoutMS = 500

@@ -38,6 +38,30 @@ func relayed(t *testing.T, e *env, upstreamN int64, call func()) {
 	}
 }
 
+// relayUpstreams are the upstreams the relay's tests run on, by
+// transport: cfg makes a server of that transport named name (a testserver
+// given args), and bytes is the number of calls the upstream relays as
+// bytes per relayed call that it answers (only a byte stream does).
+func relayUpstreams(t *testing.T) map[string]struct {
+	cfg   func(name string, args ...string) *sb.ServerConfig
+	bytes int64
+} {
+	remote := func(transport sb.Transport, extra ...string) func(string, ...string) *sb.ServerConfig {
+		return func(name string, args ...string) *sb.ServerConfig {
+			srv := testserver.StartHTTP(t, append(append([]string{"-name", name}, extra...), args...)...)
+			return &sb.ServerConfig{Name: name, Transport: transport, URL: srv.URL, ProtocolVersion: "2025-11-25"}
+		}
+	}
+	return map[string]struct {
+		cfg   func(name string, args ...string) *sb.ServerConfig
+		bytes int64
+	}{
+		"stdio":           {func(name string, args ...string) *sb.ServerConfig { return stdio(t, name, args...) }, 1},
+		"streamable-http": {remote(sb.TransportStreamableHTTP), 0},
+		"sse":             {remote(sb.TransportSSE, "-sse-only"), 0},
+	}
+}
+
 func TestRelayCarriesCallsOnBothEndpoints(t *testing.T) {
 	e := newEnv(t, "", stdio(t, "r"))
 	for path, tool := range map[string]string{"/mcp/r": "echo", "/mcp": "r__echo"} {
@@ -52,77 +76,90 @@ func TestRelayCarriesCallsOnBothEndpoints(t *testing.T) {
 }
 
 func TestRelayedProgressArrivesInOrderBeforeTheResult(t *testing.T) {
-	e := newEnv(t, "", stdio(t, "p"))
-	var mu sync.Mutex
-	var got []float64
-	cs := e.connect("/mcp/p", &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		mu.Lock()
-		defer mu.Unlock()
-		if r.Params.ProgressToken == "tok" {
-			got = append(got, r.Params.Progress)
-		}
-	}})
-	waitTools(t, cs, "slow")
-	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"duration_ms": 200, "interval_ms": 20}}
-	params.SetProgressToken("tok")
-	relayed(t, e, 1, func() { text(t)(cs.CallTool(context.Background(), params)) })
-	// The go-sdk client handles notifications on a goroutine of its own:
-	// they are all on the wire before the result, but may be handled after.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= 10 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if want := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}; !slices.Equal(got, want) {
-		t.Fatalf("progress %v, want %v", got, want)
+	for transport, up := range relayUpstreams(t) {
+		t.Run(transport, func(t *testing.T) {
+			e := newEnv(t, "", up.cfg("p"))
+			var mu sync.Mutex
+			var got []float64
+			cs := e.connect("/mcp/p", &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+				mu.Lock()
+				defer mu.Unlock()
+				if r.Params.ProgressToken == "tok" {
+					got = append(got, r.Params.Progress)
+				}
+			}})
+			waitTools(t, cs, "slow")
+			params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"duration_ms": 200, "interval_ms": 20}}
+			params.SetProgressToken("tok")
+			relayed(t, e, up.bytes, func() { text(t)(cs.CallTool(context.Background(), params)) })
+			// The go-sdk client handles notifications on a goroutine of its
+			// own: they are all on the wire before the result, but may be
+			// handled after.
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				n := len(got)
+				mu.Unlock()
+				if n >= 10 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}; !slices.Equal(got, want) {
+				t.Fatalf("progress %v, want %v", got, want)
+			}
+		})
 	}
 }
 
 func TestRelayedCallCancelledDownstreamIsCancelledUpstream(t *testing.T) {
-	events := filepath.Join(t.TempDir(), "events")
-	e := newEnv(t, "", stdio(t, "c", "-events", events))
-	cs := e.connect("/mcp/c", nil)
-	waitTools(t, cs, "sleep")
-	relayed(t, e, 0, func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() {
-			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 30000}})
-			errc <- err
-		}()
-		testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
-		cancel()
-		if err := <-errc; err == nil {
-			t.Fatal("the cancelled call succeeded")
-		}
-		testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "cancelled" && ev.Tool == "sleep" }, 5*time.Second)
-	})
+	for transport, up := range relayUpstreams(t) {
+		t.Run(transport, func(t *testing.T) {
+			events := filepath.Join(t.TempDir(), "events")
+			e := newEnv(t, "", up.cfg("c", "-events", events))
+			cs := e.connect("/mcp/c", nil)
+			waitTools(t, cs, "sleep")
+			relayed(t, e, 0, func() {
+				ctx, cancel := context.WithCancel(context.Background())
+				errc := make(chan error, 1)
+				go func() {
+					_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 30000}})
+					errc <- err
+				}()
+				testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
+				cancel()
+				if err := <-errc; err == nil {
+					t.Fatal("the cancelled call succeeded")
+				}
+				testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "cancelled" && ev.Tool == "sleep" }, 5*time.Second)
+			})
+		})
+	}
 }
 
 func TestRelayedCallTimingOutIsCancelledUpstreamWithTheTypedError(t *testing.T) {
-	events := filepath.Join(t.TempDir(), "events")
-	cfg := stdio(t, "t", "-events", events)
-	cfg.CallTimeoutMS = 300
-	e := newEnv(t, "", cfg)
-	cs := e.connect("/mcp/t", nil)
-	waitTools(t, cs, "sleep")
-	relayed(t, e, 0, func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 30000}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if meta, _ := res.Meta["switchboard/error"].(map[string]any); !res.IsError || meta["code"] != string(sb.CodeTimeout) || meta["limit"] != "request" {
-			t.Errorf("result %+v, want the typed timeout error", res)
-		}
-	})
-	testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "cancelled" && ev.Tool == "sleep" }, 5*time.Second)
+	for transport, up := range relayUpstreams(t) {
+		t.Run(transport, func(t *testing.T) {
+			events := filepath.Join(t.TempDir(), "events")
+			cfg := up.cfg("t", "-events", events)
+			cfg.CallTimeoutMS = 300
+			e := newEnv(t, "", cfg)
+			cs := e.connect("/mcp/t", nil)
+			waitTools(t, cs, "sleep")
+			relayed(t, e, 0, func() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 30000}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if meta, _ := res.Meta["switchboard/error"].(map[string]any); !res.IsError || meta["code"] != string(sb.CodeTimeout) || meta["limit"] != "request" {
+					t.Errorf("result %+v, want the typed timeout error", res)
+				}
+			})
+			testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "cancelled" && ev.Tool == "sleep" }, 5*time.Second)
+		})
+	}
 }
 
 func TestRelayedErrorsAreTheTypedOnes(t *testing.T) {
