@@ -68,12 +68,17 @@ func TestFirstListOverHTTPShowsServersStillStarting(t *testing.T) {
 			t.Fatalf("first tools/list = %v, want every server's tools (%v)", names, want)
 		}
 	}
-	// The five startups cost the client at most one list_changed (none if
-	// every server was up before the client's session existed). A few
-	// hundred milliseconds give a stray notification the time to arrive.
+	// The five startups, 100 ms apart, reach the client as one change
+	// (none if every server was up before the client's session existed).
+	// The go-sdk sends it 10 ms after the last of the tools is added, and a
+	// scheduler stalled longer than that in the middle of adding them (a
+	// loaded CI machine under -race) splits it in two; one notification
+	// per server, or per change window (3 here), is what the hold prevents.
+	// A few hundred milliseconds give a stray notification the time to
+	// arrive.
 	time.Sleep(500 * time.Millisecond)
-	if n := changed.Load(); n > 1 {
-		t.Errorf("%d tools/list_changed for 5 servers starting, want at most 1", n)
+	if n := changed.Load(); n > 2 {
+		t.Errorf("%d tools/list_changed for 5 servers starting, want one (two if the go-sdk's debounce was cut)", n)
 	}
 }
 

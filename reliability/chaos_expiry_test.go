@@ -38,6 +38,7 @@ func TestChaosSessionExpiryUnderLoad(t *testing.T) {
 	srv := testserver.StartHTTP(t, "-events", events)
 	cfg := &sb.ServerConfig{Name: "expiry", Transport: sb.TransportStreamableHTTP, URL: srv.URL}
 	var dropped, failedAttempts atomic.Int64
+	var attemptErrs sync.Map // attempt number -> *sb.ErrorInfo, to say why one failed
 	s := upstream.New(cfg, &upstream.Options{
 		Logger: quietLogger(),
 		// The callers are the ones who find the session gone; the probe is
@@ -55,7 +56,7 @@ func TestChaosSessionExpiryUnderLoad(t *testing.T) {
 			case sb.ReasonDropped:
 				dropped.Add(1)
 			case sb.ReasonAttemptFailed:
-				failedAttempts.Add(1)
+				attemptErrs.Store(failedAttempts.Add(1), e.Error)
 			}
 		},
 	})
@@ -161,6 +162,12 @@ func TestChaosSessionExpiryUnderLoad(t *testing.T) {
 	}
 	if n := failedAttempts.Load(); n != 0 {
 		t.Errorf("%d reconnection attempts failed", n)
+		attemptErrs.Range(func(k, v any) bool {
+			if info, _ := v.(*sb.ErrorInfo); info != nil {
+				t.Errorf("failed attempt %v: %s in phase %s: %s", k, info.Code, info.Phase, info.Message)
+			}
+			return true
+		})
 	}
 	// A call in flight when the server forgets the session may have run
 	// (the server's own log shows that some did), so the session must not
