@@ -19,6 +19,10 @@ type catalog struct {
 	prompts   []*mcp.Prompt
 	schemas   *schemaCache  // resolved input schemas of tools, filled on first use
 	infos     []sb.ToolInfo // the tools as RuntimeInfo shows them, made once per listing
+
+	// The descriptions and schemas each list shares with other sessions'
+	// (intern.go); resources and templates are listed together.
+	toolsShared, resourcesShared, promptsShared interned
 }
 
 // relayLogLevel is the level of log messages asked of every server.
@@ -93,14 +97,26 @@ func (l *link) list(ctx context.Context, kinds listKind, prev catalog) (listResu
 		}
 		r.tools = tools
 		r.schemas = &schemaCache{}
-		r.infos = toolInfos(tools)
+		r.toolsShared = nil
+		r.infos = toolInfos(tools, &r.toolsShared)
 	}
 	if kinds&listResources != 0 && caps.Resources != nil {
 		relist(&r, "resources/list", &r.resources, l.cs.Resources(ctx, nil))
 		relist(&r, "resources/templates/list", &r.templates, l.cs.ResourceTemplates(ctx, nil))
+		r.resourcesShared = nil
+		for _, res := range r.resources {
+			res.Description = r.resourcesShared.string(res.Description)
+		}
+		for _, t := range r.templates {
+			t.Description = r.resourcesShared.string(t.Description)
+		}
 	}
 	if kinds&listPrompts != 0 && caps.Prompts != nil {
 		relist(&r, "prompts/list", &r.prompts, l.cs.Prompts(ctx, nil))
+		r.promptsShared = nil
+		for _, p := range r.prompts {
+			p.Description = r.promptsShared.string(p.Description)
+		}
 	}
 	return r, nil
 }
@@ -142,17 +158,20 @@ func relist[T any](r *listResult, name string, dst *[]T, seq iter.Seq2[T, error]
 // (json.RawMessage) rather than as the go-sdk decoded them (maps of
 // interfaces, several times the size): an idle session holds its tools
 // for its whole life, and everything that reads a schema marshals it
-// first. The view shares the input schema's bytes.
-func toolInfos(tools []*mcp.Tool) []sb.ToolInfo {
+// first. The view shares the input schema's bytes. Descriptions and
+// schemas are interned in shared.
+func toolInfos(tools []*mcp.Tool, shared *interned) []sb.ToolInfo {
 	infos := make([]sb.ToolInfo, len(tools))
 	for i, t := range tools {
+		t.Description = shared.string(t.Description)
 		schema, err := json.Marshal(t.InputSchema)
 		if err == nil && t.InputSchema != nil {
+			schema = shared.json(schema)
 			t.InputSchema = json.RawMessage(schema)
 		}
 		if t.OutputSchema != nil {
 			if b, err := json.Marshal(t.OutputSchema); err == nil {
-				t.OutputSchema = json.RawMessage(b)
+				t.OutputSchema = shared.json(b)
 			}
 		}
 		infos[i] = sb.ToolInfo{Name: t.Name, Description: t.Description, InputSchema: schema}

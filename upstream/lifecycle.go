@@ -239,6 +239,13 @@ func (s *Session) refresh(ctx context.Context, l *link, kinds listKind) {
 	s.update(sb.ReasonToolsChanged, func(*machine) {})
 }
 
+// autoProtocol reports whether the session lets the go-sdk pick the
+// protocol version with its server/discover probe, which boundDiscover
+// bounds: a remote server whose config pins no version.
+func (s *Session) autoProtocol() bool {
+	return s.cfg.ProtocolVersion == "" && !s.cfg.IsStdio()
+}
+
 // classicProtocol is the newest protocol version negotiated through the
 // initialize handshake alone.
 const classicProtocol = "2025-11-25"
@@ -268,7 +275,7 @@ func (s *Session) sessionOptions() *mcp.ClientSessionOptions {
 const discoverProbeTimeout = 3 * time.Second
 
 // boundDiscover is a sending middleware that applies discoverProbeTimeout.
-// It is installed only when the protocol version is automatic.
+// It applies only when the protocol version is automatic (autoProtocol).
 func boundDiscover(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "server/discover" {

@@ -11,9 +11,9 @@ import (
 )
 
 // This file is the link: one live connection to the server, whichever
-// transport carries it, and the go-sdk client bound to it. Links are made
-// by the dialers: dialStdio (stdio.go), dialHTTP (remote.go) and dialCustom
-// (transport.go).
+// transport carries it, and its go-sdk session (of the client every link
+// shares: client.go). Links are made by the dialers: dialStdio (stdio.go),
+// dialHTTP (remote.go) and dialCustom (transport.go).
 
 // link is one live connection to the server: what a successful dial
 // produces and a drop or Shutdown destroys. Links are never reused; every
@@ -24,6 +24,7 @@ type link struct {
 	proc      *process           // stdio only
 	frames    *frameConn         // byte-stream links only: carries relayed calls
 	cancel    context.CancelFunc // ends the link's context (the SSE stream)
+	session   *Session           // whose link it is, for the shared client's handlers (client.go)
 	catalog   catalog            // owned by the lifecycle goroutine
 
 	listChanged chan listKind // list_changed notifications, coalesced
@@ -38,6 +39,8 @@ type link struct {
 
 	done  chan struct{} // closed when the connection has ended on its own
 	cause *failure      // why; valid once done is closed
+
+	registered *mcp.ClientSession // the go-sdk session it is registered under; linksMu guards it
 }
 
 // listKind is a set of lists to refresh.
@@ -160,6 +163,7 @@ func (l *link) close(how closeMode) {
 	if l.proc != nil {
 		l.proc.stop()
 	}
+	l.forget()
 	t := time.NewTimer(closeTimeout)
 	defer t.Stop()
 	select {
@@ -176,30 +180,6 @@ const (
 	closeDead                     // the connection failed: abort everything first
 	closeExpired                  // the server forgot the session: let requests in flight finish
 )
-
-// newClient builds the go-sdk client for one link, with its notification
-// handlers bound to that link.
-func (s *Session) newClient(l *link) *mcp.Client {
-	c := mcp.NewClient(&s.opts.ClientInfo, &mcp.ClientOptions{
-		// No roots: Switchboard has no files to offer its upstreams.
-		Capabilities:               &mcp.ClientCapabilities{},
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { l.notify(listTools) },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { l.notify(listResources) },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { l.notify(listPrompts) },
-		ElicitationHandler:         s.onElicit,
-		CreateMessageHandler:       s.onSample,
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			s.log.Debug("upstream log message", "level", r.Params.Level, "logger", r.Params.Logger)
-			s.notify(r.Params)
-		},
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { s.notify(r.Params) },
-	})
-	if s.cfg.ProtocolVersion == "" && !s.cfg.IsStdio() {
-		c.AddSendingMiddleware(boundDiscover)
-	}
-	c.AddReceivingMiddleware(s.relayUnvalidatedElicitation)
-	return c
-}
 
 // notify passes a notification that is not about one call to
 // Options.OnNotification.

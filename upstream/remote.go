@@ -91,13 +91,14 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	}
 
 	stop := context.AfterFunc(ctx, cancel)
-	cs, err := s.newClient(l).Connect(lctx, t, s.sessionOptions())
+	cs, err := s.connect(lctx, l, t)
 	if !stop() && err == nil {
 		cs.Close() // connected just as the deadline passed; treat as timed out
 		err = context.Cause(ctx)
 	}
 	if err != nil {
 		cancel()
+		l.forget()
 		if f := refusal.get(); f != nil {
 			return nil, f, false
 		}

@@ -52,7 +52,7 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 		case <-hctx.Done():
 		}
 	}()
-	cs, err := s.newClient(l).Connect(hctx, s.ioTransport(l, proc.stdout, proc.stdin), s.sessionOptions())
+	cs, err := s.connect(hctx, l, s.ioTransport(l, proc.stdout, proc.stdin))
 	cancel(nil)
 	if err != nil {
 		// Did it exit on its own, before we stop it below? Only a closed

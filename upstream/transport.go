@@ -41,7 +41,7 @@ func (s *Session) dialCustom(ctx context.Context) (*link, *failure) {
 		return nil, fail(sb.PhaseConnect, sb.CodeDialFailed, retryFast, err, "dialing: %v", err)
 	}
 	l := newLink(sb.TransportInProcess)
-	cs, err := s.newClient(l).Connect(ctx, s.ioTransport(l, rwc, rwc), s.sessionOptions())
+	cs, err := s.connect(ctx, l, s.ioTransport(l, rwc, rwc))
 	if err != nil {
 		rwc.Close()
 		return nil, fail(sb.PhaseInitialize, sb.CodeInitializeFailed, retryFast, err, "the MCP handshake failed: %s", describe(err))
