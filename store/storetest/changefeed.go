@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -19,29 +20,8 @@ func testChangeFeed(t *testing.T, open OpenFunc) {
 	if !ok {
 		t.Skip("the store has no change feed (optional)")
 	}
-	ch := make(chan switchboard.Change, 100)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- feed.Watch(ctx, func(c switchboard.Change) { ch <- c }) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != context.Canceled {
-			t.Errorf("Watch returned %v after its context ended, want context.Canceled", err)
-		}
-	}()
-	next := func() switchboard.Change {
-		t.Helper()
-		select {
-		case c := <-ch:
-			return c
-		case <-time.After(10 * time.Second):
-			t.Fatal("no change reported within 10s")
-			return switchboard.Change{}
-		}
-	}
-	if c := next(); c.Kind != switchboard.ChangeResync {
-		t.Fatalf("first change %+v, want a resync", c)
-	}
+	ctx := context.Background()
+	next := watchFeed(t, feed)
 
 	w := stores[0]
 	if _, err := w.Create(ctx, minimalConfig("a")); err != nil {
@@ -68,4 +48,36 @@ func testChangeFeed(t *testing.T, open OpenFunc) {
 			t.Fatalf("change %d = %+v, want %+v", i, c, want)
 		}
 	}
+}
+
+// watchFeed watches feed until the test ends, checks that the first change
+// it reports is a resync, and returns a function that gives the next change
+// (failing the test if none comes within 10 s). When the test ends the
+// watch must return context.Canceled.
+func watchFeed(t *testing.T, feed switchboard.ChangeFeed) (next func() switchboard.Change) {
+	t.Helper()
+	ch := make(chan switchboard.Change, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- feed.Watch(ctx, func(c switchboard.Change) { ch <- c }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Watch returned %v after its context ended, want context.Canceled", err)
+		}
+	})
+	next = func() switchboard.Change {
+		t.Helper()
+		select {
+		case c := <-ch:
+			return c
+		case <-time.After(10 * time.Second):
+			t.Fatal("no change reported within 10s")
+			return switchboard.Change{}
+		}
+	}
+	if c := next(); c.Kind != switchboard.ChangeResync {
+		t.Fatalf("first change %+v, want a resync", c)
+	}
+	return next
 }

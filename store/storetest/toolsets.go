@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -166,29 +165,8 @@ func testToolsetTokenFeed(t *testing.T, open OpenFunc) {
 	if !ok {
 		t.Skip("the store has no change feed (optional)")
 	}
-	ch := make(chan switchboard.Change, 100)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- feed.Watch(ctx, func(c switchboard.Change) { ch <- c }) }()
-	defer func() {
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("Watch returned %v", err)
-		}
-	}()
-	next := func() switchboard.Change {
-		t.Helper()
-		select {
-		case c := <-ch:
-			return c
-		case <-time.After(10 * time.Second):
-			t.Fatal("no change reported within 10s")
-			return switchboard.Change{}
-		}
-	}
-	if c := next(); c.Kind != switchboard.ChangeResync {
-		t.Fatalf("first change %+v, want a resync", c)
-	}
+	ctx := context.Background()
+	next := watchFeed(t, feed)
 	ts, tk := w.(switchboard.ToolsetStore), w.(switchboard.TokenStore)
 	if _, err := ts.CreateToolset(ctx, fullToolset("coder")); err != nil {
 		t.Fatal(err)
