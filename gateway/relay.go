@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,8 +88,13 @@ const (
 )
 
 // parseEnvelope reads a single JSON-RPC message. ok is false for anything
-// the relay leaves to the go-sdk.
+// the relay leaves to the go-sdk, which includes a body that is not UTF-8:
+// encoding/json reads its bad bytes as U+FFFD, and the relay would forward
+// them as they are.
 func parseEnvelope(body []byte) (env relayEnvelope, ok bool) {
+	if !utf8.Valid(body) {
+		return env, false
+	}
 	version, other, outcomes := false, false, 0
 	ok = rawjson.Members(body, func(k, v []byte) bool {
 		switch string(k) {
