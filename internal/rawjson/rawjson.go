@@ -50,18 +50,14 @@ func Members(b []byte, fn func(key, val []byte) bool) error {
 		if !fn(key, b[i:vend]) {
 			return nil
 		}
-		i = space(b, vend)
-		if i >= len(b) {
-			return ErrSyntax
+		next, end, err := separator(b, vend, '}')
+		if err != nil {
+			return err
 		}
-		switch b[i] {
-		case ',':
-			i = space(b, i+1)
-		case '}':
-			return trailing(b, i+1)
-		default:
-			return ErrSyntax
+		if end {
+			return trailing(b, next)
 		}
+		i = next
 	}
 }
 
@@ -240,29 +236,22 @@ func skipObject(b []byte, i, depth int) (int, error) {
 		if j >= len(b) || b[j] != '"' {
 			return 0, ErrSyntax
 		}
-		end, err := skipString(b, j)
+		keyEnd, err := skipString(b, j)
 		if err != nil {
 			return 0, err
 		}
-		j = space(b, end)
+		j = space(b, keyEnd)
 		if j >= len(b) || b[j] != ':' {
 			return 0, ErrSyntax
 		}
 		if j, err = skip(b, space(b, j+1), depth); err != nil {
 			return 0, err
 		}
-		j = space(b, j)
-		if j >= len(b) {
-			return 0, ErrSyntax
+		next, done, err := separator(b, j, '}')
+		if err != nil || done {
+			return next, err
 		}
-		switch b[j] {
-		case ',':
-			j = space(b, j+1)
-		case '}':
-			return j + 1, nil
-		default:
-			return 0, ErrSyntax
-		}
+		j = next
 	}
 }
 
@@ -280,19 +269,28 @@ func skipArray(b []byte, i, depth int) (int, error) {
 		if j, err = skip(b, j, depth); err != nil {
 			return 0, err
 		}
-		j = space(b, j)
-		if j >= len(b) {
-			return 0, ErrSyntax
+		next, end, err := separator(b, j, ']')
+		if err != nil || end {
+			return next, err
 		}
-		switch b[j] {
-		case ',':
-			j = space(b, j+1)
-		case ']':
-			return j + 1, nil
-		default:
-			return 0, ErrSyntax
-		}
+		j = next
 	}
+}
+
+// separator reads what follows a member or an element that ends at b[j]:
+// a comma, after which the next one starts at next, or the closing byte
+// of its object or array, after which next is.
+func separator(b []byte, j int, closing byte) (next int, end bool, err error) {
+	j = space(b, j)
+	switch {
+	case j >= len(b):
+		return 0, false, ErrSyntax
+	case b[j] == ',':
+		return space(b, j+1), false, nil
+	case b[j] == closing:
+		return j + 1, true, nil
+	}
+	return 0, false, ErrSyntax
 }
 
 func literal(b []byte, i int, word string) (int, error) {
