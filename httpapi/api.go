@@ -314,6 +314,14 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	return nil
 }
 
+// decodeStrict decodes data into v, refusing fields v does not have: the
+// views accepted back (a GET's body, edited) are read with it.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
 // configBody is a config as sent to create, update or test, with the
 // optional version it was read at.
 type configBody struct {
@@ -331,9 +339,7 @@ func (b *configBody) UnmarshalJSON(data []byte) error {
 		UpdatedAt json.RawMessage `json:"updated_at"`
 		Runtime   json.RawMessage `json:"runtime"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&view); err != nil {
+	if err := decodeStrict(data, &view); err != nil {
 		return err
 	}
 	b.ServerConfig, b.Version = view.ServerConfig, view.Version

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
@@ -23,9 +22,7 @@ func (b *toolsetBody) UnmarshalJSON(data []byte) error {
 		CreatedAt json.RawMessage `json:"created_at"`
 		UpdatedAt json.RawMessage `json:"updated_at"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&view); err != nil {
+	if err := decodeStrict(data, &view); err != nil {
 		return err
 	}
 	b.Toolset, b.Version = view.Toolset, view.Version
