@@ -35,6 +35,14 @@ type Plugin interface {
 	Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error)
 }
 
+// A ServerFinder is a Plugin that can tell whether it serves a server
+// without listing them all. The executor asks it on every call; a plugin
+// that is not one has its Servers listed and searched each time, which
+// with a thousand servers costs more than the call it routes.
+type ServerFinder interface {
+	Serves(server string) bool
+}
+
 // Errors of address resolution, matched with errors.Is.
 var (
 	ErrBadAddress    = sb.NewError(sb.CodeBadAddress, `tool address must be "server/tool"`)
@@ -119,14 +127,27 @@ func kept(addr string, res *mcp.CallToolResult, err error) (*mcp.CallToolResult,
 	return res, err
 }
 
+// plugin returns the plugin that serves server. Only a call to an unknown
+// server lists every plugin's servers, for the suggestions.
 func (e *Executor) plugin(addr, server string) (Plugin, error) {
-	var all []string
 	for _, p := range e.plugins {
-		names := p.Servers()
-		if slices.Contains(names, server) {
+		if Serves(p, server) {
 			return p, nil
 		}
-		all = append(all, names...)
+	}
+	var all []string
+	for _, p := range e.plugins {
+		all = append(all, p.Servers()...)
 	}
 	return nil, &AddressError{Address: addr, Kind: ErrUnknownServer, Suggestions: upstream.Suggest(server, all)}
+}
+
+// Serves reports whether p serves server: by asking it, if it can tell
+// (ServerFinder), else by looking through its list. A plugin that wraps
+// another implements ServerFinder with it.
+func Serves(p Plugin, server string) bool {
+	if f, ok := p.(ServerFinder); ok {
+		return f.Serves(server)
+	}
+	return slices.Contains(p.Servers(), server)
 }

@@ -73,6 +73,41 @@ func TestParseAddressKeepsSlashesInToolNames(t *testing.T) {
 	}
 }
 
+// finderPlugin serves the servers it is given, and counts how often it is
+// asked to list them.
+type finderPlugin struct {
+	names  []string
+	listed *int
+}
+
+func (f finderPlugin) Servers() []string         { *f.listed++; return f.names }
+func (f finderPlugin) Serves(server string) bool { return slices.Contains(f.names, server) }
+func (finderPlugin) Invoke(context.Context, string, string, any, sb.InvokeOptions) (*mcp.CallToolResult, error) {
+	return &mcp.CallToolResult{}, nil
+}
+
+// A call is routed without listing every server (with a thousand servers
+// that cost more than the call); only an unknown server lists them, for
+// the suggestions. A plugin that cannot tell is still searched.
+func TestExecuteFindsTheServerWithoutListingThem(t *testing.T) {
+	listed := 0
+	ex := executor.New(finderPlugin{names: []string{"github"}, listed: &listed}, silentPlugin{})
+	if _, err := ex.Execute(context.Background(), "github/echo", nil, sb.InvokeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if listed != 0 {
+		t.Fatalf("Servers was called %d times for a call to a known server, want 0", listed)
+	}
+	if _, err := ex.Execute(context.Background(), "quiet/tool", nil, sb.InvokeOptions{}); sb.CodeOf(err) != sb.CodeInternal {
+		t.Fatalf("a plugin without Serves: err = %v, want its call made (and its empty answer refused)", err)
+	}
+	_, err := ex.Execute(context.Background(), "githb/echo", nil, sb.InvokeOptions{})
+	var ae *executor.AddressError
+	if !errors.As(err, &ae) || !slices.Equal(ae.Suggestions, []string{"github"}) || listed != 1 {
+		t.Fatalf("unknown server: err = %v, Servers called %d times; want github suggested from one listing", err, listed)
+	}
+}
+
 // silentPlugin answers every call with neither a result nor an error.
 type silentPlugin struct{}
 

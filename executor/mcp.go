@@ -55,6 +55,12 @@ func NewMCP(sessions Sessions) *MCP { return &MCP{sessions: sessions} }
 // Servers implements Plugin.
 func (p *MCP) Servers() []string { return p.sessions.Names() }
 
+// Serves implements ServerFinder.
+func (p *MCP) Serves(server string) bool {
+	_, ok := p.sessions.Session(server)
+	return ok
+}
+
 // Invoke implements Plugin. A call whose ctx carries a client (WithClient)
 // runs on the session the server keeps for that client, if its scope is
 // "per-client"; every other call on the server's shared session.
