@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,7 +48,7 @@ const readBuffer = 4096
 
 // readsPerEvent bounds the reads of one pipe per wakeup, so that a chatty
 // pipe does not starve the others; what is left is read on the next
-// wakeup (epoll is level-triggered).
+// wakeup (the pipe is watched again at once).
 const readsPerEvent = 16
 
 // OnExit calls onExit once the child pid has exited. The child is left
@@ -107,6 +108,9 @@ func (p *Poller) add(wt *watch) error {
 		}
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wt.fd)}
+	if wt.onExit == nil {
+		ev.Events |= unix.EPOLLONESHOT // a pipe: see loop
+	}
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wt.fd, &ev); err != nil {
 		if !p.running {
 			unix.Close(epfd)
@@ -125,11 +129,21 @@ func (p *Poller) add(wt *watch) error {
 }
 
 // loop waits on epfd until nothing is left to watch, then closes it.
+//
+// A pipe is watched one event at a time (EPOLLONESHOT): once drained it
+// rests for pipeRest before it is watched again, so that a server that
+// writes a line to stderr on every call, a thousand times a second, wakes
+// the loop a hundred times a second rather than a thousand, each time to
+// read what gathered. A pipe left unread after readsPerEvent reads is
+// watched again at once: the rest never slows a writer the pipe's buffer
+// could not hold. When a child exits, every resting pipe is watched again
+// at once, so that its stderr's last lines and end are not a rest late.
 func (p *Poller) loop(epfd int) {
 	events := make([]unix.EpollEvent, 128)
 	buf := make([]byte, readBuffer)
+	var resting []rested // drained pipes, in the order their rest ends
 	for {
-		n, err := unix.EpollWait(epfd, events, -1)
+		n, err := unix.EpollWait(epfd, events, restTimeout(resting))
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -137,7 +151,13 @@ func (p *Poller) loop(epfd int) {
 			// Only a bad epfd or events buffer fails epoll_wait: a bug here.
 			panic("proc: epoll_wait: " + err.Error())
 		}
+		now := time.Now()
+		for len(resting) > 0 && !now.Before(resting[0].until) {
+			rearm(epfd, resting[0].fd)
+			resting = resting[1:]
+		}
 		var done []func()
+		exited := false
 		p.mu.Lock()
 		for _, ev := range events[:n] {
 			wt := p.watches[ev.Fd]
@@ -145,14 +165,32 @@ func (p *Poller) loop(epfd int) {
 				continue
 			}
 			p.mu.Unlock()
-			finished := wt.onExit != nil || wt.drain(buf)
+			state := pipeEnded
+			if wt.onExit == nil {
+				state = wt.drain(buf)
+			} else {
+				exited = true
+			}
 			p.mu.Lock()
-			if finished {
+			switch state {
+			case pipeEnded:
 				rawSyscall(unix.SYS_EPOLL_CTL, uintptr(epfd), unix.EPOLL_CTL_DEL, uintptr(wt.fd))
 				rawSyscall(unix.SYS_CLOSE, uintptr(wt.fd), 0, 0)
 				delete(p.watches, ev.Fd)
 				done = append(done, wt.finish)
+			case pipeEmpty:
+				resting = append(resting, rested{fd: wt.fd, until: now.Add(pipeRest)})
+			case pipeMore:
+				rearm(epfd, wt.fd)
 			}
+		}
+		if exited {
+			// The child's stderr may be resting: its last words, and its
+			// end, are read at once, not a rest later.
+			for _, r := range resting {
+				rearm(epfd, r.fd)
+			}
+			resting = resting[:0]
 		}
 		last := len(p.watches) == 0
 		if last {
@@ -169,20 +207,58 @@ func (p *Poller) loop(epfd int) {
 	}
 }
 
-// drain reads what the pipe holds into w and reports whether the pipe has
-// ended (every writer closed it, or reading it failed).
-func (wt *watch) drain(buf []byte) bool {
+// pipeRest is how long a drained pipe rests before it is watched again;
+// what its writer writes meanwhile waits in the pipe's buffer. A variable
+// for the tests.
+var pipeRest = 10 * time.Millisecond
+
+// rested is a drained pipe and when its rest ends.
+type rested struct {
+	fd    int
+	until time.Time
+}
+
+// restTimeout is epoll_wait's timeout: until the first rest ends (rounded
+// up to the next millisecond), or none.
+func restTimeout(r []rested) int {
+	if len(r) == 0 {
+		return -1
+	}
+	d := time.Until(r[0].until)
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// rearm watches the pipe fd for its next event.
+func rearm(epfd, fd int) {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: int32(fd)}
+	unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(epfd), unix.EPOLL_CTL_MOD, uintptr(fd), uintptr(unsafe.Pointer(&ev)), 0, 0)
+}
+
+// What a drain of a pipe left.
+const (
+	pipeEmpty = iota // all read; the writers may write more
+	pipeMore         // readsPerEvent reads, and more to read
+	pipeEnded        // every writer closed it, or reading it failed
+)
+
+// drain reads what the pipe holds into w, up to readsPerEvent reads.
+func (wt *watch) drain(buf []byte) int {
 	for range readsPerEvent {
 		n, err := rawSyscall(unix.SYS_READ, uintptr(wt.fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 		switch {
 		case n > 0:
 			wt.w.Write(buf[:n])
 		case err == unix.EINTR:
-		default: // EOF, EAGAIN, or an error that ends the pipe
-			return err != unix.EAGAIN
+		case err == unix.EAGAIN:
+			return pipeEmpty
+		default: // EOF, or an error that ends the pipe
+			return pipeEnded
 		}
 	}
-	return false
+	return pipeMore
 }
 
 // rawSyscall makes a system call that cannot block (a read of a

@@ -160,6 +160,99 @@ func TestPollerDrainsPipes(t *testing.T) {
 	awaitIdle(t, &p)
 }
 
+// A pipe written a line at a time, as a server that logs every call
+// writes its stderr, is read in a few drains, one per rest, not one per
+// line; nothing is lost, and the pipe's end is still reported.
+func TestPollerLetsADrainedPipeRest(t *testing.T) {
+	var p Poller
+	r, w := nonblockingPipe(t)
+	out := &countingBuffer{}
+	eof := make(chan struct{})
+	p.Drain(r, out, func() { close(eof) })
+	const lines = 200
+	var want strings.Builder
+	start := time.Now()
+	for i := range lines {
+		line := fmt.Sprintf("call %d\n", i)
+		want.WriteString(line)
+		if _, err := w.WriteString(line); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	elapsed := time.Since(start)
+	w.Close()
+	waitChan(t, eof, "EOF")
+	if got := out.String(); got != want.String() {
+		t.Fatalf("read %d bytes, want %d", len(got), want.Len())
+	}
+	// One drain at first, then at most one per rest while writing.
+	if limit := int(elapsed/pipeRest) + 2; out.writes() > limit {
+		t.Errorf("%d lines over %v were read in %d drains, want at most %d (one per %v rest)", lines, elapsed, out.writes(), limit, pipeRest)
+	}
+	awaitIdle(t, &p)
+}
+
+// A child's exit ends the rest of every pipe: its stderr's last lines and
+// end are read at once (with a rest of an hour here, they would otherwise
+// not be read within the test).
+func TestPollerReadsAPipeAtOnceWhenAChildExits(t *testing.T) {
+	defer func(d time.Duration) { pipeRest = d }(pipeRest)
+	pipeRest = time.Hour
+	var p Poller
+	r, w := nonblockingPipe(t)
+	out := &lockedBuffer{}
+	eof := make(chan struct{})
+	p.Drain(r, out, func() { close(eof) })
+	cmd := exec.Command("sh", "-c", "echo first; read x; echo last")
+	cmd.Stdout = w
+	gate, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+	w.Close()
+	var exitErr error
+	exited := onExitReaps(&p, cmd, &exitErr)
+	for i := 0; out.String() != "first\n"; i++ { // the first line drained: the pipe rests
+		if i == 3000 {
+			t.Fatalf("first line not read within 30s: %q", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	gate.Close() // the child writes its last line and exits
+	waitChan(t, exited, "exit")
+	waitChan(t, eof, "EOF")
+	if got := out.String(); got != "first\nlast\n" || exitErr != nil {
+		t.Fatalf("read %q (exit %v), want both lines", got, exitErr)
+	}
+	awaitIdle(t, &p)
+}
+
+// countingBuffer is a lockedBuffer that counts its writes.
+type countingBuffer struct {
+	lockedBuffer
+	n int
+}
+
+func (b *countingBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	b.n++
+	b.mu.Unlock()
+	return b.lockedBuffer.Write(p)
+}
+
+func (b *countingBuffer) writes() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
 // nonblockingPipe returns a pipe whose read end is a raw non-blocking
 // descriptor (for Drain) and whose write end is a blocking *os.File.
 func nonblockingPipe(t *testing.T) (int, *os.File) {
