@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/gobuild"
 )
 
 // The sides of the endpoint scenario, besides SideDirect (a go-sdk client
@@ -24,10 +25,11 @@ const (
 	SideGatewayOne      = "Switchboard /mcp/{name}"           // one server passed through: tool echo at /mcp/up (HTTP upstream)
 	SideGatewayStdio    = "Switchboard /mcp, stdio up"        // the aggregated endpoint: tool upstdio__echo (stdio upstream)
 	SideGatewayOneStdio = "Switchboard /mcp/{name}, stdio up" // tool echo at /mcp/upstdio (stdio upstream)
+	SideFloorRelay      = "floor relay, stdio up"             // bench/cmd/floorrelay: a relay with no MCP logic in front of a testserver child
 )
 
 // endpointSides is the order the endpoint sides are set up and listed in.
-var endpointSides = []string{SideDirect, SideDirectStdio, SideGateway, SideGatewayOne, SideGatewayStdio, SideGatewayOneStdio}
+var endpointSides = []string{SideDirect, SideDirectStdio, SideGateway, SideGatewayOne, SideGatewayStdio, SideGatewayOneStdio, SideFloorRelay}
 
 // endpointDirect reports whether side calls the testserver without the daemon.
 func endpointDirect(side string) bool { return side == SideDirect || side == SideDirectStdio }
@@ -68,6 +70,19 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
+	floorBin, err := gobuild.Build("./bench/cmd/floorrelay", filepath.Join(dir, "floorrelay"))
+	if err != nil {
+		return nil, nil, err
+	}
+	floor, err := startListener(floorBin, "--", cfg.Testserver)
+	if err != nil {
+		return nil, nil, fmt.Errorf("endpoint: the floor relay: %w", err)
+	}
+	defer floor.stop()
+	floorUp := childrenOf(floor.pid)
+	if len(floorUp) != 1 {
+		return nil, nil, fmt.Errorf("endpoint: the floor relay (pid %d) has %d children, want 1 (its testserver)", floor.pid, len(floorUp))
+	}
 	var args []string
 	if cfg.ProfileDir != "" {
 		// serve's CPU profile of the whole scenario: where the daemon's
@@ -118,16 +133,18 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 	type endpointSide struct {
 		name, url, tool string
 		upstream        int // the pid of the testserver answering
+		relay           int // the pid of the process between, if any: the daemon or the floor relay
 		cs              *mcp.ClientSession
 		hc              *http.Client
 	}
 	sides := []*endpointSide{
 		{name: SideDirect, url: server.url, tool: "echo", upstream: server.pid},
 		{name: SideDirectStdio, tool: "echo"},
-		{name: SideGateway, url: d.MCPURL, tool: endpointServer + "__echo", upstream: server.pid},
-		{name: SideGatewayOne, url: d.MCPURL + "/" + endpointServer, tool: "echo", upstream: server.pid},
-		{name: SideGatewayStdio, url: d.MCPURL, tool: endpointStdioServer + "__echo", upstream: stdioUp},
-		{name: SideGatewayOneStdio, url: d.MCPURL + "/" + endpointStdioServer, tool: "echo", upstream: stdioUp},
+		{name: SideGateway, url: d.MCPURL, tool: endpointServer + "__echo", upstream: server.pid, relay: d.PID},
+		{name: SideGatewayOne, url: d.MCPURL + "/" + endpointServer, tool: "echo", upstream: server.pid, relay: d.PID},
+		{name: SideGatewayStdio, url: d.MCPURL, tool: endpointStdioServer + "__echo", upstream: stdioUp, relay: d.PID},
+		{name: SideGatewayOneStdio, url: d.MCPURL + "/" + endpointStdioServer, tool: "echo", upstream: stdioUp, relay: d.PID},
+		{name: SideFloorRelay, url: floor.url, tool: "echo", upstream: floorUp[0], relay: floor.pid},
 	}
 	defer func() {
 		for _, s := range sides {
@@ -160,7 +177,7 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 64
 		s.hc = &http.Client{Transport: tr}
-		if s.name != SideDirect {
+		if s.relay == d.PID {
 			s.hc.Transport = d.Transport(tr) // the daemon's credential
 		}
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -176,11 +193,16 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		}
 	}
 
-	probe := func(up int) func() func(*Sample) {
+	// The "Switchboard" CPU of a side is its relay's: the daemon's, or
+	// the floor relay's; the daemon's (idle) for the direct sides.
+	probe := func(relay, up int) func() func(*Sample) {
+		if relay == 0 {
+			relay = d.PID
+		}
 		return func() func(*Sample) {
-			c0, d0, u0 := selfCPU(), procCPU(d.PID), procCPU(up)
+			c0, d0, u0 := selfCPU(), procCPU(relay), procCPU(up)
 			return func(smp *Sample) {
-				smp.ClientCPU, smp.DaemonCPU, smp.UpstreamCPU = selfCPU()-c0, procCPU(d.PID)-d0, procCPU(up)-u0
+				smp.ClientCPU, smp.DaemonCPU, smp.UpstreamCPU = selfCPU()-c0, procCPU(relay)-d0, procCPU(up)-u0
 			}
 		}
 	}
@@ -221,7 +243,7 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 						return nil, nil, err
 					}
 					measure(ctx, echo[s.name], cfg.Warmup, m.callers, lat)
-					smp := measureProbe(ctx, echo[s.name], m.calls, m.callers, lat, probe(s.upstream))
+					smp := measureProbe(ctx, echo[s.name], m.calls, m.callers, lat, probe(s.relay, s.upstream))
 					n := time.Duration(max(1, smp.Calls))
 					smp.ClientCPU, smp.DaemonCPU, smp.UpstreamCPU = smp.ClientCPU/n, smp.DaemonCPU/n, smp.UpstreamCPU/n
 					res.Samples[s.name] = append(res.Samples[s.name], smp)

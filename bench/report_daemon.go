@@ -251,7 +251,8 @@ func (r *Report) endpointMarkdown(b *strings.Builder) {
 	p("calling the `echo` tool with a text of the given size (the answer carries it twice: as text and as structured content): ")
 	p("*direct* at the testserver's `/mcp`, *%s* as `%s__echo`, *%s* as `echo` at `/mcp/%s`, *%s* as `%s__echo`, *%s* as `echo` at `/mcp/%s`. ",
 		SideGateway, endpointServer, SideGatewayOne, endpointServer, SideGatewayStdio, endpointStdioServer, SideGatewayOneStdio, endpointStdioServer)
-	p("\"vs direct\" is against *direct* (HTTP) for every side. ")
+	p("*%s* is the floor of any gateway on this machine: `bench/cmd/floorrelay`, a process that writes each POST's body to a testserver child as a line and answers with the line that carries the same id, with no MCP logic at all (no session, no checks, no rewriting; its own process, one HTTP hop and one pipe hop, as the daemon's stdio sides). ", SideFloorRelay)
+	p("\"vs direct\" is against *direct* (HTTP) for every side; the \"Switchboard\" CPU of the floor relay's side is the floor relay's. ")
 	p("%d repetitions; per side and repetition %d sequential calls, or %d calls over %d callers, after %d warm-up calls; the sides interleaved, their order rotating. ",
 		c.EndpointReps, c.Calls, c.ConcurrentCalls, c.Callers, c.Warmup)
 	p("CPU per call is each process's CPU time over the block (`/proc/PID/task/*/schedstat`; the clients': `getrusage`) divided by the calls.\n\n")

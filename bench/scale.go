@@ -372,9 +372,10 @@ func goroutineFuncs() map[string]int {
 	return out
 }
 
-// httpServer is a testserver process serving Streamable HTTP on 127.0.0.1.
+// httpServer is a process serving HTTP on 127.0.0.1: a testserver
+// serving Streamable HTTP, or the floor relay.
 type httpServer struct {
-	url  string // the /mcp endpoint
+	url  string // its MCP endpoint
 	pid  int    // also its process group
 	cmd  *exec.Cmd
 	done chan struct{} // closed once reaped
@@ -384,7 +385,18 @@ type httpServer struct {
 // startHTTPServer starts bin with -transport http on an ephemeral loopback
 // port, in its own process group, and waits up to 10 s for its LISTEN line.
 func startHTTPServer(bin string) (*httpServer, error) {
-	cmd := exec.Command(bin, "-transport", "http", "-listen", "127.0.0.1:0")
+	s, err := startListener(bin, "-transport", "http", "-listen", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("the HTTP testserver: %w", err)
+	}
+	s.url += "/mcp"
+	return s, nil
+}
+
+// startListener starts bin with args in its own process group and waits
+// up to 10 s for the "LISTEN URL" line it prints on stdout once it serves.
+func startListener(bin string, args ...string) (*httpServer, error) {
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 2 * time.Second
 	stdout, err := cmd.StdoutPipe()
@@ -419,17 +431,16 @@ func startHTTPServer(bin string) (*httpServer, error) {
 	defer t.Stop()
 	select {
 	case u := <-listening:
-		s.url = u + "/mcp"
+		s.url = u
 		return s, nil
 	case <-s.done:
-		return nil, errors.New("the HTTP testserver exited before listening")
+		return nil, errors.New("it exited before listening")
 	case <-t.C:
 		s.stop()
-		return nil, errors.New("the HTTP testserver printed no LISTEN line within 10s")
+		return nil, errors.New("it printed no LISTEN line within 10s")
 	}
 }
 
-// stop kills the server's process group and waits until it is reaped.
 func (s *httpServer) stop() {
 	s.once.Do(func() {
 		killGroup(s.pid)
