@@ -97,12 +97,15 @@ func (s *Session) relayCall(ctx context.Context, l *link, params *mcp.CallToolPa
 		return &res, nil
 	}
 	isError := false
-	if err := rawjson.Members(reply.result, func(k, v []byte) bool {
-		if string(k) == "isError" {
-			isError = string(v) == "true"
-		}
-		return true
-	}); err != nil {
+	// The reply was validated as it was read (parseReply); a result that
+	// does not name isError anywhere is not an error, and need not be
+	// walked again (the go-sdk omits a false isError).
+	if bytes.Contains(reply.result, isErrorKey) {
+		isError, err = resultIsError(reply.result)
+	} else if len(reply.result) == 0 || reply.result[0] != '{' {
+		err = rawjson.ErrSyntax
+	}
+	if err != nil {
 		// Not an object: the decoder says what is wrong with it.
 		var res mcp.CallToolResult
 		if err := json.Unmarshal(reply.result, &res); err != nil {
@@ -112,6 +115,20 @@ func (s *Session) relayCall(ctx context.Context, l *link, params *mcp.CallToolPa
 	}
 	out.Result = reply.result
 	return &mcp.CallToolResult{IsError: isError}, nil
+}
+
+var isErrorKey = []byte(`"isError"`)
+
+// resultIsError reads the isError member of a result object.
+func resultIsError(result []byte) (bool, error) {
+	isError := false
+	err := rawjson.Members(result, func(k, v []byte) bool {
+		if string(k) == "isError" {
+			isError = string(v) == "true"
+		}
+		return true
+	})
+	return isError, err
 }
 
 // compactArgs makes raw arguments fit on one line of the stream: only a

@@ -52,8 +52,34 @@ func TestRelayedCallOnAByteStream(t *testing.T) {
 			t.Errorf("relayed sleep past its timeout: %v, result %s; want a *TimeoutError and no result", err, raw.Result)
 		}
 
-		if n := upstream.RelayedCalls() - before; n != 2 {
-			t.Errorf("%d calls relayed, want 2 (the timed-out one had no reply)", n)
+		// Results longer than the reader's buffer, growing and shrinking:
+		// each comes back whole.
+		for _, n := range []int{100 << 10, 10 << 10, 200 << 10, 5, 150 << 10} {
+			ctx, raw = upstream.WithRawResult(context.Background())
+			if _, err := s.CallTool(ctx, "big", map[string]any{"bytes": n}, sb.InvokeOptions{}); err != nil {
+				t.Fatalf("big %d: %v", n, err)
+			}
+			var got mcp.CallToolResult
+			if err := json.Unmarshal(raw.Result, &got); err != nil || len(got.Content) != 1 || len(got.Content[0].(*mcp.TextContent).Text) != n {
+				t.Fatalf("big %d: raw result of %d bytes (%v)", n, len(raw.Result), err)
+			}
+		}
+
+		// A tool error is relayed as one, with its result.
+		ctx, raw = upstream.WithRawResult(context.Background())
+		res, err = s.CallTool(ctx, "fail", map[string]any{"message": "no luck"}, sb.InvokeOptions{})
+		if !errors.Is(err, upstream.ErrToolError) || res == nil || !res.IsError || raw.Result == nil {
+			t.Errorf("relayed fail: %v, %+v, result %s; want a tool error with its result", err, res, raw.Result)
+		}
+
+		// A result that only mentions isError in its text is no error.
+		ctx, raw = upstream.WithRawResult(context.Background())
+		if res, err := s.CallTool(ctx, "echo", map[string]any{"text": `{"isError":true}`}, sb.InvokeOptions{}); err != nil || res.IsError {
+			t.Errorf("relayed echo of an isError text: %v, %+v", err, res)
+		}
+
+		if n := upstream.RelayedCalls() - before; n != 9 {
+			t.Errorf("%d calls relayed, want 9 (the timed-out one had no reply)", n)
 		}
 		// The session is still usable, through the go-sdk too.
 		if res, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "x"}, sb.InvokeOptions{}); err != nil ||
