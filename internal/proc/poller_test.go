@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -31,10 +32,14 @@ func waitChan(t *testing.T, c <-chan struct{}, what string) {
 
 // startChild starts sh -c script in its own process group and stops it
 // when the test ends, by its pid.
-func startChild(t *testing.T, script string) *exec.Cmd {
+// Each setup runs on the command before it starts.
+func startChild(t *testing.T, script string, setup ...func(*exec.Cmd)) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	for _, f := range setup {
+		f(cmd)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -137,14 +142,7 @@ func TestPollerDrainsPipes(t *testing.T) {
 		// Enough to take several reads; the grandchild keeps the pipe open
 		// a while after the child exits.
 		script := fmt.Sprintf("head -c 20000 /dev/zero | tr '\\0' '%c'; (sleep 0.3; echo end) & exit 0", 'a'+i)
-		cmd := exec.Command("sh", "-c", script)
-		cmd.Stdout = w
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		pid := cmd.Process.Pid
-		t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+		cmd := startChild(t, script, func(cmd *exec.Cmd) { cmd.Stdout = w })
 		w.Close()
 		p.Drain(r, outs[i], func() { close(eofs[i]) })
 		exits[i] = onExitReaps(&p, cmd, &errs[i])
@@ -204,18 +202,14 @@ func TestPollerReadsAPipeAtOnceWhenAChildExits(t *testing.T) {
 	out := &lockedBuffer{}
 	eof := make(chan struct{})
 	p.Drain(r, out, func() { close(eof) })
-	cmd := exec.Command("sh", "-c", "echo first; read x; echo last")
-	cmd.Stdout = w
-	gate, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+	var gate io.WriteCloser
+	cmd := startChild(t, "echo first; read x; echo last", func(cmd *exec.Cmd) {
+		cmd.Stdout = w
+		var err error
+		if gate, err = cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+	})
 	w.Close()
 	var exitErr error
 	exited := onExitReaps(&p, cmd, &exitErr)
