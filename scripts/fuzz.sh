@@ -33,6 +33,7 @@ targets=(
 	"FuzzAggregateName ./gateway"
 	"FuzzAPIRequestBodies ./httpapi"
 	"FuzzMembers ./internal/rawjson"
+	"FuzzDecode ./internal/rawjson"
 	"FuzzRelayEnvelope ./gateway"
 	"FuzzStatelessResult ./gateway"
 )

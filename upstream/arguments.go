@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/internal/rawjson"
 )
 
 // This file checks a call's arguments before anything is sent: they must
@@ -19,7 +21,7 @@ import (
 // normalizeArgs turns the caller's arguments into JSON and its decoded
 // object: nil becomes {}, a json.RawMessage or []byte is checked, anything
 // else is marshalled. The object is decoded once, here, for the schema
-// check.
+// check, as encoding/json would decode it (rawjson.Decode).
 func normalizeArgs(args any) (json.RawMessage, map[string]any, error) {
 	var raw json.RawMessage
 	switch a := args.(type) {
@@ -39,9 +41,11 @@ func normalizeArgs(args any) (json.RawMessage, map[string]any, error) {
 	if len(raw) == 0 {
 		return json.RawMessage("{}"), map[string]any{}, nil
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, nil, fmt.Errorf("arguments are not valid JSON: %w", err)
+	v, ok := rawjson.Decode(raw)
+	if !ok { // encoding/json says what is wrong with it
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, nil, fmt.Errorf("arguments are not valid JSON: %w", err)
+		}
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {

@@ -7,6 +7,10 @@
 // that Members walks to its end is valid JSON. Keys are compared as they
 // are written, escapes and all, so a key spelled with escapes is not
 // found: the callers then take the slow path, which decodes.
+//
+// Decode, with the same walk, decodes JSON into what encoding/json gives an
+// `any`, several times faster: a tool's arguments are decoded on every
+// call for the schema check (upstream/arguments.go).
 package rawjson
 
 import (
