@@ -188,12 +188,12 @@ func (s *Session) validTools(tools []*mcp.Tool) []*mcp.Tool {
 
 // headerAnnotationsError checks the x-mcp-header annotations of an input
 // schema as the go-sdk's validateParamHeaderAnnotations does: it
-// re-encodes the schema, reads only what the check needs (a schema that
-// does not read so has nothing to check), and then requires every
-// annotation to sit on a property of a primitive type, to be a valid
-// header name, and to be unique, case-insensitively, across the schema.
-// A schema that does not mention x-mcp-header has nothing to check, which
-// is nearly every schema, and is not decoded again.
+// re-encodes the schema and reads only what the check needs (a schema
+// that does not read so passes), then requires every annotation to sit on
+// a property of a primitive type, to be a valid header name, and to be
+// unique, case-insensitively, across the schema. A schema that does not
+// mention x-mcp-header, nearly every one, passes without being decoded
+// again.
 func headerAnnotationsError(schema any) error {
 	b, err := json.Marshal(schema)
 	if err != nil || !bytes.Contains(b, []byte(`"x-mcp-header"`)) {
