@@ -58,7 +58,7 @@ func (s *Session) discover(ctx context.Context, l *link) *failure {
 	// Switchboard log them and relay them to its own clients (who filter
 	// further by the level they set) without debug chatter.
 	if r := l.cs.InitializeResult(); r.Capabilities != nil && r.Capabilities.Logging != nil && r.ProtocolVersion < protocol20260728 {
-		if err := l.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: relayLogLevel}); err != nil {
+		if err := l.setLogLevel(ctx, relayLogLevel); err != nil {
 			s.log.Debug("server refused logging/setLevel", "error", s.redact.String(err.Error()))
 		}
 	}
@@ -88,7 +88,7 @@ func (l *link) list(ctx context.Context, kinds listKind, prev catalog) (listResu
 		caps = &mcp.ServerCapabilities{}
 	}
 	if kinds&listTools != 0 && caps.Tools != nil {
-		tools, cut, err := collect(l.cs.Tools(ctx, nil))
+		tools, cut, err := collect(l.toolPages(ctx))
 		if err != nil {
 			return r, err
 		}
@@ -101,8 +101,8 @@ func (l *link) list(ctx context.Context, kinds listKind, prev catalog) (listResu
 		r.infos = toolInfos(tools, &r.toolsShared)
 	}
 	if kinds&listResources != 0 && caps.Resources != nil {
-		relist(&r, "resources/list", &r.resources, l.cs.Resources(ctx, nil))
-		relist(&r, "resources/templates/list", &r.templates, l.cs.ResourceTemplates(ctx, nil))
+		relist(&r, "resources/list", &r.resources, l.resourcePages(ctx))
+		relist(&r, "resources/templates/list", &r.templates, l.templatePages(ctx))
 		r.resourcesShared = nil
 		for _, res := range r.resources {
 			res.Description = r.resourcesShared.string(res.Description)
@@ -112,7 +112,7 @@ func (l *link) list(ctx context.Context, kinds listKind, prev catalog) (listResu
 		}
 	}
 	if kinds&listPrompts != 0 && caps.Prompts != nil {
-		relist(&r, "prompts/list", &r.prompts, l.cs.Prompts(ctx, nil))
+		relist(&r, "prompts/list", &r.prompts, l.promptPages(ctx))
 		r.promptsShared = nil
 		for _, p := range r.prompts {
 			p.Description = r.promptsShared.string(p.Description)

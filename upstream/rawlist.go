@@ -1,0 +1,262 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// This file lists a server's tools, resources, templates and prompts on a
+// link over a byte stream (stdio, Options.Dial) without the go-sdk's
+// ClientSession: the request is written and its reply taken off the stream
+// by the link's frame connection (frames.go), as a relayed call's is.
+//
+// Why: the go-sdk decodes every message and every result through a stream
+// decoder whose first read allocates 32 KiB, and its ListTools decodes
+// every tool's input schema once more that way (filterValidTools). Starting
+// 1,000 servers of 14 tools each made about 800 MB of such garbage, and the
+// collector's work on it was a third of serve's CPU during start-up. Here
+// a result is decoded once, from the bytes, by the same decoder with the
+// same settings (segmentio's, case-sensitive, nesting bounded by the
+// frame's scanner), so the lists are the objects the go-sdk would have
+// made; ListTools' validation is kept (validTools).
+//
+// Protocols from 2026-07-28 on add per-request metadata and list caching
+// to the go-sdk's requests; links that negotiated one list through the
+// go-sdk as before.
+
+// listsRaw reports whether l lists over its frame connection.
+func (l *link) listsRaw() bool {
+	return l.frames != nil && l.cs.InitializeResult().ProtocolVersion < protocol20260728
+}
+
+// rawPages lists method page by page, as the go-sdk's iterators do:
+// decode each result into a new R, yield what page returns, follow the
+// cursor until it is empty.
+func rawPages[R any, T any](ctx context.Context, c *frameConn, method string, page func(*R) ([]T, string)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		cursor := ""
+		for {
+			res := new(R)
+			if err := c.rawRequest(ctx, method, cursor, res); err != nil {
+				yield(zero, err)
+				return
+			}
+			items, next := page(res)
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			cursor = next
+		}
+	}
+}
+
+// rawRequest sends a list request (with cursor, if set) and decodes its
+// result into out. Errors read as the go-sdk's do: `calling "tools/list":
+// ...`, the server's JSON-RPC error as a *jsonrpc.Error, a connection
+// that ended as mcp.ErrConnectionClosed unless what ended it was a
+// malformed message, which is named instead.
+func (c *frameConn) rawRequest(ctx context.Context, method, cursor string, out any) error {
+	params := "{}"
+	if cursor != "" {
+		q, _ := json.Marshal(cursor) // a string: never fails
+		params = `{"cursor":` + string(q) + `}`
+	}
+	reply, err := c.call(ctx, func(id string) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"` + method + `","params":` + params + "}\n")
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if rerr := c.endedBy(); rerr != nil && !errors.Is(rerr, io.EOF) && errors.Is(err, mcp.ErrConnectionClosed) {
+			return fmt.Errorf("calling %q: %w", method, rerr)
+		}
+		return fmt.Errorf("calling %q: %w", method, err)
+	}
+	if reply.err != nil {
+		return fmt.Errorf("calling %q: %w", method, reply.err)
+	}
+	if _, err := segjson.Parse(reply.result, out, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return fmt.Errorf("calling %q: %w", method, err)
+	}
+	return nil
+}
+
+// endedBy returns why reading the connection stopped, or nil while it
+// reads.
+func (c *frameConn) endedBy() error {
+	select {
+	case <-c.ended:
+	default:
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readErr
+}
+
+// toolPages lists the server's tools.
+func (l *link) toolPages(ctx context.Context) iter.Seq2[*mcp.Tool, error] {
+	if !l.listsRaw() {
+		return l.cs.Tools(ctx, nil)
+	}
+	return rawPages(ctx, l.frames, "tools/list", func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) {
+		return l.session.validTools(r.Tools), r.NextCursor
+	})
+}
+
+func (l *link) resourcePages(ctx context.Context) iter.Seq2[*mcp.Resource, error] {
+	if !l.listsRaw() {
+		return l.cs.Resources(ctx, nil)
+	}
+	return rawPages(ctx, l.frames, "resources/list", func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) {
+		return r.Resources, r.NextCursor
+	})
+}
+
+func (l *link) templatePages(ctx context.Context) iter.Seq2[*mcp.ResourceTemplate, error] {
+	if !l.listsRaw() {
+		return l.cs.ResourceTemplates(ctx, nil)
+	}
+	return rawPages(ctx, l.frames, "resources/templates/list", func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
+		return r.ResourceTemplates, r.NextCursor
+	})
+}
+
+func (l *link) promptPages(ctx context.Context) iter.Seq2[*mcp.Prompt, error] {
+	if !l.listsRaw() {
+		return l.cs.Prompts(ctx, nil)
+	}
+	return rawPages(ctx, l.frames, "prompts/list", func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) {
+		return r.Prompts, r.NextCursor
+	})
+}
+
+// setLogLevel asks the server for log messages of level and up.
+func (l *link) setLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	if !l.listsRaw() {
+		return l.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
+	}
+	q, _ := json.Marshal(level) // a string: never fails
+	reply, err := l.frames.call(ctx, func(id string) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"logging/setLevel","params":{"level":` + string(q) + "}}\n")
+	})
+	switch {
+	case err != nil:
+		return err
+	case reply.err != nil:
+		return reply.err
+	}
+	return nil
+}
+
+// validTools drops what the go-sdk's ListTools drops (filterValidTools): a
+// null tool, and one whose input schema has invalid x-mcp-header
+// annotations, which the go-sdk could not call over Streamable HTTP. It
+// says which, as the go-sdk would with a logger.
+func (s *Session) validTools(tools []*mcp.Tool) []*mcp.Tool {
+	out := tools[:0]
+	for _, t := range tools {
+		if t == nil {
+			s.log.Warn("the server listed a null tool; it is left out")
+			continue
+		}
+		if err := headerAnnotationsError(t.InputSchema); err != nil {
+			s.log.Warn("the server listed a tool with invalid x-mcp-header annotations; it is left out",
+				"tool", t.Name, "error", err)
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// headerAnnotationsError checks the x-mcp-header annotations of an input
+// schema as the go-sdk's validateParamHeaderAnnotations does: it
+// re-encodes the schema and reads only what the check needs (a schema
+// that does not read so passes), then requires every annotation to sit on
+// a property of a primitive type, to be a valid header name, and to be
+// unique, case-insensitively, across the schema. A schema that does not
+// mention x-mcp-header, nearly every one, passes without being decoded
+// again.
+func headerAnnotationsError(schema any) error {
+	b, err := json.Marshal(schema)
+	if err != nil || !bytes.Contains(b, []byte(`"x-mcp-header"`)) {
+		return nil
+	}
+	var s headerSchemaProperty
+	if _, err := segjson.Parse(b, &s, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return nil
+	}
+	return headerAnnotationsIn(s.Properties, "", map[string]bool{})
+}
+
+// headerSchemaProperty is what the check reads of a schema (the go-sdk's
+// type of the same name).
+type headerSchemaProperty struct {
+	Type       string                          `json:"type"`
+	XMCPHeader json.RawMessage                 `json:"x-mcp-header,omitempty"`
+	Properties map[string]headerSchemaProperty `json:"properties,omitempty"`
+}
+
+func headerAnnotationsIn(props map[string]headerSchemaProperty, prefix string, seen map[string]bool) error {
+	for name, p := range props {
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
+		if p.XMCPHeader != nil {
+			if p.Type != "string" && p.Type != "integer" && p.Type != "boolean" {
+				return fmt.Errorf("property %q: x-mcp-header can only be applied to primitive types (integer, string, boolean), got %q", path, p.Type)
+			}
+			var header string
+			if err := json.Unmarshal(p.XMCPHeader, &header); err != nil || header == "" {
+				return fmt.Errorf("property %q: x-mcp-header must be a non-empty string", path)
+			}
+			for _, c := range header {
+				if !isTokenChar(c) {
+					return fmt.Errorf("property %q: x-mcp-header value %q contains invalid character %q", path, header, c)
+				}
+			}
+			lower := strings.ToLower(header)
+			if seen[lower] {
+				return fmt.Errorf("property %q: duplicate x-mcp-header value %q (case-insensitive)", path, header)
+			}
+			seen[lower] = true
+		}
+		if len(p.Properties) > 0 {
+			if err := headerAnnotationsIn(p.Properties, path, seen); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// isTokenChar reports whether c may appear in an HTTP field name (tchar).
+func isTokenChar(c rune) bool {
+	switch {
+	case c >= '0' && c <= '9', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
+		return true
+	}
+	switch c {
+	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
+		return true
+	}
+	return false
+}
