@@ -49,9 +49,15 @@ type roundTripper struct {
 	limit     int
 	log       *slog.Logger
 	onUnknown func()
+	// onStream, if set, hears of the context of every event-stream GET
+	// the go-sdk sends, before anything else is done with it (remote.go).
+	onStream func(ctx context.Context)
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && t.onStream != nil {
+		t.onStream(req.Context())
+	}
 	if req.Method == http.MethodGet && t.linkCtx.Err() != nil {
 		return streamRefused(req), nil
 	}

@@ -51,9 +51,9 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	limit := s.opts.MaxResultBytes + frameOverhead
 	// A request refused for safety fails the attempt with its own reason,
 	// whatever the go-sdk makes of the failed request.
-	var refusal firstFailure
+	var refusal first[*failure]
 	guard := newOriginGuard(s.cfg.URL, s.redact.String, func(e *RedirectError) {
-		refusal.set(fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, e,
+		refusal.put(fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, e,
 			"%s: %v (if the server has moved there, configure that URL)", endpoint, e))
 	})
 	rt := &roundTripper{base: transportFor(s.opts.AllowedNetworks), headers: s.cfg.Headers, guard: guard,
@@ -63,9 +63,13 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 				"connection refused by %s: the server is no longer running", host))
 		},
 		onBlocked: func(err *BlockedAddressError) {
-			refusal.set(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
+			refusal.put(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
 		},
 		limit: limit, log: s.log}
+	var connCtx first[context.Context] // see watch below
+	if kind == sb.TransportStreamableHTTP {
+		rt.onStream = connCtx.put
+	}
 	if kind == sb.TransportSSE {
 		// The one event stream carries every answer: one that cannot be
 		// told apart may be the one a call waits for (bodylimit.go).
@@ -125,7 +129,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	}
 	l.cs = cs
 	l.cancel = cancel
-	go func() {
+	watch := func() {
 		err := cs.Wait()
 		if isSessionMissing(err) {
 			l.cause = fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
@@ -134,7 +138,23 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 				"the %s connection to %s closed: %s", kind, s.redact.String(s.cfg.URL), describe(err))
 		}
 		close(l.done)
-	}()
+	}
+	// The go-sdk tells of the connection's end only through Wait. A
+	// goroutine blocked in it for the connection's life costs a stack (4
+	// KiB) per idle session; a Streamable HTTP connection says it sooner,
+	// without one: the go-sdk sends its standalone stream's GET (during
+	// Connect) under the connection's own context, and cancels that when
+	// the connection closes, whatever closed it (the go-sdk's Close, which
+	// its JSON-RPC connection calls when reading fails, before Wait
+	// returns). Wait then returns at once. A context that ends sooner, or
+	// none seen (legacy SSE, whose stream has the link's context; a server
+	// whose protocol has no standalone stream), only means waiting from
+	// then on, as before.
+	if end := connCtx.get(); end != nil {
+		context.AfterFunc(end, watch)
+	} else {
+		go watch()
+	}
 	return l, nil, false
 }
 
@@ -182,22 +202,24 @@ func isWebPage(contentType string) bool {
 	return err == nil && (mt == "text/html" || mt == "application/xhtml+xml")
 }
 
-// firstFailure keeps the first failure reported to it, from any goroutine.
-type firstFailure struct {
-	mu sync.Mutex
-	f  *failure
+// first keeps the first value reported to it, from any goroutine.
+type first[T any] struct {
+	mu  sync.Mutex
+	v   T
+	set bool
 }
 
-func (ff *firstFailure) set(f *failure) {
-	ff.mu.Lock()
-	if ff.f == nil {
-		ff.f = f
+func (f *first[T]) put(v T) {
+	f.mu.Lock()
+	if !f.set {
+		f.v, f.set = v, true
 	}
-	ff.mu.Unlock()
+	f.mu.Unlock()
 }
 
-func (ff *firstFailure) get() *failure {
-	ff.mu.Lock()
-	defer ff.mu.Unlock()
-	return ff.f
+// get returns the first value reported, or T's zero value.
+func (f *first[T]) get() T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.v
 }
