@@ -2,10 +2,13 @@ package upstream_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
-	"strings"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
@@ -43,35 +46,87 @@ func TestServerEndingTheSessionIsNoticed(t *testing.T) {
 	}
 }
 
-// TestIdleStreamableSessionHasNoWatcher: an idle Streamable HTTP session
-// keeps no goroutine of its own waiting for its connection to end; the
-// go-sdk's connection context says when it does (dialHTTP). Thousands of
-// idle remote servers each kept one (a 4 KiB stack).
-func TestIdleStreamableSessionHasNoWatcher(t *testing.T) {
-	srv := testserver.StartHTTP(t)
-	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStreamableHTTP, URL: srv.URL}
-	s, _ := newSession(t, cfg, &upstream.Options{HealthInterval: -1})
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// The go-sdk's goroutines of the connection start during Connect; a
-	// watcher would have started right after it.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		buf := make([]byte, 1<<20)
-		dump := string(buf[:runtime.Stack(buf, true)])
-		waiting := 0
-		for g := range strings.SplitSeq(dump, "\n\n") {
-			if strings.Contains(g, "(*ClientSession).Wait") {
-				waiting++
+// TestListChangedArrivesOnTheStream: a server's list_changed that answers
+// no request of the session (another client added a tool) reaches the
+// session on its event stream, over Streamable HTTP (the standalone
+// stream) and legacy SSE.
+func TestListChangedArrivesOnTheStream(t *testing.T) {
+	for _, tc := range []struct {
+		transport sb.Transport
+		path      string
+	}{
+		{sb.TransportStreamableHTTP, "/mcp"},
+		{sb.TransportSSE, "/sse"},
+	} {
+		t.Run(string(tc.transport), func(t *testing.T) {
+			srv := testserver.StartHTTP(t)
+			cfg := &sb.ServerConfig{Name: "test", Transport: tc.transport, URL: srv.BaseURL + tc.path}
+			s, rec := newSession(t, cfg, &upstream.Options{HealthInterval: -1})
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
 			}
-		}
-		if waiting == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines wait on an idle session's connection:\n%s", waiting, dump)
-		}
-		time.Sleep(10 * time.Millisecond)
+			other, err := mcp.NewClient(&mcp.Implementation{Name: "other"}, nil).
+				Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			if _, err := other.CallTool(context.Background(), &mcp.CallToolParams{Name: "add_tool", Arguments: map[string]any{"name": "brand_new"}}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, s, "the new tool", func(i sb.RuntimeInfo) bool { return slices.Contains(toolNames(i), "brand_new") })
+			if rec.count(sb.ReasonToolsChanged) == 0 {
+				t.Error("no tools_changed event")
+			}
+		})
+	}
+}
+
+// TestIdleRemoteSessionGoroutines: an idle remote session runs no more
+// goroutines than it needs: its lifecycle, the go-sdk's JSON-RPC reader,
+// the reader of its event stream and, over legacy SSE only, the watcher of
+// its connection. No goroutine waits on a Streamable HTTP connection for
+// its end (dialHTTP), and the stream's connection has no net/http loops
+// (streamconn.go). Thousands of idle remote servers each kept three more,
+// 4 KiB of stack apiece.
+func TestIdleRemoteSessionGoroutines(t *testing.T) {
+	const sessions = 10
+	for _, tc := range []struct {
+		transport sb.Transport
+		path      string
+		each      int
+	}{
+		{sb.TransportStreamableHTTP, "/mcp", 3},
+		{sb.TransportSSE, "/sse", 4},
+	} {
+		t.Run(string(tc.transport), func(t *testing.T) {
+			srv := testserver.StartHTTP(t)
+			before := runtime.NumGoroutine()
+			for i := range sessions {
+				cfg := &sb.ServerConfig{Name: fmt.Sprint("s", i), Transport: tc.transport, URL: srv.BaseURL + tc.path}
+				s, _ := newSession(t, cfg, &upstream.Options{HealthInterval: -1})
+				if err := s.Start(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Beyond the sessions' own: the connections the requests of the
+			// handshakes left idle in the pool (two goroutines each), and
+			// goroutines on their way out.
+			const slack = 6
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				n := runtime.NumGoroutine() - before
+				if n <= sessions*tc.each+slack {
+					t.Logf("%d goroutines for %d idle sessions", n, sessions)
+					return
+				}
+				if time.Now().After(deadline) {
+					buf := make([]byte, 1<<20)
+					t.Fatalf("%d goroutines for %d idle sessions, want at most %d each (and %d more):\n%s",
+						n, sessions, tc.each, slack, buf[:runtime.Stack(buf, true)])
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
 	}
 }

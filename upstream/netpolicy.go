@@ -151,17 +151,18 @@ var connBuffer = 1 << 10
 // sharedTransport pools connections across every remote session with the
 // default policy; transportFor keeps one per other allow-list. Connections
 // are pooled per transport, so a connection dialed under one allow-list
-// never serves a session with another.
+// never serves a session with another. Event streams get connections of
+// their own (streamconn.go), dialed the same way.
 var (
-	sharedTransport = newTransport(addrPolicy{})
+	sharedTransport = &streamTransport{newTransport(addrPolicy{})}
 
 	transportsMu sync.Mutex
-	transports   = map[string]*http.Transport{} // by allow-list, see transportFor
+	transports   = map[string]*streamTransport{} // by allow-list, see transportFor
 )
 
 // transportFor returns the transport of the default policy less allowed.
 // Sessions usually share one allow-list (serve's), so there are few.
-func transportFor(allowed []netip.Prefix) *http.Transport {
+func transportFor(allowed []netip.Prefix) *streamTransport {
 	if len(allowed) == 0 {
 		return sharedTransport
 	}
@@ -175,7 +176,7 @@ func transportFor(allowed []netip.Prefix) *http.Transport {
 	defer transportsMu.Unlock()
 	t, ok := transports[key]
 	if !ok {
-		t = newTransport(addrPolicy{allowed: slices.Clone(allowed)})
+		t = &streamTransport{newTransport(addrPolicy{allowed: slices.Clone(allowed)})}
 		transports[key] = t
 	}
 	return t
