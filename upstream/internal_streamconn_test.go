@@ -1,9 +1,11 @@
 package upstream
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -119,4 +121,46 @@ func TestStreamsOnlyOfPlainHTTPGetOwnConnections(t *testing.T) {
 			t.Errorf("%s %s (Accept: %s) would get a connection of its own", tc.method, tc.url, tc.accept)
 		}
 	}
+}
+
+// TestStreamHeadersAreBounded: a server that sends headers without end
+// fails the request once they pass maxHeaderBytes, as net/http would,
+// rather than filling memory.
+func TestStreamHeadersAreBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = http.ReadRequest(bufio.NewReader(conn))
+		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nX-Long: ")
+		line := strings.Repeat("a", 64<<10)
+		for range maxHeaderBytes/len(line) + 2 {
+			if _, err := io.WriteString(conn, line); err != nil {
+				return // the client gave up
+			}
+		}
+	}()
+	req, err := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/sse", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := transportFor(nil).stream(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("headers over the bound were accepted")
+	}
+	if !strings.Contains(err.Error(), "exceeded") {
+		t.Errorf("error %q does not say the headers were too long", err)
+	}
+	<-served
 }

@@ -124,11 +124,12 @@ func (p addrPolicy) dialer() *net.Dialer {
 // calls answered as plain JSON) off. Dialing and TLS are bounded; a stream
 // GET that never sends headers is bounded by the roundTripper.
 //
-// Each HTTP/1 connection keeps a read and a write buffer for its life, and
-// every remote session holds one open for its standalone stream: connBuffer
-// bytes each instead of net/http's 4 KiB. They only gather headers and
-// chunk sizes; a body read or written in pieces larger than the buffer
-// passes it by.
+// Each HTTP/1 connection keeps a read and a write buffer for its life:
+// connBuffer bytes each instead of net/http's 4 KiB. They only gather
+// headers and chunk sizes; a body read or written in pieces larger than
+// the buffer passes it by. (The event streams that every remote session
+// holds open have connections of their own, with a read buffer of the same
+// size: streamconn.go.)
 func newTransport(p addrPolicy) *http.Transport {
 	return &http.Transport{
 		Proxy:                 p.proxy,
@@ -145,7 +146,7 @@ func newTransport(p addrPolicy) *http.Transport {
 }
 
 // connBuffer is the size of an HTTP/1 connection's read and write buffers
-// (see newTransport).
+// (see newTransport), and of an event stream's read buffer (streamconn.go).
 var connBuffer = 1 << 10
 
 // sharedTransport pools connections across every remote session with the

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -88,19 +90,32 @@ func (c *streamConn) exchange(req *http.Request) (*http.Response, error) {
 	if err := req.Write(c.Conn); err != nil {
 		return nil, err
 	}
-	br := bufio.NewReaderSize(c.Conn, connBuffer)
+	// Headers are read under a bound, as net/http does; the body is not.
+	lim := &io.LimitedReader{R: c.Conn, N: maxHeaderBytes}
+	br := bufio.NewReaderSize(lim, connBuffer)
 	for range maxInformational + 1 {
 		resp, err := http.ReadResponse(br, req)
+		if lim.N <= 0 {
+			if err == nil {
+				resp.Body.Close()
+			}
+			return nil, fmt.Errorf("the server's response headers exceeded %d bytes", maxHeaderBytes)
+		}
 		if err != nil {
 			return nil, err
 		}
 		if resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
+			lim.N = math.MaxInt64
 			resp.Body = &streamBody{body: resp.Body, c: c}
 			return resp, nil
 		}
 	}
 	return nil, errors.New("too many 1xx informational responses")
 }
+
+// maxHeaderBytes bounds the headers of a stream's response: net/http's
+// default for a Transport's MaxResponseHeaderBytes.
+const maxHeaderBytes = 10 << 20
 
 // streamConn is a stream's connection, closed once.
 type streamConn struct {
@@ -114,7 +129,9 @@ type streamConn struct {
 func (c *streamConn) Close() error {
 	c.once.Do(func() {
 		c.stop()
-		c.err = c.Conn.Close()
+		if err := c.Conn.Close(); !errors.Is(err, net.ErrClosed) { // closed by the context's end
+			c.err = err
+		}
 	})
 	return c.err
 }
