@@ -90,7 +90,7 @@ func TestListChangedArrivesOnTheStream(t *testing.T) {
 // (streamconn.go). Thousands of idle remote servers each kept three more,
 // 4 KiB of stack apiece.
 func TestIdleRemoteSessionGoroutines(t *testing.T) {
-	const sessions = 10
+	const sessions = 20
 	for _, tc := range []struct {
 		transport sb.Transport
 		path      string
@@ -112,7 +112,7 @@ func TestIdleRemoteSessionGoroutines(t *testing.T) {
 			// Beyond the sessions' own: the connections the requests of the
 			// handshakes left idle in the pool (two goroutines each), and
 			// goroutines on their way out.
-			const slack = 6
+			const slack = 10
 			deadline := time.Now().Add(5 * time.Second)
 			for {
 				n := runtime.NumGoroutine() - before
