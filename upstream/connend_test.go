@@ -83,11 +83,10 @@ func TestListChangedArrivesOnTheStream(t *testing.T) {
 }
 
 // TestIdleRemoteSessionGoroutines: an idle remote session runs no more
-// goroutines than it needs: its lifecycle, the go-sdk's JSON-RPC reader,
-// the reader of its event stream and, over legacy SSE only, the watcher of
-// its connection. No goroutine waits on a Streamable HTTP connection for
-// its end (dialHTTP), and the stream's connection has no net/http loops
-// (streamconn.go). Thousands of idle remote servers each kept three more,
+// goroutines than it needs: its lifecycle, the go-sdk's JSON-RPC reader
+// and the reader of its event stream. No goroutine waits on the
+// connection for its end (dialHTTP), and the stream's connection has no
+// net/http loops (streamconn.go). Thousands of idle remote servers each kept three more,
 // 4 KiB of stack apiece.
 func TestIdleRemoteSessionGoroutines(t *testing.T) {
 	const sessions = 20
@@ -97,7 +96,7 @@ func TestIdleRemoteSessionGoroutines(t *testing.T) {
 		each      int
 	}{
 		{sb.TransportStreamableHTTP, "/mcp", 3},
-		{sb.TransportSSE, "/sse", 4},
+		{sb.TransportSSE, "/sse", 3},
 	} {
 		t.Run(string(tc.transport), func(t *testing.T) {
 			srv := testserver.StartHTTP(t)

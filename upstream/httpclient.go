@@ -49,15 +49,14 @@ type roundTripper struct {
 	limit     int
 	log       *slog.Logger
 	onUnknown func()
-	// onStream, if set, hears of the context of every event-stream GET
-	// the go-sdk sends, before anything else is done with it (remote.go).
-	onStream func(ctx context.Context)
+	// onStream, if set, hears of every event-stream GET about to be sent:
+	// the context the go-sdk sends it with, and the request's own, which
+	// ends with that, the link, or the closing of the response's body
+	// (remote.go).
+	onStream func(sdk, own context.Context)
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodGet && t.onStream != nil {
-		t.onStream(req.Context())
-	}
 	if req.Method == http.MethodGet && t.linkCtx.Err() != nil {
 		return streamRefused(req), nil
 	}
@@ -89,6 +88,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		parent = context.WithoutCancel(parent)
 	}
 	ctx, cancel := context.WithCancel(parent)
+	if req.Method == http.MethodGet && t.onStream != nil {
+		t.onStream(req.Context(), ctx)
+	}
 	stop := context.AfterFunc(t.linkCtx, cancel)
 	var stopCall func() bool
 	if sent != nil {

@@ -66,9 +66,15 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 			refusal.put(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
 		},
 		limit: limit, log: s.log}
-	var connCtx first[context.Context] // see watch below
-	if kind == sb.TransportStreamableHTTP {
-		rt.onStream = connCtx.put
+	// The first context of an event stream that ends when the connection
+	// does (see watch below).
+	var connEnd first[context.Context]
+	rt.onStream = func(sdk, own context.Context) {
+		if kind == sb.TransportSSE {
+			connEnd.put(own)
+		} else {
+			connEnd.put(sdk)
+		}
 	}
 	if kind == sb.TransportSSE {
 		// The one event stream carries every answer: one that cannot be
@@ -141,16 +147,22 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	}
 	// The go-sdk tells of the connection's end only through Wait. A
 	// goroutine blocked in it for the connection's life costs a stack (4
-	// KiB) per idle session; a Streamable HTTP connection says it sooner,
-	// without one: the go-sdk sends its standalone stream's GET (during
-	// Connect) under the connection's own context, and cancels that when
-	// the connection closes, whatever closed it (the go-sdk's Close, which
-	// its JSON-RPC connection calls when reading fails, before Wait
-	// returns). Wait then returns at once. A context that ends sooner, or
-	// none seen (legacy SSE, whose stream has the link's context; a server
-	// whose protocol has no standalone stream), only means waiting from
-	// then on, as before.
-	if end := connCtx.get(); end != nil {
+	// KiB) per idle session; the connection's event stream says it sooner,
+	// without one, through a context that ends no later than the
+	// connection (the go-sdk closes the connection, whatever ends it,
+	// before Wait returns):
+	//   - Streamable HTTP: the go-sdk sends its standalone stream's GET
+	//     (during Connect) under the connection's own context, which its
+	//     Close cancels; its JSON-RPC connection calls Close when reading
+	//     fails, and Close is what ours calls.
+	//   - Legacy SSE: the connection is its one stream; the go-sdk closes
+	//     the stream's body when the stream ends and when it is closed,
+	//     which ends the request's own context.
+	// Wait then returns at once. A context that ends sooner (a standalone
+	// stream's GET that was not the go-sdk's first), or none seen (a
+	// protocol without a standalone stream), only means waiting from then
+	// on, as before.
+	if end := connEnd.get(); end != nil {
 		context.AfterFunc(end, watch)
 	} else {
 		go watch()
