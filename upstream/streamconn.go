@@ -17,9 +17,15 @@ import (
 // such stream open for its whole life (the go-sdk's standalone Streamable
 // HTTP stream, or the legacy SSE stream), and net/http serves each HTTP/1
 // connection with two goroutines of its own (persistConn's read and write
-// loops, a 4 KiB stack each), a write buffer and its bookkeeping: about 11
-// KiB per idle session, for a response that one goroutine (the go-sdk's
-// reader) reads from start to end and that never shares its connection.
+// loops, a 4 KiB stack each), a write buffer and its bookkeeping, for a
+// response that one goroutine (the go-sdk's reader) reads from start to
+// end and that never shares its connection. A daemon with 2,000 idle
+// remote servers took 14 KiB less per server without them.
+//
+// On the wire the request is what net/http sends (http.Request.Write)
+// less the Accept-Encoding: gzip that net/http adds and undoes itself: a
+// stream is not compressed. The connection is not reused once its stream
+// has ended.
 
 // streamTransport is the transport of remote sessions: an event-stream GET
 // to a plain http:// URL that no proxy serves goes over a connection of its
