@@ -49,7 +49,7 @@ func (t *streamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // Proxy answers for the policy too: an error it returns, the Transport
 // returns).
 func (t *streamTransport) ownsStream(req *http.Request) bool {
-	if req.Method != http.MethodGet || req.URL.Scheme != "http" || req.Body != nil && req.Body != http.NoBody ||
+	if req.Method != http.MethodGet || req.URL.Scheme != "http" || (req.Body != nil && req.Body != http.NoBody) ||
 		req.Header.Get("Accept") != "text/event-stream" || !isASCII(req.URL.Host) {
 		return false
 	}
@@ -101,10 +101,7 @@ func (c *streamConn) exchange(req *http.Request) (*http.Response, error) {
 	br := bufio.NewReaderSize(lim, connBuffer)
 	for range maxInformational + 1 {
 		resp, err := http.ReadResponse(br, req)
-		if lim.N <= 0 {
-			if err == nil {
-				resp.Body.Close()
-			}
+		if lim.N <= 0 { // the caller closes the connection, and with it resp
 			return nil, fmt.Errorf("the server's response headers exceeded %d bytes", maxHeaderBytes)
 		}
 		if err != nil {
