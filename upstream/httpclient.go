@@ -49,6 +49,11 @@ type roundTripper struct {
 	limit     int
 	log       *slog.Logger
 	onUnknown func()
+	// onStream, if set, hears of every event-stream GET about to be sent:
+	// the context the go-sdk sends it with, and the request's own, which
+	// ends with that, the link, or the closing of the response's body
+	// (remote.go).
+	onStream func(sdk, own context.Context)
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -83,6 +88,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		parent = context.WithoutCancel(parent)
 	}
 	ctx, cancel := context.WithCancel(parent)
+	if req.Method == http.MethodGet && t.onStream != nil {
+		t.onStream(req.Context(), ctx)
+	}
 	stop := context.AfterFunc(t.linkCtx, cancel)
 	var stopCall func() bool
 	if sent != nil {

@@ -124,11 +124,12 @@ func (p addrPolicy) dialer() *net.Dialer {
 // calls answered as plain JSON) off. Dialing and TLS are bounded; a stream
 // GET that never sends headers is bounded by the roundTripper.
 //
-// Each HTTP/1 connection keeps a read and a write buffer for its life, and
-// every remote session holds one open for its standalone stream: connBuffer
-// bytes each instead of net/http's 4 KiB. They only gather headers and
-// chunk sizes; a body read or written in pieces larger than the buffer
-// passes it by.
+// Each HTTP/1 connection keeps a read and a write buffer for its life:
+// connBuffer bytes each instead of net/http's 4 KiB. They only gather
+// headers and chunk sizes; a body read or written in pieces larger than
+// the buffer passes it by. (The event streams that every remote session
+// holds open have connections of their own, with a read buffer of the same
+// size: streamconn.go.)
 func newTransport(p addrPolicy) *http.Transport {
 	return &http.Transport{
 		Proxy:                 p.proxy,
@@ -145,23 +146,24 @@ func newTransport(p addrPolicy) *http.Transport {
 }
 
 // connBuffer is the size of an HTTP/1 connection's read and write buffers
-// (see newTransport).
+// (see newTransport), and of an event stream's read buffer (streamconn.go).
 var connBuffer = 1 << 10
 
 // sharedTransport pools connections across every remote session with the
 // default policy; transportFor keeps one per other allow-list. Connections
 // are pooled per transport, so a connection dialed under one allow-list
-// never serves a session with another.
+// never serves a session with another. Event streams get connections of
+// their own (streamconn.go), dialed the same way.
 var (
-	sharedTransport = newTransport(addrPolicy{})
+	sharedTransport = &streamTransport{newTransport(addrPolicy{})}
 
 	transportsMu sync.Mutex
-	transports   = map[string]*http.Transport{} // by allow-list, see transportFor
+	transports   = map[string]*streamTransport{} // by allow-list, see transportFor
 )
 
 // transportFor returns the transport of the default policy less allowed.
 // Sessions usually share one allow-list (serve's), so there are few.
-func transportFor(allowed []netip.Prefix) *http.Transport {
+func transportFor(allowed []netip.Prefix) *streamTransport {
 	if len(allowed) == 0 {
 		return sharedTransport
 	}
@@ -175,7 +177,7 @@ func transportFor(allowed []netip.Prefix) *http.Transport {
 	defer transportsMu.Unlock()
 	t, ok := transports[key]
 	if !ok {
-		t = newTransport(addrPolicy{allowed: slices.Clone(allowed)})
+		t = &streamTransport{newTransport(addrPolicy{allowed: slices.Clone(allowed)})}
 		transports[key] = t
 	}
 	return t

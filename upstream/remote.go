@@ -51,9 +51,9 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	limit := s.opts.MaxResultBytes + frameOverhead
 	// A request refused for safety fails the attempt with its own reason,
 	// whatever the go-sdk makes of the failed request.
-	var refusal firstFailure
+	var refusal first[*failure]
 	guard := newOriginGuard(s.cfg.URL, s.redact.String, func(e *RedirectError) {
-		refusal.set(fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, e,
+		refusal.put(fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, e,
 			"%s: %v (if the server has moved there, configure that URL)", endpoint, e))
 	})
 	rt := &roundTripper{base: transportFor(s.opts.AllowedNetworks), headers: s.cfg.Headers, guard: guard,
@@ -63,9 +63,19 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 				"connection refused by %s: the server is no longer running", host))
 		},
 		onBlocked: func(err *BlockedAddressError) {
-			refusal.set(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
+			refusal.put(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
 		},
 		limit: limit, log: s.log}
+	// The first context of an event stream that ends when the connection
+	// does (see watch below).
+	var connEnd first[context.Context]
+	rt.onStream = func(sdk, own context.Context) {
+		if kind == sb.TransportSSE {
+			connEnd.put(own)
+		} else {
+			connEnd.put(sdk)
+		}
+	}
 	if kind == sb.TransportSSE {
 		// The one event stream carries every answer: one that cannot be
 		// told apart may be the one a call waits for (bodylimit.go).
@@ -125,7 +135,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	}
 	l.cs = cs
 	l.cancel = cancel
-	go func() {
+	watch := func() {
 		err := cs.Wait()
 		if isSessionMissing(err) {
 			l.cause = fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
@@ -134,7 +144,29 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 				"the %s connection to %s closed: %s", kind, s.redact.String(s.cfg.URL), describe(err))
 		}
 		close(l.done)
-	}()
+	}
+	// The go-sdk tells of the connection's end only through Wait. A
+	// goroutine blocked in it for the connection's life costs a stack (4
+	// KiB) per idle session; the connection's event stream says it sooner,
+	// without one, through a context that ends no later than the
+	// connection (the go-sdk closes the connection, whatever ends it,
+	// before Wait returns):
+	//   - Streamable HTTP: the go-sdk sends its standalone stream's GET
+	//     (during Connect) under the connection's own context, which its
+	//     Close cancels; its JSON-RPC connection calls Close when reading
+	//     fails, and Close is what ours calls.
+	//   - Legacy SSE: the connection is its one stream; the go-sdk closes
+	//     the stream's body when the stream ends and when it is closed,
+	//     which ends the request's own context.
+	// Wait then returns at once. A context that ends sooner (a standalone
+	// stream's GET that was not the go-sdk's first), or none seen (a
+	// protocol without a standalone stream), only means waiting from then
+	// on, as before.
+	if end := connEnd.get(); end != nil {
+		context.AfterFunc(end, watch)
+	} else {
+		go watch()
+	}
 	return l, nil, false
 }
 
@@ -182,22 +214,24 @@ func isWebPage(contentType string) bool {
 	return err == nil && (mt == "text/html" || mt == "application/xhtml+xml")
 }
 
-// firstFailure keeps the first failure reported to it, from any goroutine.
-type firstFailure struct {
-	mu sync.Mutex
-	f  *failure
+// first keeps the first value reported to it, from any goroutine.
+type first[T any] struct {
+	mu  sync.Mutex
+	v   T
+	set bool
 }
 
-func (ff *firstFailure) set(f *failure) {
-	ff.mu.Lock()
-	if ff.f == nil {
-		ff.f = f
+func (f *first[T]) put(v T) {
+	f.mu.Lock()
+	if !f.set {
+		f.v, f.set = v, true
 	}
-	ff.mu.Unlock()
+	f.mu.Unlock()
 }
 
-func (ff *firstFailure) get() *failure {
-	ff.mu.Lock()
-	defer ff.mu.Unlock()
-	return ff.f
+// get returns the first value reported, or T's zero value.
+func (f *first[T]) get() T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.v
 }
