@@ -74,8 +74,8 @@ func TestRelayedCallOnAByteStream(t *testing.T) {
 
 		// A result that only mentions isError in its text is no error.
 		ctx, raw = upstream.WithRawResult(context.Background())
-		if res, err := s.CallTool(ctx, "echo", map[string]any{"text": `{"isError":true}`}, sb.InvokeOptions{}); err != nil || res.IsError {
-			t.Errorf("relayed echo of an isError text: %v, %+v", err, res)
+		if res, err := s.CallTool(ctx, "echo", map[string]any{"text": `{"isError":true}`}, sb.InvokeOptions{}); err != nil || res.IsError || raw.Result == nil {
+			t.Errorf("relayed echo of an isError text: %v, %+v, result %s", err, res, raw.Result)
 		}
 
 		if n := upstream.RelayedCalls() - before; n != 9 {
