@@ -45,11 +45,24 @@ type frameTransport struct {
 	r     io.ReadCloser
 	w     io.WriteCloser
 	limit int
+	hooks frameHooks
 	conn  **frameConn
 }
 
+// frameHooks are what the read loop tells of the stream as it reads it,
+// on its own goroutine, in the stream's order.
+type frameHooks struct {
+	// line, if set, sees every message before anything else is done with
+	// it: a progress notification is delivered before the result that
+	// follows it is even routed (tap.go).
+	line func(msg []byte)
+	// oversize, if set, is called once if a message passes the limit,
+	// before the connection ends because of it.
+	oversize func()
+}
+
 func (t *frameTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := newFrameConn(t.r, t.w, t.limit)
+	c := newFrameConn(t.r, t.w, t.limit, t.hooks)
 	*t.conn = c
 	return c, nil
 }
@@ -71,6 +84,7 @@ type frameConn struct {
 	rc    io.ReadCloser
 	w     io.WriteCloser
 	limit int
+	hooks frameHooks
 
 	writeMu sync.Mutex
 
@@ -92,8 +106,8 @@ type frameConn struct {
 	closed    chan struct{}
 }
 
-func newFrameConn(rc io.ReadCloser, w io.WriteCloser, limit int) *frameConn {
-	c := &frameConn{rc: rc, w: w, limit: limit, incoming: make(chan readOrErr),
+func newFrameConn(rc io.ReadCloser, w io.WriteCloser, limit int, hooks frameHooks) *frameConn {
+	c := &frameConn{rc: rc, w: w, limit: limit, hooks: hooks, incoming: make(chan readOrErr),
 		pending: make(map[string]chan relayReply), ended: make(chan struct{}), closed: make(chan struct{})}
 	go c.readLoop()
 	return c
@@ -111,11 +125,17 @@ func (c *frameConn) readLoop() {
 		}
 		line, err = c.readLine(br, line[:0])
 		if err != nil {
+			if errors.Is(err, errFrameTooLarge) && c.hooks.oversize != nil {
+				c.hooks.oversize()
+			}
 			break
 		}
 		msg := bytes.TrimSpace(line)
 		if len(msg) == 0 {
 			continue
+		}
+		if c.hooks.line != nil {
+			c.hooks.line(msg)
 		}
 		if c.routeReply(msg) {
 			line = nil // the reply's result is a part of it, now the caller's

@@ -227,7 +227,7 @@ func TestRawListErrorsAreTheGoSDKs(t *testing.T) {
 // the connection" (TestMalformedStdioErrorNamesTheJSON).
 func TestRawListNamesAMalformedLine(t *testing.T) {
 	client, server := net.Pipe()
-	c := newFrameConn(client, client, 0)
+	c := newFrameConn(client, client, 0, frameHooks{})
 	defer c.Close()
 	go func() {
 		r := bufio.NewReader(server)

@@ -15,7 +15,9 @@ import (
 // delivered, or a callback could run after the call returned. A tap on the
 // byte stream sees messages in wire order, in the goroutine that reads
 // them: every progress notification is delivered before the bytes that
-// follow it (the result) are even parsed.
+// follow it (the result) are even parsed. On a byte-stream link the frame
+// reader is the tap (frameHooks.line, frames.go); on an HTTP link,
+// lineTap below, on each event stream's body.
 
 // maxTapLine bounds the bytes a tap buffers for one message that arrives
 // in pieces. Progress notifications are small; a longer line is a result
@@ -29,17 +31,12 @@ var progressMethod = []byte(`"notifications/progress"`)
 // completed the line returns. With sse set, the stream is server-sent
 // events: fn receives the data of each event.
 type lineTap struct {
-	r   io.ReadCloser
-	fn  func(msg []byte)
-	sse bool
-	// maxLine, if set, is the go-sdk's limit on one line; onOversize is
-	// called once when a line reaches it.
-	maxLine    int
-	onOversize func()
-	lineLen    int    // bytes of the current line so far
-	line       []byte // the current line, when it spans reads
-	skip       bool   // the current line exceeded maxTapLine
-	data       []byte // sse: data lines of the current event
+	r    io.ReadCloser
+	fn   func(msg []byte)
+	sse  bool
+	line []byte // the current line, when it spans reads
+	skip bool   // the current line exceeded maxTapLine
+	data []byte // sse: data lines of the current event
 }
 
 func (t *lineTap) Read(p []byte) (int, error) {
@@ -54,12 +51,9 @@ func (t *lineTap) scan(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			t.count(len(b))
 			t.hold(b)
 			return
 		}
-		t.count(i)
-		t.lineLen = 0
 		if len(t.line) == 0 && !t.skip {
 			t.onLine(b[:i]) // the common case: a whole line in one read, no copy
 		} else {
@@ -70,21 +64,6 @@ func (t *lineTap) scan(b []byte) {
 		}
 		t.line, t.skip = t.line[:0], false
 		b = b[i+1:]
-	}
-}
-
-// count adds n bytes to the current line's length and reports a line that
-// has outgrown maxLine, once.
-func (t *lineTap) count(n int) {
-	if t.maxLine <= 0 {
-		return
-	}
-	before := t.lineLen
-	t.lineLen += n
-	// The go-sdk's own limit stops reading at exactly maxLine bytes, so a
-	// line that reaches it without ending is the oversized one.
-	if before < t.maxLine && t.lineLen >= t.maxLine && t.onOversize != nil {
-		t.onOversize()
 	}
 }
 

@@ -12,15 +12,19 @@ import (
 // a stdio server's pipes or on the stream that Options.Dial returns (an
 // in-process server).
 
-// ioTransport speaks newline-delimited JSON-RPC over r and w, with the
-// progress tap on r and frames bounded by the result size cap; its
-// connection (frames.go), kept on the link, also carries relayed calls.
-// The connection ends on an oversized frame without saying so in a way a
-// caller can test; the tap notes it on the link.
+// ioTransport speaks newline-delimited JSON-RPC over r and w, frames
+// bounded by the result size cap; its connection (frames.go), kept on the
+// link, also carries relayed calls, and shows every message to the
+// progress tap (onWire) as it reads it. The connection ends on an
+// oversized frame without saying so in a way a caller can test; the
+// oversize hook notes it on the link first.
 func (s *Session) ioTransport(l *link, r io.ReadCloser, w io.WriteCloser) mcp.Transport {
 	limit := s.opts.MaxResultBytes + frameOverhead
 	return &frameTransport{
-		r: &lineTap{r: r, fn: s.onWire, maxLine: limit, onOversize: func() {
+		r:     r,
+		w:     w,
+		limit: limit,
+		hooks: frameHooks{line: s.onWire, oversize: func() {
 			// No call is sent on the link from here on: calls wait for the
 			// reconnect instead of failing on a connection being reset.
 			l.markDead(fail(sb.PhaseRuntime, sb.CodeResultTooLarge, retryFast, ErrResultTooLarge,
@@ -28,9 +32,7 @@ func (s *Session) ioTransport(l *link, r io.ReadCloser, w io.WriteCloser) mcp.Tr
 			l.sharedBlame.Store(l.calls.Load() > 1)
 			l.oversized.Store(true) // last: it publishes the two above
 		}},
-		w:     w,
-		limit: limit,
-		conn:  &l.frames,
+		conn: &l.frames,
 	}
 }
 
