@@ -104,8 +104,8 @@ func (t *lineTap) onLine(line []byte) {
 // onWire examines one JSON-RPC message from the server and delivers it if
 // it is a progress notification of a call in flight.
 func (s *Session) onWire(msg []byte) {
-	if !bytes.Contains(msg, progressMethod) {
-		return
+	if len(msg) > maxTapLine || !bytes.Contains(msg, progressMethod) {
+		return // a progress notification is short: a long line is a result
 	}
 	var n struct {
 		Method string                         `json:"method"`
