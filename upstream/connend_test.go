@@ -15,31 +15,43 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
+// remoteTransports are the remote transports, each with the testserver's
+// path for it.
+var remoteTransports = []struct {
+	transport sb.Transport
+	path      string
+}{
+	{sb.TransportStreamableHTTP, "/mcp"},
+	{sb.TransportSSE, "/sse"},
+}
+
+// startRemote starts a session named name to srv over transport at path,
+// with no health probe, and starts it.
+func startRemote(t *testing.T, srv *testserver.Process, name string, transport sb.Transport, path string) (*upstream.Session, *recorder) {
+	t.Helper()
+	cfg := &sb.ServerConfig{Name: name, Transport: transport, URL: srv.BaseURL + path}
+	s, rec := newSession(t, cfg, &upstream.Options{HealthInterval: -1})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s, rec
+}
+
 // TestServerEndingTheSessionIsNoticed: a server that ends an idle session
 // on its own (it forgets it, closing its streams) is noticed without a
 // call or a health probe, over Streamable HTTP (the session is missing:
 // expired) and legacy SSE (the stream closed). The stdio counterpart, a
 // process that exits, is TestReconnectAfterProcessKilled.
 func TestServerEndingTheSessionIsNoticed(t *testing.T) {
-	for _, tc := range []struct {
-		transport sb.Transport
-		path      string
-		code      sb.Code
-	}{
-		{sb.TransportStreamableHTTP, "/mcp", sb.CodeSessionExpired},
-		{sb.TransportSSE, "/sse", sb.CodeConnectionClosed},
-	} {
+	code := map[sb.Transport]sb.Code{sb.TransportStreamableHTTP: sb.CodeSessionExpired, sb.TransportSSE: sb.CodeConnectionClosed}
+	for _, tc := range remoteTransports {
 		t.Run(string(tc.transport), func(t *testing.T) {
 			srv := testserver.StartHTTP(t)
-			cfg := &sb.ServerConfig{Name: "test", Transport: tc.transport, URL: srv.BaseURL + tc.path}
-			s, rec := newSession(t, cfg, &upstream.Options{HealthInterval: -1})
-			if err := s.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			s, rec := startRemote(t, srv, "test", tc.transport, tc.path)
 			adminPost(t, srv, "drop")
 			drop := waitEvent(t, rec, func(e sb.Event) bool { return e.Reason == sb.ReasonDropped })
-			if drop.Error == nil || drop.Error.Code != tc.code || drop.Error.Phase != sb.PhaseRuntime {
-				t.Fatalf("dropped with %+v, want %s in phase runtime", drop.Error, tc.code)
+			if want := code[tc.transport]; drop.Error == nil || drop.Error.Code != want || drop.Error.Phase != sb.PhaseRuntime {
+				t.Fatalf("dropped with %+v, want %s in phase runtime", drop.Error, want)
 			}
 			waitFor(t, s, "the reconnect", func(i sb.RuntimeInfo) bool { return i.Status == sb.StatusConnected && i.Reconnects == 1 })
 		})
@@ -51,20 +63,10 @@ func TestServerEndingTheSessionIsNoticed(t *testing.T) {
 // session on its event stream, over Streamable HTTP (the standalone
 // stream) and legacy SSE.
 func TestListChangedArrivesOnTheStream(t *testing.T) {
-	for _, tc := range []struct {
-		transport sb.Transport
-		path      string
-	}{
-		{sb.TransportStreamableHTTP, "/mcp"},
-		{sb.TransportSSE, "/sse"},
-	} {
+	for _, tc := range remoteTransports {
 		t.Run(string(tc.transport), func(t *testing.T) {
 			srv := testserver.StartHTTP(t)
-			cfg := &sb.ServerConfig{Name: "test", Transport: tc.transport, URL: srv.BaseURL + tc.path}
-			s, rec := newSession(t, cfg, &upstream.Options{HealthInterval: -1})
-			if err := s.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			s, rec := startRemote(t, srv, "test", tc.transport, tc.path)
 			other, err := mcp.NewClient(&mcp.Implementation{Name: "other"}, nil).
 				Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
 			if err != nil {
@@ -90,23 +92,13 @@ func TestListChangedArrivesOnTheStream(t *testing.T) {
 // 4 KiB of stack apiece.
 func TestIdleRemoteSessionGoroutines(t *testing.T) {
 	const sessions = 20
-	for _, tc := range []struct {
-		transport sb.Transport
-		path      string
-		each      int
-	}{
-		{sb.TransportStreamableHTTP, "/mcp", 3},
-		{sb.TransportSSE, "/sse", 3},
-	} {
+	const each = 3 // goroutines per idle session
+	for _, tc := range remoteTransports {
 		t.Run(string(tc.transport), func(t *testing.T) {
 			srv := testserver.StartHTTP(t)
 			before := runtime.NumGoroutine()
 			for i := range sessions {
-				cfg := &sb.ServerConfig{Name: fmt.Sprint("s", i), Transport: tc.transport, URL: srv.BaseURL + tc.path}
-				s, _ := newSession(t, cfg, &upstream.Options{HealthInterval: -1})
-				if err := s.Start(context.Background()); err != nil {
-					t.Fatal(err)
-				}
+				startRemote(t, srv, fmt.Sprint("s", i), tc.transport, tc.path)
 			}
 			// Beyond the sessions' own: the connections the requests of the
 			// handshakes left idle in the pool (two goroutines each), and
@@ -115,14 +107,14 @@ func TestIdleRemoteSessionGoroutines(t *testing.T) {
 			deadline := time.Now().Add(5 * time.Second)
 			for {
 				n := runtime.NumGoroutine() - before
-				if n <= sessions*tc.each+slack {
+				if n <= sessions*each+slack {
 					t.Logf("%d goroutines for %d idle sessions", n, sessions)
 					return
 				}
 				if time.Now().After(deadline) {
 					buf := make([]byte, 1<<20)
 					t.Fatalf("%d goroutines for %d idle sessions, want at most %d each (and %d more):\n%s",
-						n, sessions, tc.each, slack, buf[:runtime.Stack(buf, true)])
+						n, sessions, each, slack, buf[:runtime.Stack(buf, true)])
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
