@@ -226,15 +226,10 @@ func TestOAuthCallbackOnAnotherReplica(t *testing.T) {
 	resp.Body.Close()
 	// The browser: approved, sent to the callback, which the load
 	// balancer hands to b.
-	nr := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err = nr.Get(start.AuthorizationURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	callback := strings.Replace(resp.Header.Get("Location"), a.URL, b.URL, 1)
+	loc := oauthtest.Approve(t, start.AuthorizationURL).String()
+	callback := strings.Replace(loc, a.URL, b.URL, 1)
 	if !strings.HasPrefix(callback, b.URL+"/api/v1/servers/gh/oauth/callback?") {
-		t.Fatalf("the authorization server redirected to %q", resp.Header.Get("Location"))
+		t.Fatalf("the authorization server redirected to %q", loc)
 	}
 	for i, want := range []string{"gh is authorized", "Authorization failed"} { // the second time, a replay
 		resp, err := http.Get(callback)

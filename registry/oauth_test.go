@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -97,17 +95,7 @@ func TestOAuthAcrossReplicas(t *testing.T) {
 	if st, err := b.oauth.Status(ctx, "gh"); err != nil || !st.Pending {
 		t.Fatalf("b's status of a flow begun on a: %+v, %v; want pending", st, err)
 	}
-	nr := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := nr.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || resp.StatusCode != http.StatusFound {
-		t.Fatalf("authorize: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
-	}
-	q := loc.Query()
+	q := oauthtest.Approve(t, authURL).Query()
 	if err := b.oauth.Complete(ctx, "gh", q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error")); err != nil {
 		t.Fatalf("the callback on b: %v", err)
 	}

@@ -3,8 +3,6 @@ package upstream
 import (
 	"context"
 	"crypto/rand"
-	"net/http"
-	"net/url"
 	"testing"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -33,14 +31,8 @@ func TestRefreshRaceBetweenReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if err := o.Complete(ctx, cfg.Name, loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+	q := oauthtest.Approve(t, u).Query()
+	if err := o.Complete(ctx, cfg.Name, q.Get("state"), q.Get("code"), "", ""); err != nil {
 		t.Fatal(err)
 	}
 
