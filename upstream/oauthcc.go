@@ -41,10 +41,9 @@ func (ts *tokenSource) clientCredentials(ctx context.Context, cfg *sb.ServerConf
 	g := &sb.OAuthGrant{Resource: cfg.URL, ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, TokenURL: cc.TokenURL,
 		AuthStyle: int(cc.AuthStyle), Scopes: grantedScopes(tok, scopes), AccessToken: tok.AccessToken,
 		TokenType: tok.TokenType, Expiry: tok.Expiry}
-	if err := ts.o.save(ctx, ts.name, g); err != nil {
+	if err := ts.keep(ctx, g); err != nil {
 		return "", err
 	}
-	ts.grant = g
 	return g.AccessToken, nil
 }
 

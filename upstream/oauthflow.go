@@ -297,11 +297,7 @@ func (o *OAuth) update(ctx context.Context, server string, change func(*sb.OAuth
 		next = *g
 	}
 	change(&next)
-	if err := o.save(ctx, server, &next); err != nil {
-		return err
-	}
-	ts.grant = &next
-	return nil
+	return ts.keep(ctx, &next)
 }
 
 // Complete finishes the out-of-band authorization of server whose
