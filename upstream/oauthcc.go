@@ -28,9 +28,7 @@ func (ts *tokenSource) clientCredentials(ctx context.Context, cfg *sb.ServerConf
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
 	}
-	if len(cfg.OAuth.Scopes) > 0 {
-		scopes = cfg.OAuth.Scopes
-	}
+	scopes = requestScopes(cfg.OAuth, scopes, nil)
 	cc := &clientcredentials.Config{ClientID: cfg.OAuth.ClientID, ClientSecret: cfg.OAuth.ClientSecret,
 		TokenURL: asm.TokenEndpoint, Scopes: scopes, AuthStyle: secretStyle(asm.TokenEndpointAuthMethodsSupported),
 		EndpointParams: url.Values{"resource": {prm.Resource}}}

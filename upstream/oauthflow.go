@@ -102,14 +102,8 @@ func (o *OAuth) newHandler(cfg *sb.ServerConfig, hc *http.Client, redirectURL st
 			},
 		},
 		ScopeFilter: func(discovered []string) []string {
-			scopes := discovered
-			if len(oc.Scopes) > 0 {
-				scopes = oc.Scopes
-			}
-			if g, err := o.load(context.Background(), cfg.Name); err == nil && g != nil {
-				scopes = unionScopes(scopes, g.StepUp)
-			}
-			return scopes
+			g, _ := o.load(context.Background(), cfg.Name)
+			return requestScopes(oc, discovered, g)
 		},
 		NewTokenSource: func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			g := &sb.OAuthGrant{Resource: cfg.URL, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
@@ -136,6 +130,21 @@ func (o *OAuth) newHandler(cfg *sb.ServerConfig, hc *http.Client, redirectURL st
 		hcfg.PreregisteredClient = pre
 	}
 	return auth.NewAuthorizationCodeHandler(hcfg)
+}
+
+// requestScopes returns the scopes to ask for: the configured ones, else
+// those the server advertised (discovered), and those a 403 asked for
+// since (g's StepUp; g may be nil). The slice is new: callers append to it.
+func requestScopes(oc *sb.OAuthConfig, discovered []string, g *sb.OAuthGrant) []string {
+	scopes := discovered
+	if len(oc.Scopes) > 0 {
+		scopes = oc.Scopes
+	}
+	var stepUp []string
+	if g != nil {
+		stepUp = g.StepUp
+	}
+	return unionScopes(scopes, stepUp)
 }
 
 // grantedScopes returns the scopes the token response names, else those
@@ -189,12 +198,7 @@ func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL str
 	if err != nil && !errors.Is(err, sb.ErrOAuthSeal) { // a grant that does not open is replaced
 		return "", err
 	}
-	if len(cfg.OAuth.Scopes) > 0 {
-		scopes = cfg.OAuth.Scopes
-	}
-	if g != nil {
-		scopes = unionScopes(scopes, g.StepUp)
-	}
+	scopes = requestScopes(cfg.OAuth, scopes, g)
 	// SEP-2207: ask for a refresh token where the server offers them.
 	if slices.Contains(asm.ScopesSupported, "offline_access") && !slices.Contains(scopes, "offline_access") {
 		scopes = append(scopes, "offline_access")
