@@ -52,7 +52,7 @@ func (ts *tokenSource) clientCredentials(ctx context.Context, cfg *sb.ServerConf
 // server's origin as its authorization server, at the default endpoints);
 // and the scopes the 401 names.
 func discover(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*oauthex.ProtectedResourceMetadata, *oauthex.AuthServerMeta, []string, error) {
-	_, resp, err := challenge(ctx, cfg, hc)
+	resp, err := challenge(ctx, cfg, hc)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -458,17 +458,17 @@ func (o *OAuth) AuthorizedAt(ctx context.Context, server string) (time.Time, err
 // whose WWW-Authenticate starts discovery. A server that answers otherwise
 // gets a bare 401 in its place: discovery then tries the well-known
 // metadata URLs.
-func challenge(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*http.Request, *http.Response, error) {
+func challenge(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*http.Response, error) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"switchboard"}}}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, strings.NewReader(body))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reaching %s: %w", sb.MaskURL(cfg.URL), err)
+		return nil, fmt.Errorf("reaching %s: %w", sb.MaskURL(cfg.URL), err)
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
@@ -476,7 +476,7 @@ func challenge(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*htt
 		resp = &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Request: req}
 	}
 	resp.Body = http.NoBody
-	return req, resp, nil
+	return resp, nil
 }
 
 // client is the HTTP client of discovery, registration and the token

@@ -109,7 +109,7 @@ func (s *Session) oauthHint(f *failure) *failure {
 	ctx, cancel := context.WithTimeout(s.runCtx, hintTimeout)
 	defer cancel()
 	hc := &http.Client{Transport: transportFor(s.opts.AllowedNetworks), Timeout: hintTimeout}
-	_, resp, err := challenge(ctx, s.cfg, hc)
+	resp, err := challenge(ctx, s.cfg, hc)
 	if err != nil {
 		return f
 	}
