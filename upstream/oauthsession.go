@@ -88,8 +88,8 @@ func (s *Session) oauthFailure(f *failure, err error) *failure {
 		return f
 	}
 	ts := s.opts.OAuth.source(s.cfg.Name)
-	if st, _ := s.opts.OAuth.Status(context.Background(), s.cfg.Name); len(st.StepUp) > 0 && se.StatusCode == http.StatusForbidden {
-		return s.oauthError(ts.required("the server asks for more scopes: %s", strings.Join(st.StepUp, " ")))
+	if g, _ := s.opts.OAuth.load(context.Background(), s.cfg.Name); g != nil && len(g.StepUp) > 0 && se.StatusCode == http.StatusForbidden {
+		return s.oauthError(ts.required("the server asks for more scopes: %s", strings.Join(g.StepUp, " ")))
 	}
 	return s.oauthError(ts.required("HTTP %d from the server", se.StatusCode))
 }
