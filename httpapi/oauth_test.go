@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -30,11 +29,8 @@ import (
 // status and forget, and their refusals.
 func TestOAuthRoutes(t *testing.T) {
 	as := oauthtest.New(t)
-	key := make([]byte, 32)
-	rand.Read(key)
-	k, _ := sb.NewOAuthKey(key)
 	store := sqlitetest.Store(t)
-	o := &upstream.OAuth{Store: store, Key: k}
+	o := &upstream.OAuth{Store: store, Key: oauthtest.Key(t)}
 	tokens, err := registry.NewTokens(store, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -157,9 +153,7 @@ func TestOAuthRoutes(t *testing.T) {
 func TestOAuthCallbackOnAnotherReplica(t *testing.T) {
 	as := oauthtest.New(t)
 	dsn := pgtest.NewDatabase(t)
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	key, _ := sb.NewOAuthKey(raw)
+	key := oauthtest.Key(t)
 	const token = "api-token-0123456789"
 	replica := func() (*registry.Registry, *httptest.Server) {
 		ctx := context.Background()

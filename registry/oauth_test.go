@@ -2,7 +2,6 @@ package registry_test
 
 import (
 	"context"
-	"crypto/rand"
 	"log/slog"
 	"testing"
 	"time"
@@ -69,12 +68,7 @@ func waitInfo(t *testing.T, r oauthReplica, name, what string, pred func(sb.Runt
 func TestOAuthAcrossReplicas(t *testing.T) {
 	as := oauthtest.New(t)
 	dsn := pgtest.NewDatabase(t)
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	key, err := sb.NewOAuthKey(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := oauthtest.Key(t)
 	a, b := startOAuthReplica(t, dsn, key), startOAuthReplica(t, dsn, key)
 	ctx := context.Background()
 	cfg := &sb.ServerConfig{Name: "gh", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"crypto/rand"
 	"testing"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -16,13 +15,7 @@ import (
 // grant the first stored, not forget the server's authorization.
 func TestRefreshRaceBetweenReplicas(t *testing.T) {
 	as := oauthtest.New(t)
-	key := make([]byte, 32)
-	rand.Read(key)
-	k, err := sb.NewOAuthKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := &OAuth{Store: sqlitetest.Store(t), Key: k}
+	o := &OAuth{Store: sqlitetest.Store(t), Key: oauthtest.Key(t)}
 	cfg := &sb.ServerConfig{Name: "raced", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
 	ctx := context.Background()
 

@@ -2,7 +2,6 @@ package upstream_test
 
 import (
 	"context"
-	"crypto/rand"
 	"net/url"
 	"slices"
 	"strings"
@@ -26,13 +25,7 @@ type clock struct{ off atomic.Int64 }
 func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *clock) advance(d time.Duration) { c.off.Add(int64(d)) }
 func newOAuth(t *testing.T, st sb.OAuthStore, c *clock) *upstream.OAuth {
-	key := make([]byte, 32)
-	rand.Read(key)
-	k, err := sb.NewOAuthKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &upstream.OAuth{Store: st, Key: k, Now: c.now}
+	return &upstream.OAuth{Store: st, Key: oauthtest.Key(t), Now: c.now}
 }
 
 // approve plays the person in the browser: opens the authorization URL,

@@ -38,6 +38,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
 
@@ -385,4 +386,17 @@ func Approve(t testing.TB, authURL string) *url.URL {
 		t.Fatalf("authorize answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	return loc
+}
+
+// Key returns a new random key to seal OAuth grants with; replicas of a
+// test share one, as serve processes share the key file.
+func Key(t testing.TB) *sb.OAuthKey {
+	t.Helper()
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	k, err := sb.NewOAuthKey(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
