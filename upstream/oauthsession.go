@@ -80,14 +80,14 @@ func (s *Session) oauthFailure(f *failure, err error) *failure {
 	if errors.Is(err, errAuthorizationRequired) {
 		return s.oauthError(err)
 	}
-	if refusal := s.opts.OAuth.source(s.cfg.Name).lastRefusal(); refusal != nil {
+	ts := s.opts.OAuth.source(s.cfg.Name)
+	if refusal := ts.lastRefusal(); refusal != nil {
 		return s.oauthError(refusal)
 	}
 	var se *HTTPStatusError
 	if f.phase != sb.PhaseAuth || !errors.As(f, &se) {
 		return f
 	}
-	ts := s.opts.OAuth.source(s.cfg.Name)
 	if g, _ := s.opts.OAuth.load(context.Background(), s.cfg.Name); g != nil && len(g.StepUp) > 0 && se.StatusCode == http.StatusForbidden {
 		return s.oauthError(ts.required("the server asks for more scopes: %s", strings.Join(g.StepUp, " ")))
 	}
