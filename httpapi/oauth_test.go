@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -30,11 +29,8 @@ import (
 // status and forget, and their refusals.
 func TestOAuthRoutes(t *testing.T) {
 	as := oauthtest.New(t)
-	key := make([]byte, 32)
-	rand.Read(key)
-	k, _ := sb.NewOAuthKey(key)
 	store := sqlitetest.Store(t)
-	o := &upstream.OAuth{Store: store, Key: k}
+	o := &upstream.OAuth{Store: store, Key: oauthtest.Key(t)}
 	tokens, err := registry.NewTokens(store, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -157,9 +153,7 @@ func TestOAuthRoutes(t *testing.T) {
 func TestOAuthCallbackOnAnotherReplica(t *testing.T) {
 	as := oauthtest.New(t)
 	dsn := pgtest.NewDatabase(t)
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	key, _ := sb.NewOAuthKey(raw)
+	key := oauthtest.Key(t)
 	const token = "api-token-0123456789"
 	replica := func() (*registry.Registry, *httptest.Server) {
 		ctx := context.Background()
@@ -226,15 +220,10 @@ func TestOAuthCallbackOnAnotherReplica(t *testing.T) {
 	resp.Body.Close()
 	// The browser: approved, sent to the callback, which the load
 	// balancer hands to b.
-	nr := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err = nr.Get(start.AuthorizationURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	callback := strings.Replace(resp.Header.Get("Location"), a.URL, b.URL, 1)
+	loc := oauthtest.Approve(t, start.AuthorizationURL).String()
+	callback := strings.Replace(loc, a.URL, b.URL, 1)
 	if !strings.HasPrefix(callback, b.URL+"/api/v1/servers/gh/oauth/callback?") {
-		t.Fatalf("the authorization server redirected to %q", resp.Header.Get("Location"))
+		t.Fatalf("the authorization server redirected to %q", loc)
 	}
 	for i, want := range []string{"gh is authorized", "Authorization failed"} { // the second time, a replay
 		resp, err := http.Get(callback)

@@ -2,10 +2,7 @@ package registry_test
 
 import (
 	"context"
-	"crypto/rand"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -71,12 +68,7 @@ func waitInfo(t *testing.T, r oauthReplica, name, what string, pred func(sb.Runt
 func TestOAuthAcrossReplicas(t *testing.T) {
 	as := oauthtest.New(t)
 	dsn := pgtest.NewDatabase(t)
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	key, err := sb.NewOAuthKey(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := oauthtest.Key(t)
 	a, b := startOAuthReplica(t, dsn, key), startOAuthReplica(t, dsn, key)
 	ctx := context.Background()
 	cfg := &sb.ServerConfig{Name: "gh", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
@@ -97,17 +89,7 @@ func TestOAuthAcrossReplicas(t *testing.T) {
 	if st, err := b.oauth.Status(ctx, "gh"); err != nil || !st.Pending {
 		t.Fatalf("b's status of a flow begun on a: %+v, %v; want pending", st, err)
 	}
-	nr := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := nr.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || resp.StatusCode != http.StatusFound {
-		t.Fatalf("authorize: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
-	}
-	q := loc.Query()
+	q := oauthtest.Approve(t, authURL).Query()
 	if err := b.oauth.Complete(ctx, "gh", q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error")); err != nil {
 		t.Fatalf("the callback on b: %v", err)
 	}

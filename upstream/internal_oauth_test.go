@@ -2,9 +2,6 @@ package upstream
 
 import (
 	"context"
-	"crypto/rand"
-	"net/http"
-	"net/url"
 	"testing"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -18,13 +15,7 @@ import (
 // grant the first stored, not forget the server's authorization.
 func TestRefreshRaceBetweenReplicas(t *testing.T) {
 	as := oauthtest.New(t)
-	key := make([]byte, 32)
-	rand.Read(key)
-	k, err := sb.NewOAuthKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := &OAuth{Store: sqlitetest.Store(t), Key: k}
+	o := &OAuth{Store: sqlitetest.Store(t), Key: oauthtest.Key(t)}
 	cfg := &sb.ServerConfig{Name: "raced", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
 	ctx := context.Background()
 
@@ -33,14 +24,8 @@ func TestRefreshRaceBetweenReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if err := o.Complete(ctx, cfg.Name, loc.Query().Get("state"), loc.Query().Get("code"), "", ""); err != nil {
+	q := oauthtest.Approve(t, u).Query()
+	if err := o.Complete(ctx, cfg.Name, q.Get("state"), q.Get("code"), "", ""); err != nil {
 		t.Fatal(err)
 	}
 

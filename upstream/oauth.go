@@ -140,10 +140,7 @@ func (o *OAuth) save(ctx context.Context, server string, g *sb.OAuthGrant) error
 // Forget deletes the stored grant of server (its tokens and client), for
 // a server that was deleted or must be authorized from scratch.
 func (o *OAuth) Forget(ctx context.Context, server string) error {
-	ts := o.source(server)
-	ts.mu.Lock()
-	ts.grant = nil
-	ts.mu.Unlock()
+	o.Invalidate(server)
 	return o.Store.DeleteOAuthGrant(ctx, server)
 }
 
@@ -272,10 +269,9 @@ func (ts *tokenSource) refresh(ctx context.Context, g *sb.OAuthGrant, hc *http.C
 		next := *g
 		next.AccessToken, next.RefreshToken, next.Expiry = "", "", time.Time{}
 		dropRegistered(&next, g.ClientID)
-		if err := ts.o.save(ctx, ts.name, &next); err != nil {
+		if err := ts.keep(ctx, &next); err != nil {
 			return "", err
 		}
-		ts.grant = &next
 		return "", ts.required("the authorization server no longer knows the client Switchboard registered; authorizing again registers a new one")
 	}
 	var re *oauth2.RetrieveError
@@ -291,10 +287,9 @@ func (ts *tokenSource) refresh(ctx context.Context, g *sb.OAuthGrant, hc *http.C
 		}
 		next := *g
 		next.AccessToken, next.RefreshToken, next.Expiry = "", "", time.Time{}
-		if err := ts.o.save(ctx, ts.name, &next); err != nil {
+		if err := ts.keep(ctx, &next); err != nil {
 			return "", err
 		}
-		ts.grant = &next
 		return "", ts.required("the authorization server refused the refresh token: %s", re.ErrorCode)
 	}
 	if err != nil {
@@ -305,11 +300,20 @@ func (ts *tokenSource) refresh(ctx context.Context, g *sb.OAuthGrant, hc *http.C
 	if tok.RefreshToken != "" {
 		next.RefreshToken = tok.RefreshToken
 	}
-	if err := ts.o.save(ctx, ts.name, &next); err != nil {
+	if err := ts.keep(ctx, &next); err != nil {
 		return "", fmt.Errorf("saving the refreshed OAuth token: %w", err)
 	}
-	ts.grant = &next
 	return next.AccessToken, nil
+}
+
+// keep stores g as the server's grant and as ts's copy of it. ts.mu is
+// held.
+func (ts *tokenSource) keep(ctx context.Context, g *sb.OAuthGrant) error {
+	if err := ts.o.save(ctx, ts.name, g); err != nil {
+		return err
+	}
+	ts.grant = g
+	return nil
 }
 
 // expire records that the server refused the access token token (401),
@@ -334,11 +338,7 @@ func (ts *tokenSource) stepUp(ctx context.Context, scopes []string) error {
 	if len(next.StepUp) == len(g.StepUp) {
 		return nil // recorded already: no write, no announcement
 	}
-	if err := ts.o.save(ctx, ts.name, &next); err != nil {
-		return err
-	}
-	ts.grant = &next
-	return nil
+	return ts.keep(ctx, &next)
 }
 
 // oauthTransport adds the server's access token to every request of a

@@ -2,8 +2,6 @@ package upstream_test
 
 import (
 	"context"
-	"crypto/rand"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -27,13 +25,7 @@ type clock struct{ off atomic.Int64 }
 func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *clock) advance(d time.Duration) { c.off.Add(int64(d)) }
 func newOAuth(t *testing.T, st sb.OAuthStore, c *clock) *upstream.OAuth {
-	key := make([]byte, 32)
-	rand.Read(key)
-	k, err := sb.NewOAuthKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &upstream.OAuth{Store: st, Key: k, Now: c.now}
+	return &upstream.OAuth{Store: st, Key: oauthtest.Key(t), Now: c.now}
 }
 
 // approve plays the person in the browser: opens the authorization URL,
@@ -41,17 +33,7 @@ func newOAuth(t *testing.T, st sb.OAuthStore, c *clock) *upstream.OAuth {
 // callback's parameters to Complete.
 func approve(t *testing.T, o *upstream.OAuth, server, authURL string) {
 	t.Helper()
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || resp.StatusCode != http.StatusFound {
-		t.Fatalf("authorize answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
-	}
-	q := loc.Query()
+	q := oauthtest.Approve(t, authURL).Query()
 	if err := o.Complete(context.Background(), server, q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error")); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
@@ -333,15 +315,8 @@ func TestOAuthReusesRegisteredClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
+	q := oauthtest.Approve(t, u).Query()
 	as.ForgetClients()
-	q := loc.Query()
 	if err := o.Complete(ctx, cfg.Name, q.Get("state"), q.Get("code"), "", ""); sb.CodeOf(err) != sb.CodeAuthorizationFailed ||
 		!strings.Contains(err.Error(), "no longer knows the client") {
 		t.Fatalf("the exchange with a forgotten client: %v", err)

@@ -28,9 +28,7 @@ func (ts *tokenSource) clientCredentials(ctx context.Context, cfg *sb.ServerConf
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
 	}
-	if len(cfg.OAuth.Scopes) > 0 {
-		scopes = cfg.OAuth.Scopes
-	}
+	scopes = requestScopes(cfg.OAuth, scopes, nil)
 	cc := &clientcredentials.Config{ClientID: cfg.OAuth.ClientID, ClientSecret: cfg.OAuth.ClientSecret,
 		TokenURL: asm.TokenEndpoint, Scopes: scopes, AuthStyle: secretStyle(asm.TokenEndpointAuthMethodsSupported),
 		EndpointParams: url.Values{"resource": {prm.Resource}}}
@@ -41,10 +39,9 @@ func (ts *tokenSource) clientCredentials(ctx context.Context, cfg *sb.ServerConf
 	g := &sb.OAuthGrant{Resource: cfg.URL, ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, TokenURL: cc.TokenURL,
 		AuthStyle: int(cc.AuthStyle), Scopes: grantedScopes(tok, scopes), AccessToken: tok.AccessToken,
 		TokenType: tok.TokenType, Expiry: tok.Expiry}
-	if err := ts.o.save(ctx, ts.name, g); err != nil {
+	if err := ts.keep(ctx, g); err != nil {
 		return "", err
 	}
-	ts.grant = g
 	return g.AccessToken, nil
 }
 
@@ -55,7 +52,7 @@ func (ts *tokenSource) clientCredentials(ctx context.Context, cfg *sb.ServerConf
 // server's origin as its authorization server, at the default endpoints);
 // and the scopes the 401 names.
 func discover(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*oauthex.ProtectedResourceMetadata, *oauthex.AuthServerMeta, []string, error) {
-	_, resp, err := challenge(ctx, cfg, hc)
+	resp, err := challenge(ctx, cfg, hc)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -102,14 +102,8 @@ func (o *OAuth) newHandler(cfg *sb.ServerConfig, hc *http.Client, redirectURL st
 			},
 		},
 		ScopeFilter: func(discovered []string) []string {
-			scopes := discovered
-			if len(oc.Scopes) > 0 {
-				scopes = oc.Scopes
-			}
-			if g, err := o.load(context.Background(), cfg.Name); err == nil && g != nil {
-				scopes = unionScopes(scopes, g.StepUp)
-			}
-			return scopes
+			g, _ := o.load(context.Background(), cfg.Name)
+			return requestScopes(oc, discovered, g)
 		},
 		NewTokenSource: func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			g := &sb.OAuthGrant{Resource: cfg.URL, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
@@ -136,6 +130,21 @@ func (o *OAuth) newHandler(cfg *sb.ServerConfig, hc *http.Client, redirectURL st
 		hcfg.PreregisteredClient = pre
 	}
 	return auth.NewAuthorizationCodeHandler(hcfg)
+}
+
+// requestScopes returns the scopes to ask for: the configured ones, else
+// those the server advertised (discovered), and those a 403 asked for
+// since (g's StepUp; g may be nil). The slice is new: callers append to it.
+func requestScopes(oc *sb.OAuthConfig, discovered []string, g *sb.OAuthGrant) []string {
+	scopes := discovered
+	if len(oc.Scopes) > 0 {
+		scopes = oc.Scopes
+	}
+	var stepUp []string
+	if g != nil {
+		stepUp = g.StepUp
+	}
+	return unionScopes(scopes, stepUp)
 }
 
 // grantedScopes returns the scopes the token response names, else those
@@ -189,12 +198,7 @@ func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL str
 	if err != nil && !errors.Is(err, sb.ErrOAuthSeal) { // a grant that does not open is replaced
 		return "", err
 	}
-	if len(cfg.OAuth.Scopes) > 0 {
-		scopes = cfg.OAuth.Scopes
-	}
-	if g != nil {
-		scopes = unionScopes(scopes, g.StepUp)
-	}
+	scopes = requestScopes(cfg.OAuth, scopes, g)
 	// SEP-2207: ask for a refresh token where the server offers them.
 	if slices.Contains(asm.ScopesSupported, "offline_access") && !slices.Contains(scopes, "offline_access") {
 		scopes = append(scopes, "offline_access")
@@ -297,11 +301,7 @@ func (o *OAuth) update(ctx context.Context, server string, change func(*sb.OAuth
 		next = *g
 	}
 	change(&next)
-	if err := o.save(ctx, server, &next); err != nil {
-		return err
-	}
-	ts.grant = &next
-	return nil
+	return ts.keep(ctx, &next)
 }
 
 // Complete finishes the out-of-band authorization of server whose
@@ -458,17 +458,17 @@ func (o *OAuth) AuthorizedAt(ctx context.Context, server string) (time.Time, err
 // whose WWW-Authenticate starts discovery. A server that answers otherwise
 // gets a bare 401 in its place: discovery then tries the well-known
 // metadata URLs.
-func challenge(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*http.Request, *http.Response, error) {
+func challenge(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*http.Response, error) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"switchboard"}}}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, strings.NewReader(body))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reaching %s: %w", sb.MaskURL(cfg.URL), err)
+		return nil, fmt.Errorf("reaching %s: %w", sb.MaskURL(cfg.URL), err)
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
@@ -476,7 +476,7 @@ func challenge(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*htt
 		resp = &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Request: req}
 	}
 	resp.Body = http.NoBody
-	return req, resp, nil
+	return resp, nil
 }
 
 // client is the HTTP client of discovery, registration and the token

@@ -80,16 +80,16 @@ func (s *Session) oauthFailure(f *failure, err error) *failure {
 	if errors.Is(err, errAuthorizationRequired) {
 		return s.oauthError(err)
 	}
-	if refusal := s.opts.OAuth.source(s.cfg.Name).lastRefusal(); refusal != nil {
+	ts := s.opts.OAuth.source(s.cfg.Name)
+	if refusal := ts.lastRefusal(); refusal != nil {
 		return s.oauthError(refusal)
 	}
 	var se *HTTPStatusError
 	if f.phase != sb.PhaseAuth || !errors.As(f, &se) {
 		return f
 	}
-	ts := s.opts.OAuth.source(s.cfg.Name)
-	if st, _ := s.opts.OAuth.Status(context.Background(), s.cfg.Name); len(st.StepUp) > 0 && se.StatusCode == http.StatusForbidden {
-		return s.oauthError(ts.required("the server asks for more scopes: %s", strings.Join(st.StepUp, " ")))
+	if g, _ := s.opts.OAuth.load(context.Background(), s.cfg.Name); g != nil && len(g.StepUp) > 0 && se.StatusCode == http.StatusForbidden {
+		return s.oauthError(ts.required("the server asks for more scopes: %s", strings.Join(g.StepUp, " ")))
 	}
 	return s.oauthError(ts.required("HTTP %d from the server", se.StatusCode))
 }
@@ -109,7 +109,7 @@ func (s *Session) oauthHint(f *failure) *failure {
 	ctx, cancel := context.WithTimeout(s.runCtx, hintTimeout)
 	defer cancel()
 	hc := &http.Client{Transport: transportFor(s.opts.AllowedNetworks), Timeout: hintTimeout}
-	_, resp, err := challenge(ctx, s.cfg, hc)
+	resp, err := challenge(ctx, s.cfg, hc)
 	if err != nil {
 		return f
 	}

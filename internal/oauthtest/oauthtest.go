@@ -38,6 +38,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
 
@@ -367,4 +368,35 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// Approve opens authURL as a person's browser would and returns the
+// callback URL the authorization server redirects to, without following
+// it, so that the test decides where the callback lands.
+func Approve(t testing.TB, authURL string) *url.URL {
+	t.Helper()
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || resp.StatusCode != http.StatusFound {
+		t.Fatalf("authorize answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return loc
+}
+
+// Key returns a new random key to seal OAuth grants with; replicas of a
+// test share one, as serve processes share the key file.
+func Key(t testing.TB) *sb.OAuthKey {
+	t.Helper()
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	k, err := sb.NewOAuthKey(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

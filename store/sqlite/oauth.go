@@ -49,19 +49,15 @@ func (s *Store) DeleteOAuthGrant(ctx context.Context, server string) error {
 // SaveOAuthPending stores an authorization waiting for its callback, and
 // drops those that expired.
 func (s *Store) SaveOAuthPending(ctx context.Context, id, server string, sealed []byte, expires time.Time) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_pending WHERE expires_at <= ?`, now().Format(timeFormat)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO oauth_pending (id, server, sealed, expires_at) VALUES (?, ?, ?, ?)`,
+			id, server, sealed, expires.UTC().Format(timeFormat))
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_pending WHERE expires_at <= ?`, now().Format(timeFormat)); err != nil {
-		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_pending (id, server, sealed, expires_at) VALUES (?, ?, ?, ?)`,
-		id, server, sealed, expires.UTC().Format(timeFormat)); err != nil {
-		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, err)
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, err)
 	}
 	return nil

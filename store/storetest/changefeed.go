@@ -39,15 +39,10 @@ func testChangeFeed(t *testing.T, open OpenFunc) {
 	if err := w.Delete(ctx, "a", 0); err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []switchboard.Change{
-		{Kind: switchboard.ChangeServer, Name: "a", Version: 1},
-		{Kind: switchboard.ChangeServer, Name: "a", Version: 2},
-		{Kind: switchboard.ChangeServer, Name: "a", Version: 0},
-	} {
-		if c := next(); c != want {
-			t.Fatalf("change %d = %+v, want %+v", i, c, want)
-		}
-	}
+	wantChanges(t, next,
+		switchboard.Change{Kind: switchboard.ChangeServer, Name: "a", Version: 1},
+		switchboard.Change{Kind: switchboard.ChangeServer, Name: "a", Version: 2},
+		switchboard.Change{Kind: switchboard.ChangeServer, Name: "a", Version: 0})
 }
 
 // watchFeed watches feed until the test ends, checks that the first change
@@ -80,4 +75,15 @@ func watchFeed(t *testing.T, feed switchboard.ChangeFeed) (next func() switchboa
 		t.Fatalf("first change %+v, want a resync", c)
 	}
 	return next
+}
+
+// wantChanges fails the test unless the next changes next gives are want,
+// in order.
+func wantChanges(t *testing.T, next func() switchboard.Change, want ...switchboard.Change) {
+	t.Helper()
+	for i, w := range want {
+		if c := next(); c != w {
+			t.Fatalf("change %d = %+v, want %+v", i, c, w)
+		}
+	}
 }

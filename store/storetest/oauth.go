@@ -15,11 +15,7 @@ import (
 // and a delete forgets.
 func testOAuthGrants(t *testing.T, open OpenFunc) {
 	ctx := context.Background()
-	a, ok := mustOpen(t, open).(switchboard.OAuthStore)
-	if !ok {
-		t.Skip("the store keeps no OAuth grants")
-	}
-	b := mustOpen(t, open).(switchboard.OAuthStore)
+	a, b := oauthStores(t, open)
 	if _, err := a.LoadOAuthGrant(ctx, "gh"); !errors.Is(err, switchboard.ErrNotFound) {
 		t.Fatalf("load before save: %v, want ErrNotFound", err)
 	}
@@ -51,11 +47,7 @@ func testOAuthGrants(t *testing.T, open OpenFunc) {
 // by the next save.
 func testOAuthPending(t *testing.T, open OpenFunc) {
 	ctx := context.Background()
-	a, ok := mustOpen(t, open).(switchboard.OAuthStore)
-	if !ok {
-		t.Skip("the store keeps no OAuth grants")
-	}
-	b := mustOpen(t, open).(switchboard.OAuthStore)
+	a, b := oauthStores(t, open)
 	if err := a.SaveOAuthPending(ctx, "old", "gh", []byte{7}, time.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +80,8 @@ func testOAuthPending(t *testing.T, open OpenFunc) {
 
 // testOAuthFeed checks that every write of a grant is announced.
 func testOAuthFeed(t *testing.T, open OpenFunc) {
-	w, ok := mustOpen(t, open).(switchboard.OAuthStore)
-	if !ok {
-		t.Skip("the store keeps no OAuth grants")
-	}
-	feed, ok := mustOpen(t, open).(switchboard.ChangeFeed)
+	w, b := oauthStores(t, open)
+	feed, ok := b.(switchboard.ChangeFeed)
 	if !ok {
 		t.Skip("the store has no change feed (optional)")
 	}
@@ -106,13 +95,20 @@ func testOAuthFeed(t *testing.T, open OpenFunc) {
 	if err := w.DeleteOAuthGrant(ctx, "gh"); err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []switchboard.Change{
-		{Kind: switchboard.ChangeOAuth, Name: "gh", Version: 1},
-		{Kind: switchboard.ChangeOAuth, Name: "gh", Version: 1},
-		{Kind: switchboard.ChangeOAuth, Name: "gh", Version: 0},
-	} {
-		if c := next(); c != want {
-			t.Fatalf("change %d = %+v, want %+v", i, c, want)
-		}
+	wantChanges(t, next,
+		switchboard.Change{Kind: switchboard.ChangeOAuth, Name: "gh", Version: 1},
+		switchboard.Change{Kind: switchboard.ChangeOAuth, Name: "gh", Version: 1},
+		switchboard.Change{Kind: switchboard.ChangeOAuth, Name: "gh", Version: 0})
+}
+
+// oauthStores opens two Stores of one database as OAuthStores, and skips
+// the test if the store keeps no OAuth grants.
+func oauthStores(t *testing.T, open OpenFunc) (a, b switchboard.OAuthStore) {
+	t.Helper()
+	s := twoStores(t, open)
+	a, ok := s[0].(switchboard.OAuthStore)
+	if !ok {
+		t.Skip("the store keeps no OAuth grants")
 	}
+	return a, s[1].(switchboard.OAuthStore)
 }
