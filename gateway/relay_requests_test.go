@@ -226,24 +226,6 @@ func TestRelayedElicitationNeverAnsweredEndsWithTheCall(t *testing.T) {
 	}
 }
 
-// postMessage POSTs the JSON-RPC message body on session of url, as a
-// Streamable HTTP client does, and returns the status.
-func postMessage(t *testing.T, url, session, body string) int {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	req.Header.Set("Mcp-Session-Id", session)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 // The answer to a request of the relay's is taken only from the session
 // the request was sent on: another session's POST of a response with the
 // same id, or a response to an id never sent, does not reach the call.
@@ -266,8 +248,8 @@ func TestRelayedElicitationTakesItsAnswerOnlyFromItsSession(t *testing.T) {
 	}
 	// The gateway's first request to a client is sb-elicit-1.
 	const forged = `{"jsonrpc":"2.0","id":%q,"result":{"action":"accept","content":{"answer":"mallory"}}}`
-	postMessage(t, e.url+"/mcp/ps", bob.ID(), fmt.Sprintf(forged, "sb-elicit-1"))
-	postMessage(t, e.url+"/mcp/ps", alice.ID(), fmt.Sprintf(forged, "sb-elicit-2"))
+	postMessage(t, e.url+"/mcp/ps", "", bob.ID(), "2025-11-25", fmt.Sprintf(forged, "sb-elicit-1"))
+	postMessage(t, e.url+"/mcp/ps", "", alice.ID(), "2025-11-25", fmt.Sprintf(forged, "sb-elicit-2"))
 	close(release)
 	if got := <-result; got != "answer: alice" {
 		t.Errorf("alice's call returned %q, want her own answer", got)
