@@ -42,13 +42,7 @@ func TestRelayedCallsCarryElicitationsToTheirOwnClients(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			e := newEnv(t, "", perClient(up.cfg("pe")))
 			who := []string{"alice", "bob"}
-			asked := make([]chan string, len(who))
-			release := make(chan struct{})
-			sessions := make([]*mcp.ClientSession, len(who))
-			for i, name := range who {
-				asked[i] = make(chan string, 1)
-				sessions[i] = e.connect("/mcp/pe", answering(name, asked[i], release))
-			}
+			sessions, asked, release := answeringClients(e, "/mcp/pe", who)
 			waitTools(t, sessions[0], "elicit")
 			results := make([]string, len(who))
 			relayedCalls(t, e, 2, 2*up.bytes, func() {
