@@ -226,12 +226,8 @@ func (c *clients) deleted(sessionID string) {
 	if named {
 		c.gone = append(c.gone, d.client)
 	}
-	h := d.hold
-	d.hold = nil
+	d.endHold()
 	c.mu.Unlock()
-	if h != nil {
-		h.end()
-	}
 	if named {
 		c.wake()
 	}
@@ -303,10 +299,7 @@ func (c *clients) ended() (ids []string) {
 		if d.client != "" {
 			ids = append(ids, d.client)
 		}
-		if d.hold != nil {
-			d.hold.end()
-			d.hold = nil
-		}
+		d.endHold()
 	}
 	return ids
 }
@@ -323,10 +316,7 @@ func (c *clients) all() []string {
 		if d.client != "" {
 			ids = append(ids, d.client)
 		}
-		if d.hold != nil {
-			d.hold.end()
-			d.hold = nil
-		}
+		d.endHold()
 	}
 	clear(c.known)
 	clear(c.byID)

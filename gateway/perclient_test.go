@@ -59,6 +59,21 @@ func answering(answer string, asked chan<- string, release <-chan struct{}) *mcp
 	}}
 }
 
+// answeringClients connects one client to path for each name in who, each
+// answering elicitations as answering does with its name, on its own
+// channel of asked and on the one release.
+func answeringClients(e *env, path string, who []string) ([]*mcp.ClientSession, []chan string, chan struct{}) {
+	e.t.Helper()
+	asked := make([]chan string, len(who))
+	release := make(chan struct{})
+	sessions := make([]*mcp.ClientSession, len(who))
+	for i, name := range who {
+		asked[i] = make(chan string, 1)
+		sessions[i] = e.connect(path, answering(name, asked[i], release))
+	}
+	return sessions, asked, release
+}
+
 // Two clients of a stdio server with session_scope "per-client" call a
 // tool that elicits at the same time: both questions are open at once,
 // each is asked of the client whose call caused it, and each answer
@@ -67,13 +82,7 @@ func answering(answer string, asked chan<- string, release <-chan struct{}) *mcp
 func TestPerClientSessionsAnswerOverlappingElicitationsOnTheirOwnCalls(t *testing.T) {
 	e := newEnv(t, "", perClient(stdio(t, "pc")))
 	who := []string{"alice", "bob"}
-	asked := make([]chan string, len(who))
-	release := make(chan struct{})
-	sessions := make([]*mcp.ClientSession, len(who))
-	for i, name := range who {
-		asked[i] = make(chan string, 1)
-		sessions[i] = e.connect("/mcp/pc", answering(name, asked[i], release))
-	}
+	sessions, asked, release := answeringClients(e, "/mcp/pc", who)
 	waitTools(t, sessions[0], "elicit", "pid")
 
 	pids := make([]int, len(who))

@@ -421,26 +421,10 @@ func TestWaitInStepReturnsOnceTheMirrorsShowEveryFirstAttempt(t *testing.T) {
 	}
 	synctest.Test(t, func(t *testing.T) {
 		cfgs, so := fleet(t, scripts)
-		st := sqlitetest.Store(t, values(cfgs, servers...)...)
-		log := slog.New(slog.DiscardHandler)
-		ctx := context.Background()
-		reg := registry.New(st, &registry.Options{Logger: log, Session: so})
-		defer reg.Shutdown(ctx)
-		// As serve does: the gateway first, then the servers.
-		gw := gateway.New(reg, gateway.Options{Executor: executor.New(executor.NewMCP(reg)), Logger: log})
-		if err := reg.Load(ctx); err != nil {
-			t.Fatal(err)
-		}
-		clientT, serverT := mcp.NewInMemoryTransports()
-		ss, err := gw.Aggregate().Connect(ctx, serverT, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var changed atomic.Int32
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "ide"}, countListChanged(&changed)).Connect(ctx, clientT, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// As serve does: the gateway first, then the servers.
+		b := newBubble(t, gateway.Options{}, so, countListChanged(&changed), values(cfgs, servers...)...)
+		gw, ctx := b.gw, context.Background()
 
 		start := time.Now()
 		if err := gw.WaitInStep(ctx); err != nil {
@@ -463,8 +447,6 @@ func TestWaitInStepReturnsOnceTheMirrorsShowEveryFirstAttempt(t *testing.T) {
 			t.Errorf("WaitInStep in step = %v after %v, want nil at once", err, time.Since(start))
 		}
 
-		cs.Close()
-		ss.Wait()
 		gw.Close()
 		if err := gw.WaitInStep(ctx); err == nil {
 			t.Error("WaitInStep on a closed gateway = nil, want an error")

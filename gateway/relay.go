@@ -49,8 +49,8 @@ import (
 // relayState is the gateway's bookkeeping of relayed calls.
 type relayState struct {
 	mu       sync.Mutex
-	inflight map[string]context.CancelCauseFunc // by session id + "\x00" + raw request id
-	pending  map[string]chan *jsonrpc.Response  // requests to clients (relay_requests.go), keyed alike
+	inflight map[string]context.CancelCauseFunc // by relayKey
+	pending  map[string]chan *jsonrpc.Response  // requests to clients (relay_requests.go), by relayKey
 	served   atomic.Int64                       // tools/call requests the relay answered
 
 	asker       *mcp.Server   // makes the requests to clients (relay_requests.go)
@@ -60,6 +60,12 @@ type relayState struct {
 func newRelayState() *relayState {
 	return &relayState{inflight: make(map[string]context.CancelCauseFunc), pending: make(map[string]chan *jsonrpc.Response),
 		asker: mcp.NewServer(&mcp.Implementation{Name: "switchboard-relay"}, nil)}
+}
+
+// relayKey keys a request on a session, by the session's id and the
+// request's raw JSON-RPC id, in relayState's maps.
+func relayKey(sessionID string, rawID []byte) string {
+	return sessionID + "\x00" + string(rawID)
 }
 
 // errCancelledByClient is the cause of a relayed call the client cancelled.
@@ -330,7 +336,7 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 	defer cancel(nil)
 	sse := &sseWriter{w: w}
 	if d != nil {
-		key := sessionID + "\x00" + string(env.id)
+		key := relayKey(sessionID, env.id)
 		g.relays.mu.Lock()
 		g.relays.inflight[key] = cancel
 		g.relays.mu.Unlock()
@@ -504,7 +510,7 @@ func (s *sseWriter) event(data ...[]byte) {
 // names, if there is one, and reports whether there was.
 func (rs *relayState) cancel(sessionID string, requestID []byte, w http.ResponseWriter) bool {
 	rs.mu.Lock()
-	cancel := rs.inflight[sessionID+"\x00"+string(requestID)]
+	cancel := rs.inflight[relayKey(sessionID, requestID)]
 	rs.mu.Unlock()
 	if cancel == nil {
 		return false

@@ -217,7 +217,7 @@ func (cr *callRequests) carry(ctx context.Context, conn mcp.Connection) {
 func (rs *relayState) expect(sessionID string, rawID []byte) <-chan *jsonrpc.Response {
 	reply := make(chan *jsonrpc.Response, 1)
 	rs.mu.Lock()
-	rs.pending[sessionID+"\x00"+string(rawID)] = reply
+	rs.pending[relayKey(sessionID, rawID)] = reply
 	rs.mu.Unlock()
 	return reply
 }
@@ -225,7 +225,7 @@ func (rs *relayState) expect(sessionID string, rawID []byte) <-chan *jsonrpc.Res
 // forget drops a request of expect's once it is answered or given up.
 func (rs *relayState) forget(sessionID string, rawID []byte) {
 	rs.mu.Lock()
-	delete(rs.pending, sessionID+"\x00"+string(rawID))
+	delete(rs.pending, relayKey(sessionID, rawID))
 	rs.mu.Unlock()
 }
 
@@ -240,7 +240,7 @@ func (rs *relayState) deliver(sessionID string, rawID, msg []byte, w http.Respon
 	if err != nil || !ok {
 		return false
 	}
-	key := sessionID + "\x00" + string(rawID)
+	key := relayKey(sessionID, rawID)
 	rs.mu.Lock()
 	reply := rs.pending[key]
 	delete(rs.pending, key)

@@ -42,13 +42,7 @@ func TestRelayedCallsCarryElicitationsToTheirOwnClients(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			e := newEnv(t, "", perClient(up.cfg("pe")))
 			who := []string{"alice", "bob"}
-			asked := make([]chan string, len(who))
-			release := make(chan struct{})
-			sessions := make([]*mcp.ClientSession, len(who))
-			for i, name := range who {
-				asked[i] = make(chan string, 1)
-				sessions[i] = e.connect("/mcp/pe", answering(name, asked[i], release))
-			}
+			sessions, asked, release := answeringClients(e, "/mcp/pe", who)
 			waitTools(t, sessions[0], "elicit")
 			results := make([]string, len(who))
 			relayedCalls(t, e, 2, 2*up.bytes, func() {
@@ -226,24 +220,6 @@ func TestRelayedElicitationNeverAnsweredEndsWithTheCall(t *testing.T) {
 	}
 }
 
-// postMessage POSTs the JSON-RPC message body on session of url, as a
-// Streamable HTTP client does, and returns the status.
-func postMessage(t *testing.T, url, session, body string) int {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	req.Header.Set("Mcp-Session-Id", session)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 // The answer to a request of the relay's is taken only from the session
 // the request was sent on: another session's POST of a response with the
 // same id, or a response to an id never sent, does not reach the call.
@@ -266,8 +242,8 @@ func TestRelayedElicitationTakesItsAnswerOnlyFromItsSession(t *testing.T) {
 	}
 	// The gateway's first request to a client is sb-elicit-1.
 	const forged = `{"jsonrpc":"2.0","id":%q,"result":{"action":"accept","content":{"answer":"mallory"}}}`
-	postMessage(t, e.url+"/mcp/ps", bob.ID(), fmt.Sprintf(forged, "sb-elicit-1"))
-	postMessage(t, e.url+"/mcp/ps", alice.ID(), fmt.Sprintf(forged, "sb-elicit-2"))
+	postMessage(t, e.url+"/mcp/ps", "", bob.ID(), "2025-11-25", fmt.Sprintf(forged, "sb-elicit-1"))
+	postMessage(t, e.url+"/mcp/ps", "", alice.ID(), "2025-11-25", fmt.Sprintf(forged, "sb-elicit-2"))
 	close(release)
 	if got := <-result; got != "answer: alice" {
 		t.Errorf("alice's call returned %q, want her own answer", got)

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -208,16 +209,9 @@ func TestStatelessCallsTheRelayLeavesToTheGoSDK(t *testing.T) {
 		}
 		if a.status != c.status || c.result != "" && !strings.Contains(a.result, c.result) ||
 			c.result == "" && a.err == "" {
-			t.Errorf("%s: %d %v, want %d and %s", c.name, a.status, a.messages, c.status, cmpOr(c.result, "an error"))
+			t.Errorf("%s: %d %v, want %d and %s", c.name, a.status, a.messages, c.status, cmp.Or(c.result, "an error"))
 		}
 	}
-}
-
-func cmpOr(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
 }
 
 // Toolset endpoints are not relayed: the toolset decides on every call, a

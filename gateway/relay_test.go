@@ -23,19 +23,12 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
-// relayed runs call and fails the test unless the gateway's relay served
-// exactly one tools/call and the upstream relayed it as bytes (n is 0 for
-// a call the upstream never answered with a result or an error).
+// relayed is relayedCalls for exactly one tools/call, which the upstream
+// relayed as bytes upstreamN times (0 for a call the upstream never
+// answered with a result or an error).
 func relayed(t *testing.T, e *env, upstreamN int64, call func()) {
 	t.Helper()
-	served, bytes := gateway.RelayServed(e.gw), upstream.RelayedCalls()
-	call()
-	if got := gateway.RelayServed(e.gw) - served; got != 1 {
-		t.Errorf("the relay served %d calls, want 1", got)
-	}
-	if got := upstream.RelayedCalls() - bytes; got != upstreamN {
-		t.Errorf("the upstream relayed %d calls as bytes, want %d", got, upstreamN)
-	}
+	relayedCalls(t, e, 1, upstreamN, call)
 }
 
 // relayUpstreams are the upstreams the relay's tests run on, by

@@ -132,20 +132,24 @@ func (c *clients) endRelay(d *downstream) {
 	c.mu.Unlock()
 }
 
+// endHold releases the hold of d's session, if it has one; the clients'
+// mu is held.
+func (d *downstream) endHold() {
+	if d.hold != nil {
+		d.hold.end()
+		d.hold = nil
+	}
+}
+
 // releaseIdleHolds releases the holds of the sessions without relayed
 // calls in flight.
 func (c *clients) releaseIdleHolds() {
-	var idle []*hold
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, d := range c.known {
-		if d.hold != nil && d.relaying == 0 {
-			idle = append(idle, d.hold)
-			d.hold = nil
+		if d.relaying == 0 {
+			d.endHold()
 		}
-	}
-	c.mu.Unlock()
-	for _, h := range idle {
-		h.end()
 	}
 }
 

@@ -18,14 +18,7 @@ import (
 // while they are in flight, and restarts in full when they are done.
 func TestRelayedCallLongerThanTheSessionTimeoutKeepsTheSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfgs, so := fleet(t, map[string]testserver.Script{"s": {}})
-		b := newBubble(t, gateway.Options{SessionTimeout: 10 * time.Second}, so, nil, cfgs["s"])
-		do := direct(b.gw.Handler(), "127.0.0.1:4000")
-		time.Sleep(time.Second) // s is listed
-		id := open(t, do, "/mcp/s")
-		if a := do(mcpPost("/mcp/s", id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)); a.status != http.StatusAccepted {
-			t.Fatalf("notifications/initialized: %d %s", a.status, a.body)
-		}
+		b, do, id := relaySession(t)
 		served := gateway.RelayServed(b.gw)
 		// Two calls, each several timeouts long, overlapping, then one
 		// more after the first two: the session outlives them all.
@@ -68,12 +61,7 @@ func TestRelayedCallLongerThanTheSessionTimeoutKeepsTheSession(t *testing.T) {
 // is gone for the next one.
 func TestSessionDeletedDuringARelayedCallEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfgs, so := fleet(t, map[string]testserver.Script{"s": {}})
-		b := newBubble(t, gateway.Options{SessionTimeout: 10 * time.Second}, so, nil, cfgs["s"])
-		do := direct(b.gw.Handler(), "127.0.0.1:4000")
-		time.Sleep(time.Second) // s is listed
-		id := open(t, do, "/mcp/s")
-		do(mcpPost("/mcp/s", id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		b, do, id := relaySession(t)
 		done := make(chan answer)
 		go func() {
 			done <- do(mcpPost("/mcp/s", id, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":30000}}}`))
@@ -92,4 +80,20 @@ func TestSessionDeletedDuringARelayedCallEnds(t *testing.T) {
 			t.Errorf("a call after the DELETE: %d, want 404", a.status)
 		}
 	})
+}
+
+// relaySession starts, in the calling synctest bubble, a gateway with a
+// session timeout of 10 s in front of one server s, and returns it, a way
+// to send it requests, and the id of an initialized session on /mcp/s.
+func relaySession(t *testing.T) (*bubble, doer, string) {
+	t.Helper()
+	cfgs, so := fleet(t, map[string]testserver.Script{"s": {}})
+	b := newBubble(t, gateway.Options{SessionTimeout: 10 * time.Second}, so, nil, cfgs["s"])
+	do := direct(b.gw.Handler(), "127.0.0.1:4000")
+	time.Sleep(time.Second) // s is listed
+	id := open(t, do, "/mcp/s")
+	if a := do(mcpPost("/mcp/s", id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)); a.status != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d %s", a.status, a.body)
+	}
+	return b, do, id
 }

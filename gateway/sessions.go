@@ -12,8 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	sb "github.com/switchboard-mcp/switchboard"
 )
 
 // This file bounds the downstream Streamable HTTP sessions: each holds
@@ -123,7 +121,7 @@ const (
 // countSession, which runs on every request of the session.
 type admission struct {
 	addr  netip.Prefix
-	who   string       // the principal of the request (sb.PrincipalFrom), "" if none
+	who   string       // the principal of the request (principalName)
 	state atomic.Int32 // an admissionState
 }
 
@@ -146,9 +144,7 @@ func (g *Gateway) serveNewSession(h http.Handler, w http.ResponseWriter, r *http
 		return
 	}
 	defer g.clients.settle(a)
-	if p, ok := sb.PrincipalFrom(r.Context()); ok {
-		a.who = p.Name
-	}
+	a.who = principalName(r)
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), admissionKey{}, a)))
 }
 

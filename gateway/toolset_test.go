@@ -274,9 +274,18 @@ func rawCall(t *testing.T, url, token, tool string) int {
 // returns the HTTP status.
 func postCall(t *testing.T, url, token, session, version, params string) int {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
+	return postMessage(t, url, token, session, version, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+params+`}`)
+}
+
+// postMessage POSTs the JSON-RPC message body as a Streamable HTTP client
+// does, with token and on session where they are not empty, and returns
+// the HTTP status.
+func postMessage(t *testing.T, url, token, session, version, body string) int {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", version)
