@@ -186,15 +186,11 @@ func testToolsetTokenFeed(t *testing.T, open OpenFunc) {
 	if err := tk.DeleteToken(ctx, "ci"); err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []switchboard.Change{
-		{Kind: switchboard.ChangeToolset, Name: "coder", Version: 1},
-		{Kind: switchboard.ChangeToolset, Name: "coder", Version: 2},
-		{Kind: switchboard.ChangeToolset, Name: "coder", Version: 0},
-		{Kind: switchboard.ChangeToken, Name: "ci", Version: 1},
-		{Kind: switchboard.ChangeToken, Name: "ci", Version: 0},
-	} {
-		if c := next(); c != want {
-			t.Fatalf("change %d = %+v, want %+v", i, c, want)
-		}
-	}
+	wantChanges(t, next,
+		switchboard.Change{Kind: switchboard.ChangeToolset, Name: "coder", Version: 1},
+		switchboard.Change{Kind: switchboard.ChangeToolset, Name: "coder", Version: 2},
+		switchboard.Change{Kind: switchboard.ChangeToolset, Name: "coder", Version: 0},
+		switchboard.Change{Kind: switchboard.ChangeToken, Name: "ci", Version: 1},
+		switchboard.Change{Kind: switchboard.ChangeToken, Name: "ci", Version: 0},
+	)
 }
