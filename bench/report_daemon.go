@@ -34,21 +34,8 @@ func (r *Report) endpointTargets() []Target {
 		}
 		direct, _ := o.Row(SideDirect)
 		name := fmt.Sprintf("endpoint: %s, %s echo, %s", SideGateway, fmtPayload(o.Payload), o.Mode)
-		out = append(out,
-			Target{
-				Name: "added p50, " + name,
-				Goal: fmt.Sprintf("≤ %s over direct go-sdk", fmtMillis(endpointAddedP50Goal/1000.0)),
-				Measured: fmt.Sprintf("%s; p50 %s direct, %s through /mcp", fmtStatFull(row.AddedP50, fmtMicros),
-					fmtMicros(direct.P50.Median), fmtMicros(row.P50.Median)),
-				Met: row.AddedP50.Median <= endpointAddedP50Goal,
-			},
-			Target{
-				Name: "added p99, " + name,
-				Goal: fmt.Sprintf("≤ %s over direct go-sdk", fmtMillis(endpointAddedP99Goal/1000.0)),
-				Measured: fmt.Sprintf("%s; p99 %s direct, %s through /mcp", fmtStatFull(row.AddedP99, fmtMicros),
-					fmtMicros(direct.P99.Median), fmtMicros(row.P99.Median)),
-				Met: row.AddedP99.Median <= endpointAddedP99Goal,
-			})
+		out = append(out, addedTargets(name, " over direct go-sdk", row.AddedP50, row.AddedP99,
+			direct, "direct", row, "through /mcp")...)
 	}
 	for _, o := range r.Endpoint {
 		// Issue 13: the latency /mcp/{name} adds to a direct stdio call of
@@ -60,21 +47,7 @@ func (r *Report) endpointTargets() []Target {
 		}
 		p50, p99 := o.addedOver(SideGatewayOneStdio, SideDirectStdio)
 		name := fmt.Sprintf("endpoint: %s over %s, %s echo, %s", SideGatewayOneStdio, SideDirectStdio, fmtPayload(o.Payload), o.Mode)
-		out = append(out,
-			Target{
-				Name: "added p50, " + name,
-				Goal: fmt.Sprintf("≤ %s", fmtMillis(endpointAddedP50Goal/1000.0)),
-				Measured: fmt.Sprintf("%s; p50 %s direct stdio, %s through /mcp/{name}", fmtStatFull(p50, fmtMicros),
-					fmtMicros(direct.P50.Median), fmtMicros(one.P50.Median)),
-				Met: p50.Median <= endpointAddedP50Goal,
-			},
-			Target{
-				Name: "added p99, " + name,
-				Goal: fmt.Sprintf("≤ %s", fmtMillis(endpointAddedP99Goal/1000.0)),
-				Measured: fmt.Sprintf("%s; p99 %s direct stdio, %s through /mcp/{name}", fmtStatFull(p99, fmtMicros),
-					fmtMicros(direct.P99.Median), fmtMicros(one.P99.Median)),
-				Met: p99.Median <= endpointAddedP99Goal,
-			})
+		out = append(out, addedTargets(name, "", p50, p99, direct, "direct stdio", one, "through /mcp/{name}")...)
 	}
 	for _, o := range r.Endpoint {
 		direct, _ := o.Row(SideDirect)
@@ -93,6 +66,28 @@ func (r *Report) endpointTargets() []Target {
 		}
 	}
 	return out
+}
+
+// addedTargets judges the p50 and p99 (µs) a side adds over a base
+// against the endpoint's goals; the measured lines give both sides'
+// medians, as base and through name them.
+func addedTargets(name, goalOver string, p50, p99 Stat, baseRow OverheadRow, base string, row OverheadRow, through string) []Target {
+	return []Target{
+		{
+			Name: "added p50, " + name,
+			Goal: fmt.Sprintf("≤ %s%s", fmtMillis(endpointAddedP50Goal/1000.0), goalOver),
+			Measured: fmt.Sprintf("%s; p50 %s %s, %s %s", fmtStatFull(p50, fmtMicros),
+				fmtMicros(baseRow.P50.Median), base, fmtMicros(row.P50.Median), through),
+			Met: p50.Median <= endpointAddedP50Goal,
+		},
+		{
+			Name: "added p99, " + name,
+			Goal: fmt.Sprintf("≤ %s%s", fmtMillis(endpointAddedP99Goal/1000.0), goalOver),
+			Measured: fmt.Sprintf("%s; p99 %s %s, %s %s", fmtStatFull(p99, fmtMicros),
+				fmtMicros(baseRow.P99.Median), base, fmtMicros(row.P99.Median), through),
+			Met: p99.Median <= endpointAddedP99Goal,
+		},
+	}
 }
 
 // addedOver is the p50 and p99 that side adds over base, in µs, paired per

@@ -441,6 +441,7 @@ func startListener(bin string, args ...string) (*httpServer, error) {
 	}
 }
 
+// stop kills the server's process group and waits until it is reaped.
 func (s *httpServer) stop() {
 	s.once.Do(func() {
 		killGroup(s.pid)

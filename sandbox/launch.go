@@ -193,10 +193,7 @@ func (l *Launch) AwaitGone(d time.Duration) {
 	// A check reads all of /proc: the checks space out, as many
 	// sandboxes stopped together would otherwise starve the kills they
 	// wait for.
-	deadline := time.Now().Add(d)
-	for wait := 5 * time.Millisecond; inNamespace(l.pidNS) && time.Now().Before(deadline); wait = min(2*wait, 80*time.Millisecond) {
-		time.Sleep(wait)
-	}
+	proc.WaitWhile(d, func() bool { return inNamespace(l.pidNS) })
 }
 
 // Alive reports whether a process other than a zombie is left in the

@@ -164,7 +164,12 @@ func toolInfos(tools []*mcp.Tool, shared *interned) []sb.ToolInfo {
 	infos := make([]sb.ToolInfo, len(tools))
 	for i, t := range tools {
 		t.Description = shared.string(t.Description)
-		schema, err := json.Marshal(t.InputSchema)
+		// validTools (rawlist.go) left the schema marshalled already.
+		schema, ok := t.InputSchema.(json.RawMessage)
+		var err error
+		if !ok {
+			schema, err = json.Marshal(t.InputSchema)
+		}
 		if err == nil && t.InputSchema != nil {
 			schema = shared.json(schema)
 			t.InputSchema = json.RawMessage(schema)

@@ -35,13 +35,7 @@ func inProcess(t *testing.T, opts testserver.Options) *upstream.Session {
 	}
 	s := upstream.New(memConfig(), &upstream.Options{
 		Logger: slog.New(slog.DiscardHandler),
-		Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
-			client, server := net.Pipe()
-			if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
-				return nil, err
-			}
-			return client, nil
-		},
+		Dial:   upstream.DialInProcess(srv),
 	})
 	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	if err := s.Start(context.Background()); err != nil {
@@ -93,8 +87,8 @@ func (d *memDialer) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 			return nil, err
 		}
 	}
-	client, server := net.Pipe()
-	if _, err := d.srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
+	client, server, err := upstream.PipeTo(ctx, d.srv)
+	if err != nil {
 		return nil, err
 	}
 	c := &faultConn{Conn: client, peer: server, br: bufio.NewReader(client), corrupt: d.corrupt, ids: map[string]bool{}}

@@ -41,6 +41,8 @@ func (in *interned) json(b json.RawMessage) json.RawMessage {
 	if len(b) == 0 {
 		return b
 	}
-	s := in.string(string(b))
+	// unique.Make copies what it does not hold yet, so b need not be
+	// copied to be looked up.
+	s := in.string(unsafe.String(&b[0], len(b)))
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }

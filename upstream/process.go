@@ -398,20 +398,10 @@ func (p *process) stop() {
 //
 // Killed grandchildren are reparented to init and linger as zombies until
 // it reaps them; a zombie runs nothing, so only live members count.
-//
-// A check reads all of /proc, so the checks space out (5 ms, doubling to
-// groupPollMax): a thousand servers stopped together would otherwise scan
-// /proc a hundred thousand times a second between them and starve the
-// very processes they wait for.
+// The checks space out (proc.WaitWhile).
 func (p *process) awaitGroupGone(d time.Duration) {
-	deadline := time.Now().Add(d)
-	for wait := 5 * time.Millisecond; proc.GroupHasLiveMember(p.pid) && time.Now().Before(deadline); wait = min(2*wait, groupPollMax) {
-		time.Sleep(wait)
-	}
+	proc.WaitWhile(d, func() bool { return proc.GroupHasLiveMember(p.pid) })
 }
-
-// groupPollMax bounds the wait between two checks of awaitGroupGone.
-const groupPollMax = 80 * time.Millisecond
 
 // mergeEnv builds a child environment: baseEnv from getenv, with extra over it.
 func mergeEnv(getenv func(string) string, extra map[string]string) []string {

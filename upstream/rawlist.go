@@ -176,7 +176,16 @@ func (s *Session) validTools(tools []*mcp.Tool) []*mcp.Tool {
 			s.log.Warn("the server listed a null tool; it is left out")
 			continue
 		}
-		if err := headerAnnotationsError(t.InputSchema); err != nil {
+		// The schema is kept as the JSON it marshals to, which toolInfos
+		// then takes as it is instead of marshalling the schema again.
+		var schema []byte
+		if t.InputSchema != nil {
+			if b, err := json.Marshal(t.InputSchema); err == nil {
+				schema = b
+				t.InputSchema = json.RawMessage(b)
+			}
+		}
+		if err := headerAnnotationsError(schema); err != nil {
 			s.log.Warn("the server listed a tool with invalid x-mcp-header annotations; it is left out",
 				"tool", t.Name, "error", err)
 			continue
@@ -187,16 +196,15 @@ func (s *Session) validTools(tools []*mcp.Tool) []*mcp.Tool {
 }
 
 // headerAnnotationsError checks the x-mcp-header annotations of an input
-// schema as the go-sdk's validateParamHeaderAnnotations does: it
-// re-encodes the schema and reads only what the check needs (a schema
-// that does not read so passes), then requires every annotation to sit on
+// schema, encoded, as the go-sdk's validateParamHeaderAnnotations does: it
+// reads only what the check needs (a schema that does not read so
+// passes), then requires every annotation to sit on
 // a property of a primitive type, to be a valid header name, and to be
 // unique, case-insensitively, across the schema. A schema that does not
 // mention x-mcp-header, nearly every one, passes without being decoded
 // again.
-func headerAnnotationsError(schema any) error {
-	b, err := json.Marshal(schema)
-	if err != nil || !bytes.Contains(b, []byte(`"x-mcp-header"`)) {
+func headerAnnotationsError(b []byte) error {
+	if !bytes.Contains(b, []byte(`"x-mcp-header"`)) {
 		return nil
 	}
 	var s headerSchemaProperty

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // stat returns the fields of /proc/PID/stat after the command name: state,
@@ -106,4 +107,16 @@ func readStat(path, buf []byte) (state byte, pgrp []byte, ok bool) {
 		return 0, nil, false
 	}
 	return f[0][0], f[2], true
+}
+
+// WaitWhile checks busy until it reports false or d has passed, spacing
+// the checks out (5 ms, doubling to 80 ms): a check that reads all of
+// /proc (GroupHasLiveMember), made by a thousand waiters stopped
+// together, would otherwise scan /proc a hundred thousand times a second
+// between them and starve the very processes they wait for.
+func WaitWhile(d time.Duration, busy func() bool) {
+	deadline := time.Now().Add(d)
+	for wait := 5 * time.Millisecond; busy() && time.Now().Before(deadline); wait = min(2*wait, 80*time.Millisecond) {
+		time.Sleep(wait)
+	}
 }

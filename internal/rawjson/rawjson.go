@@ -79,13 +79,7 @@ func Get(b []byte, key string) ([]byte, bool) {
 	return found, ok && err == nil
 }
 
-// Skip returns the end of the value that starts at b[i], which must be
-// valid JSON.
-func Skip(b []byte, i int) (int, error) {
-	return skip(b, i, 0)
-}
-
-// maxDepth bounds the nesting Skip follows (as the go-sdk bounds its
+// maxDepth bounds the nesting skip follows (as the go-sdk bounds its
 // decoder's), so that no input can exhaust the stack.
 const maxDepth = 1000
 
