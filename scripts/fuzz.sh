@@ -34,6 +34,7 @@ targets=(
 	"FuzzAPIRequestBodies ./httpapi"
 	"FuzzMembers ./internal/rawjson"
 	"FuzzDecode ./internal/rawjson"
+	"FuzzAppendString ./internal/rawjson"
 	"FuzzRelayEnvelope ./gateway"
 	"FuzzStatelessResult ./gateway"
 )

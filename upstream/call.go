@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/rawjson"
 )
 
 var (
@@ -46,12 +47,15 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 	defer s.inflight.Add(-1)
 
 	start := time.Now()
-	ctx, cancelTotal := withTotalCap(ctx, opts.MaxTotalTimeout)
-	defer cancelTotal()
-
-	c := &call{opts: opts, ctx: ctx}
+	// rctx ends with the caller's ctx, the request timer or the hard cap,
+	// whose causes tell them apart (timeoutErr).
 	rctx, cancelReq := context.WithCancelCause(ctx)
 	defer cancelReq(nil)
+	if opts.MaxTotalTimeout > 0 {
+		total := time.AfterFunc(opts.MaxTotalTimeout, func() { cancelReq(errTotalTimeout) })
+		defer total.Stop()
+	}
+	c := &call{opts: opts, ctx: rctx}
 	c.timer = newCallTimer(opts.Timeout, func() { cancelReq(errRequestTimeout) })
 	defer c.timer.stop()
 
@@ -88,27 +92,23 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 				return nil, err
 			}
 		}
-		params := &mcp.CallToolParams{Name: name, Arguments: raw}
-		if tok != "" {
-			params.SetProgressToken(tok)
-		}
+		meta := callMeta{tok: tok}
 		if r := l.cs.InitializeResult(); r != nil && r.ProtocolVersion >= protocol20260728 {
 			// The 2026-07-28 protocol has no logging/setLevel: the level
 			// travels with each request.
-			if params.Meta == nil {
-				params.Meta = mcp.Meta{}
-			}
-			params.Meta[mcp.MetaKeyLogLevel] = relayLogLevel
+			meta.logLevel = relayLogLevel
 		}
-		sent := &sendRecord{ctx: rctx}
-		if opts.OnElicitation != nil || opts.OnSampling != nil {
-			sent.tok = tok
-		}
-		l.calls.Add(1)
+		var sent *sendRecord // the POSTs of a call over HTTP (httpclient.go)
 		var res *mcp.CallToolResult
+		l.calls.Add(1)
 		if out := rawResultFrom(ctx); out != nil && l.frames != nil {
-			res, err = s.relayCall(rctx, l, params, out)
+			res, err = s.relayCall(rctx, l, name, raw, meta, out)
 		} else {
+			sent = &sendRecord{ctx: rctx}
+			if opts.OnElicitation != nil || opts.OnSampling != nil {
+				sent.tok = tok
+			}
+			params := &mcp.CallToolParams{Name: name, Arguments: raw, Meta: meta.mcp()}
 			res, err = l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
 		}
 		l.calls.Add(-1)
@@ -133,13 +133,13 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseToolCall, Kind: ErrCancelled,
 				Message: "cancelled by the caller: " + context.Cause(ctx).Error(), Err: context.Cause(ctx)}
 		}
-		if try == 0 && (neverSent(err) || (l.overHTTP() && sent.neverPosted())) {
+		if try == 0 && (neverSent(err) || (sent != nil && l.overHTTP() && sent.neverPosted())) {
 			// The link died between our picking it and the go-sdk sending
 			// on it; nothing was sent. Wait for the replacement, once.
 			stale = l
 			continue
 		}
-		if try == 0 && l.transport == sb.TransportStreamableHTTP && (isSessionMissing(err) || l.sessionGone()) &&
+		if try == 0 && sent != nil && l.transport == sb.TransportStreamableHTTP && (isSessionMissing(err) || l.sessionGone()) &&
 			sent.neverRan(closeTimeout) {
 			// The server has forgotten the session, and this request either
 			// drew a 404 itself or was refused before it was sent: it never
@@ -150,7 +150,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			continue
 		}
 		c.finish()
-		if sent.wasRefused(closeTimeout) {
+		if sent != nil && sent.wasRefused(closeTimeout) {
 			return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseRuntime, Kind: ErrUnavailable,
 				Message: fmt.Sprintf("connection refused by %s: the server is no longer running; the call never ran",
 					hostOf(s.redact.String(s.cfg.URL))), Err: err}
@@ -159,12 +159,49 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 	}
 }
 
-// withTotalCap applies the hard cap, if any.
-func withTotalCap(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if d <= 0 {
-		return context.WithCancel(ctx)
+// callMeta is what CallTool puts in a tool call's _meta: its progress
+// token, if it has one, and the log level, for the 2026-07-28 protocol.
+type callMeta struct {
+	tok, logLevel string
+}
+
+func (m callMeta) empty() bool { return m.tok == "" && m.logLevel == "" }
+
+// mcp is m as the go-sdk's params carry it; nil if empty.
+func (m callMeta) mcp() mcp.Meta {
+	if m.empty() {
+		return nil
 	}
-	return context.WithTimeoutCause(ctx, d, errTotalTimeout)
+	meta := mcp.Meta{}
+	if m.tok != "" {
+		meta["progressToken"] = m.tok
+	}
+	if m.logLevel != "" {
+		meta[mcp.MetaKeyLogLevel] = m.logLevel
+	}
+	return meta
+}
+
+// appendJSON appends m as the JSON object json.Marshal makes of m.mcp()
+// (members in key order); nothing if it is empty.
+func (m callMeta) appendJSON(b []byte) []byte {
+	if m.empty() {
+		return b
+	}
+	b = append(b, '{')
+	if m.logLevel != "" {
+		b = rawjson.AppendString(b, mcp.MetaKeyLogLevel)
+		b = append(b, ':')
+		b = rawjson.AppendString(b, m.logLevel)
+		if m.tok != "" {
+			b = append(b, ',')
+		}
+	}
+	if m.tok != "" {
+		b = append(b, `"progressToken":`...)
+		b = rawjson.AppendString(b, m.tok)
+	}
+	return append(b, '}')
 }
 
 // unavailable converts a failure to get a live link into a call error.

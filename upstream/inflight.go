@@ -15,7 +15,7 @@ import (
 type call struct {
 	opts  sb.InvokeOptions
 	timer *callTimer
-	ctx   context.Context // ends with the call (total cap or caller)
+	ctx   context.Context // ends with the call: the caller, the hard cap, the request timer (paused while a server request is answered)
 
 	mu           sync.Mutex
 	lastProgress *sb.Progress

@@ -52,33 +52,24 @@ var relayedCalls atomic.Int64
 // RelayedCalls reports how many tool calls have been relayed as bytes.
 func RelayedCalls() int64 { return relayedCalls.Load() }
 
-// relayCall sends params on the link's byte stream and waits for the
-// reply. A result within the size cap goes to out as bytes, and the
-// returned result carries only IsError; one over it is decoded, so that
-// checkResult measures it as it measures every other.
-func (s *Session) relayCall(ctx context.Context, l *link, params *mcp.CallToolParams, out *RawResult) (*mcp.CallToolResult, error) {
-	name, err := json.Marshal(params.Name)
-	if err != nil {
-		return nil, err
-	}
-	args := compactArgs(params.Arguments.(json.RawMessage))
-	var meta []byte
-	if len(params.Meta) > 0 {
-		if meta, err = json.Marshal(params.Meta); err != nil {
-			return nil, err
-		}
-	}
+// relayCall sends a call of the tool name with the raw arguments and
+// meta on the link's byte stream and waits for the reply. A result within
+// the size cap goes to out as bytes, and the returned result carries only
+// IsError; one over it is decoded, so that checkResult measures it as it
+// measures every other.
+func (s *Session) relayCall(ctx context.Context, l *link, name string, raw json.RawMessage, meta callMeta, out *RawResult) (*mcp.CallToolResult, error) {
+	args := compactArgs(raw)
 	reply, err := l.frames.call(ctx, func(id string) []byte {
-		b := make([]byte, 0, 96+len(name)+len(args)+len(meta))
+		b := make([]byte, 0, 160+len(name)+len(args))
 		b = append(b, `{"jsonrpc":"2.0","id":"`...)
 		b = append(b, id...)
 		b = append(b, `","method":"tools/call","params":{"name":`...)
-		b = append(b, name...)
+		b = rawjson.AppendString(b, name)
 		b = append(b, `,"arguments":`...)
 		b = append(b, args...)
-		if meta != nil {
+		if !meta.empty() {
 			b = append(b, `,"_meta":`...)
-			b = append(b, meta...)
+			b = meta.appendJSON(b)
 		}
 		return append(b, "}}\n"...)
 	})

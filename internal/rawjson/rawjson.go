@@ -15,6 +15,7 @@ package rawjson
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 )
 
@@ -310,4 +311,21 @@ func trailing(b []byte, i int) error {
 		return ErrSyntax
 	}
 	return nil
+}
+
+// AppendString appends s to dst as a JSON string. A string of printable
+// ASCII that needs no escape, what tool names and the relay's own tokens
+// are, is copied between quotes; any other goes through encoding/json,
+// which escapes it as it escapes every string the relay would otherwise
+// have encoded (and replaces invalid UTF-8 with U+FFFD).
+func AppendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || !plain[c] || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(dst, q...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }

@@ -112,3 +112,35 @@ func BenchmarkMembers(b *testing.B) {
 		}
 	}
 }
+
+// AppendString writes each string so that encoding/json decodes it to what
+// it decodes json.Marshal's encoding to, and copies a plain one as it is.
+func TestAppendString(t *testing.T) {
+	for _, s := range []string{"", "echo", "a b-c_d.e/f:g", "quote\"d", `back\slash`, "tab\t", "nl\n", "\x00", "\x7f",
+		"<tag>&", "é", "日本", "\u2028", "bad\xffutf8"} {
+		got := AppendString([]byte("x"), s)
+		want, _ := json.Marshal(s)
+		if string(got[1:]) != string(want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got[1:], want)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"echo", "quote\"d", "\x00", "<&>", "é", "bad\xffutf8"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var got, want string
+		if err := json.Unmarshal(AppendString(nil, s), &got); err != nil {
+			t.Fatalf("AppendString(%q) is not a JSON string: %v", s, err)
+		}
+		m, _ := json.Marshal(s)
+		if err := json.Unmarshal(m, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("AppendString(%q) decodes to %q, json.Marshal's to %q", s, got, want)
+		}
+	})
+}
