@@ -37,6 +37,7 @@ targets=(
 	"FuzzAppendString ./internal/rawjson"
 	"FuzzRelayEnvelope ./gateway"
 	"FuzzStatelessResult ./gateway"
+	"FuzzQuickSchema ./upstream"
 )
 
 log="$(mktemp)"

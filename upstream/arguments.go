@@ -74,7 +74,14 @@ func jsonKind(v any) string {
 // first use. A catalog is replaced whole on refresh, and its cache with it.
 type schemaCache struct {
 	mu sync.Mutex
-	m  map[string]*jsonschema.Resolved // nil value: the schema could not be resolved
+	m  map[string]*inputSchema // nil value: the schema could not be resolved
+}
+
+// inputSchema is a tool's input schema as the validator resolved it, and
+// compiled for the quick check if it can be (quickschema.go).
+type inputSchema struct {
+	rs    *jsonschema.Resolved
+	quick *quickSchema
 }
 
 // validate checks that the catalog has the tool and that args match its
@@ -91,38 +98,47 @@ func (c catalog) validate(server, tool string, args map[string]any) error {
 	if t == nil {
 		return &UnknownToolError{Server: server, Tool: tool, Suggestions: Suggest(tool, toolNames(c.tools))}
 	}
-	rs := c.schemas.resolve(t)
-	if rs == nil {
+	s := c.schemas.resolve(t)
+	if s == nil || s.quick != nil && s.quick.accepts(args) {
 		return nil
 	}
-	if err := rs.Validate(args); err != nil {
+	if err := s.rs.Validate(args); err != nil {
 		field, msg := describeSchemaError(err)
 		return &ArgumentError{Server: server, Tool: tool, Field: field, Message: msg}
 	}
 	return nil
 }
 
-func (sc *schemaCache) resolve(t *mcp.Tool) *jsonschema.Resolved {
+func (sc *schemaCache) resolve(t *mcp.Tool) *inputSchema {
 	if sc == nil || t.InputSchema == nil {
 		return nil
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if rs, ok := sc.m[t.Name]; ok {
-		return rs
+	if s, ok := sc.m[t.Name]; ok {
+		return s
 	}
-	var rs *jsonschema.Resolved
+	var s *inputSchema
 	if b, err := json.Marshal(t.InputSchema); err == nil {
-		var s jsonschema.Schema
-		if json.Unmarshal(b, &s) == nil {
-			rs, _ = s.Resolve(nil)
+		var js jsonschema.Schema
+		if json.Unmarshal(b, &js) == nil {
+			// The validator resolves a schema of a draft it does not
+			// know, then refuses every instance: such a schema is not
+			// checked here (the server checks its own).
+			if rs, err := js.Resolve(nil); err == nil && (js.Schema == "" || drafts[js.Schema]) {
+				s = &inputSchema{rs: rs}
+				var decoded any
+				if json.Unmarshal(b, &decoded) == nil {
+					s.quick, _ = compileQuick(decoded)
+				}
+			}
 		}
 	}
 	if sc.m == nil {
-		sc.m = make(map[string]*jsonschema.Resolved)
+		sc.m = make(map[string]*inputSchema)
 	}
-	sc.m[t.Name] = rs
-	return rs
+	sc.m[t.Name] = s
+	return s
 }
 
 var (
