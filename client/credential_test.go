@@ -85,7 +85,7 @@ func TestReadCredentialRefusesWhatIsNotPrivate(t *testing.T) {
 		{"world-readable directory", func() error { return os.Chmod(dir, 0o755) }, func() error { return os.Chmod(dir, 0o700) }, "mode 0755"},
 		{"empty file", func() error { return os.WriteFile(path, []byte("\n"), 0o600) }, nil, "empty"},
 		{"two words", func() error { return os.WriteFile(path, []byte("a b\n"), 0o600) }, nil, "one word"},
-		{"a directory", func() error { os.Remove(path); return os.Mkdir(path, 0o700) }, func() error { return os.Remove(path) }, "not a file"},
+		{"a directory", func() error { os.Remove(path); return os.Mkdir(path, 0o700) }, func() error { return os.Remove(path) }, "not a regular file"},
 	} {
 		if err := tc.spoil(); err != nil {
 			t.Fatal(err)
