@@ -14,6 +14,20 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 )
 
+// logIn authorizes cfg's server out of band (Begin, the test
+// authorization server's approval, Complete).
+func logIn(t *testing.T, o *OAuth, cfg *sb.ServerConfig) {
+	t.Helper()
+	u, err := o.Begin(context.Background(), cfg, "http://127.0.0.1:9/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := oauthtest.Approve(t, u).Query()
+	if err := o.Complete(context.Background(), cfg.Name, q.Get("state"), q.Get("code"), "", ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRefreshRaceBetweenReplicas: two replicas find the token expiring and
 // refresh with the same refresh token; the authorization server rotates it
 // for the first, and refuses it to the second. The second must take the
@@ -24,15 +38,7 @@ func TestRefreshRaceBetweenReplicas(t *testing.T) {
 	cfg := &sb.ServerConfig{Name: "raced", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
 	ctx := context.Background()
 
-	// Log in.
-	u, err := o.Begin(ctx, cfg, "http://127.0.0.1:9/callback")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := oauthtest.Approve(t, u).Query()
-	if err := o.Complete(ctx, cfg.Name, q.Get("state"), q.Get("code"), "", ""); err != nil {
-		t.Fatal(err)
-	}
+	logIn(t, o, cfg)
 
 	stale, err := o.load(ctx, cfg.Name) // what both replicas read
 	if err != nil || stale == nil {
@@ -91,14 +97,7 @@ func TestInBandGrantSavedUnderTheLock(t *testing.T) {
 
 	// The older grant, authorized out of band; its access token is then
 	// refused (401), so that the next token request refreshes it.
-	u, err := o.Begin(ctx, cfg, "http://127.0.0.1:9/callback")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := oauthtest.Approve(t, u).Query()
-	if err := o.Complete(ctx, cfg.Name, q.Get("state"), q.Get("code"), "", ""); err != nil {
-		t.Fatal(err)
-	}
+	logIn(t, o, cfg)
 	older, err := o.load(ctx, cfg.Name)
 	if err != nil || older == nil {
 		t.Fatal(older, err)
