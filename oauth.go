@@ -218,7 +218,7 @@ func NewOAuthKey(key []byte) (*OAuthKey, error) {
 func readOAuthKey(path string) ([]byte, error) {
 	key, err := fileowner.ReadPrivate(path, oauthKeySize+1)
 	if errors.Is(err, fileowner.ErrNotPrivate) {
-		return nil, fmt.Errorf("the OAuth key file (the key to every stored token): %w", err)
+		return nil, fmt.Errorf("oauth key file is not private (it holds the key to every stored token): %w", err)
 	}
 	if err != nil {
 		return nil, err
