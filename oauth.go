@@ -213,22 +213,13 @@ func NewOAuthKey(key []byte) (*OAuthKey, error) {
 	return &OAuthKey{aead: aead}, nil
 }
 
+// readOAuthKey reads the key file at path, refusing it unless it is
+// private to this user (fileowner.ReadPrivate).
 func readOAuthKey(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
+	key, err := fileowner.ReadPrivate(path, oauthKeySize+1)
+	if errors.Is(err, fileowner.ErrNotPrivate) {
+		return nil, fmt.Errorf("oauth key file is not private (it holds the key to every stored token): %w", err)
 	}
-	if uid, ok := fileowner.Of(fi); ok {
-		if fi.Mode().Perm()&0o077 != 0 {
-			return nil, fmt.Errorf("oauth key file %s has mode %04o: it holds the key to every stored token, so only its owner may read it (chmod 600 %s)",
-				path, fi.Mode().Perm(), path)
-		}
-		if uid != os.Geteuid() {
-			return nil, fmt.Errorf("oauth key file %s belongs to uid %d, not to the user serve runs as (uid %d): that user could read or replace the key to every stored token; refusing it (chown %d %s, if the file is the right one)",
-				path, uid, os.Geteuid(), os.Geteuid(), path)
-		}
-	}
-	key, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -36,8 +37,8 @@ func TestOAuthKeyFile(t *testing.T) {
 	if err := os.Chmod(path, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadOAuthKey(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
-		t.Fatalf("group-readable key file: %v, want a refusal naming chmod 600", err)
+	if _, err := LoadOAuthKey(path); err == nil || !strings.Contains(err.Error(), "mode 0640") || !strings.Contains(err.Error(), "chmod 600 "+path) {
+		t.Fatalf("group-readable key file: %v, want a refusal naming its mode and chmod 600 %s", err, path)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		t.Fatal(err)
@@ -52,6 +53,50 @@ func TestOAuthKeyFile(t *testing.T) {
 	}
 	if _, err := LoadOAuthKey(path); err == nil || !strings.Contains(err.Error(), "belongs to uid 4242") || !strings.Contains(err.Error(), "chown 0 ") {
 		t.Fatalf("a key file of another user: %v, want a refusal naming its owner and chown", err)
+	}
+}
+
+// TestOAuthKeyFileKinds: a symlink to the key file is followed (its
+// target is what is checked and read, as before); a symlink to a key that
+// others may read is refused; a FIFO or a directory at the path is
+// refused, the FIFO without waiting for a writer.
+func TestOAuthKeyFileKinds(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "oauth.key")
+	k, err := LoadOAuthKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.key")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	viaLink, err := LoadOAuthKey(link)
+	if err != nil {
+		t.Fatalf("a symlink to the key file: %v", err)
+	}
+	if got, err := viaLink.Open("gh", k.Seal("gh", []byte("token"))); err != nil || string(got) != "token" {
+		t.Fatalf("the key read through a symlink opens %q, %v; want the same key", got, err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOAuthKey(link); err == nil || !strings.Contains(err.Error(), "mode 0644") || !strings.Contains(err.Error(), "chmod 600 "+link) {
+		t.Fatalf("a symlink to a world-readable key: %v, want a refusal naming chmod 600", err)
+	}
+
+	fifo := filepath.Join(dir, "fifo.key")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "dir.key")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, sub} {
+		if _, err := LoadOAuthKey(p); err == nil || !strings.Contains(err.Error(), p+" is not a regular file") {
+			t.Errorf("LoadOAuthKey(%s): %v, want a refusal saying it is not a regular file", p, err)
+		}
 	}
 }
 

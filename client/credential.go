@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"net/url"
@@ -54,26 +53,16 @@ func CredentialPath() (string, error) {
 // not accessible to anyone else. A missing file is an error satisfying
 // errors.Is(err, fs.ErrNotExist).
 func ReadCredential(path string) (string, error) {
-	if err := checkPrivate(filepath.Dir(path), true); err != nil {
-		return "", err
+	err := fileowner.CheckPrivateDir(filepath.Dir(path))
+	var b []byte
+	if err == nil {
+		b, err = fileowner.ReadPrivate(path, maxCredential+1)
 	}
-	f, err := os.Open(path)
+	if errors.Is(err, fileowner.ErrNotPrivate) {
+		return "", fmt.Errorf("%w: %w", ErrUntrustedCredential, err)
+	}
 	if err != nil {
 		return "", err
-	}
-	defer f.Close()
-	// The checks are of the file opened, not of the name: it cannot be
-	// swapped between them and the read.
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if err := checkInfo(path, fi, false); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxCredential+1))
-	if err != nil {
-		return "", fmt.Errorf("reading the credential %s: %w", path, err)
 	}
 	tok := strings.TrimSpace(string(b))
 	if err := validToken(tok); err != nil {
@@ -166,37 +155,6 @@ func isLoopbackURL(u string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// checkPrivate checks that the file or directory at path belongs to this
-// user and that its group and others have no access to it.
-func checkPrivate(path string, dir bool) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	return checkInfo(path, fi, dir)
-}
-
-func checkInfo(path string, fi fs.FileInfo, dir bool) error {
-	what, fix := "file", "chmod 600 "+path
-	if dir {
-		what, fix = "directory", "chmod 700 "+path
-	}
-	if dir && !fi.IsDir() || !dir && !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a %s", ErrUntrustedCredential, path, what)
-	}
-	if uid, ok := fileowner.Of(fi); ok {
-		if fi.Mode().Perm()&0o077 != 0 {
-			return fmt.Errorf("%w: the %s %s has mode %#o, so other users may read or change it; refusing to use it (%s, and if the token may have been seen, delete the file so that serve makes a new one)",
-				ErrUntrustedCredential, what, path, fi.Mode().Perm(), fix)
-		}
-		if uid != os.Geteuid() {
-			return fmt.Errorf("%w: the %s %s belongs to uid %d, not to this user (uid %d); refusing to use it",
-				ErrUntrustedCredential, what, path, uid, os.Geteuid())
-		}
-	}
-	return nil
 }
 
 // validToken checks that tok can be sent in an Authorization header: one

@@ -63,9 +63,9 @@ func TestLoadOrCreateCredential(t *testing.T) {
 }
 
 // TestReadCredentialRefusesWhatIsNotPrivate: a file or directory that
-// others may read, a file that is not a regular file, and a file that is
-// not one token are refused with a message naming the path; a missing
-// file is fs.ErrNotExist.
+// others may read, a file that is not a regular file (a FIFO without
+// waiting for a writer), and a file that is not one token are refused with
+// a message naming the path; a missing file is fs.ErrNotExist.
 func TestReadCredentialRefusesWhatIsNotPrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "switchboard")
 	path := filepath.Join(dir, "token")
@@ -85,7 +85,8 @@ func TestReadCredentialRefusesWhatIsNotPrivate(t *testing.T) {
 		{"world-readable directory", func() error { return os.Chmod(dir, 0o755) }, func() error { return os.Chmod(dir, 0o700) }, "mode 0755"},
 		{"empty file", func() error { return os.WriteFile(path, []byte("\n"), 0o600) }, nil, "empty"},
 		{"two words", func() error { return os.WriteFile(path, []byte("a b\n"), 0o600) }, nil, "one word"},
-		{"a directory", func() error { os.Remove(path); return os.Mkdir(path, 0o700) }, func() error { return os.Remove(path) }, "not a file"},
+		{"a directory", func() error { os.Remove(path); return os.Mkdir(path, 0o700) }, func() error { return os.Remove(path) }, "not a regular file"},
+		{"a FIFO", func() error { os.Remove(path); return syscall.Mkfifo(path, 0o600) }, func() error { return os.Remove(path) }, "not a regular file"},
 	} {
 		if err := tc.spoil(); err != nil {
 			t.Fatal(err)

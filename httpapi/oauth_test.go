@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/registrytest"
 	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -156,29 +154,11 @@ func TestOAuthCallbackOnAnotherReplica(t *testing.T) {
 	key := oauthtest.Key(t)
 	const token = "api-token-0123456789"
 	replica := func() (*registry.Registry, *httptest.Server) {
-		ctx := context.Background()
-		st, err := store.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := &upstream.OAuth{Store: st.(sb.OAuthStore), Key: key}
-		reg := registry.New(st, &registry.Options{Logger: slog.New(slog.DiscardHandler), Session: upstream.Options{OAuth: o}})
-		if err := reg.Load(ctx); err != nil {
-			t.Fatal(err)
-		}
-		sctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); reg.RunSync(sctx, 0) }()
-		srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: executor.New(executor.NewMCP(reg)),
-			Token: token, OAuth: o}))
-		t.Cleanup(func() {
-			srv.Close()
-			cancel()
-			<-done
-			reg.Shutdown(ctx)
-			st.Close()
-		})
-		return reg, srv
+		r := registrytest.StartOAuthReplica(t, dsn, key)
+		srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: r.Registry, Executor: executor.New(executor.NewMCP(r.Registry)),
+			Token: token, OAuth: r.OAuth}))
+		t.Cleanup(srv.Close)
+		return r.Registry, srv
 	}
 	regA, a := replica()
 	regB, b := replica()

@@ -3,9 +3,7 @@ package registry_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,13 +29,7 @@ func inProcess(t *testing.T) upstream.Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return upstream.Options{Logger: slog.New(slog.DiscardHandler), Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
-		client, server := net.Pipe()
-		if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
-			return nil, err
-		}
-		return client, nil
-	}}
+	return upstream.Options{Logger: slog.New(slog.DiscardHandler), Dial: testserver.DialInProcess(srv)}
 }
 
 // clientRegistry returns a loaded registry, in the calling bubble, over

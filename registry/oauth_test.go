@@ -2,55 +2,22 @@ package registry_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
 	"github.com/switchboard-mcp/switchboard/internal/pgtest"
-	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store"
+	"github.com/switchboard-mcp/switchboard/internal/registrytest"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
-// oauthReplica is one serve process on a shared PostgreSQL: its registry,
-// running RunSync, and its OAuth client (the key file is shared).
-type oauthReplica struct {
-	reg   *registry.Registry
-	oauth *upstream.OAuth
-}
-
-func startOAuthReplica(t *testing.T, dsn string, key *sb.OAuthKey) oauthReplica {
-	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := &upstream.OAuth{Store: st.(sb.OAuthStore), Key: key}
-	reg := registry.New(st, &registry.Options{Logger: slog.New(slog.DiscardHandler), Session: upstream.Options{OAuth: o}})
-	if err := reg.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); reg.RunSync(sctx, 0) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		reg.Shutdown(ctx)
-		st.Close()
-	})
-	return oauthReplica{reg: reg, oauth: o}
-}
-
 // waitInfo waits, up to 30 s (half the slow retry of phase auth), for the
 // session of name on r to satisfy pred.
-func waitInfo(t *testing.T, r oauthReplica, name, what string, pred func(sb.RuntimeInfo) bool) sb.RuntimeInfo {
+func waitInfo(t *testing.T, r *registrytest.Replica, name, what string, pred func(sb.RuntimeInfo) bool) sb.RuntimeInfo {
 	t.Helper()
 	var s *upstream.Session
-	eventually(t, name+" runs", func() bool { s, _ = r.reg.Session(name); return s != nil })
+	eventually(t, name+" runs", func() bool { s, _ = r.Registry.Session(name); return s != nil })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	info, err := s.WaitFor(ctx, pred)
@@ -69,10 +36,10 @@ func TestOAuthAcrossReplicas(t *testing.T) {
 	as := oauthtest.New(t)
 	dsn := pgtest.NewDatabase(t)
 	key := oauthtest.Key(t)
-	a, b := startOAuthReplica(t, dsn, key), startOAuthReplica(t, dsn, key)
+	a, b := registrytest.StartOAuthReplica(t, dsn, key), registrytest.StartOAuthReplica(t, dsn, key)
 	ctx := context.Background()
 	cfg := &sb.ServerConfig{Name: "gh", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
-	if _, err := a.reg.Create(ctx, cfg); err != nil {
+	if _, err := a.Registry.Create(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	waiting := waitInfo(t, a, "gh", "phase auth on a", waitingInAuth)
@@ -82,27 +49,27 @@ func TestOAuthAcrossReplicas(t *testing.T) {
 	}
 
 	// Begin on a; the browser is sent to the callback, which reaches b.
-	authURL, err := a.oauth.Begin(ctx, cfg, "http://127.0.0.1:9/api/v1/servers/gh/oauth/callback")
+	authURL, err := a.OAuth.Begin(ctx, cfg, "http://127.0.0.1:9/api/v1/servers/gh/oauth/callback")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := b.oauth.Status(ctx, "gh"); err != nil || !st.Pending {
+	if st, err := b.OAuth.Status(ctx, "gh"); err != nil || !st.Pending {
 		t.Fatalf("b's status of a flow begun on a: %+v, %v; want pending", st, err)
 	}
 	q := oauthtest.Approve(t, authURL).Query()
-	if err := b.oauth.Complete(ctx, "gh", q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error")); err != nil {
+	if err := b.OAuth.Complete(ctx, "gh", q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error")); err != nil {
 		t.Fatalf("the callback on b: %v", err)
 	}
-	if err := b.reg.Restart("gh"); err != nil { // as b's callback route does
+	if err := b.Registry.Restart("gh"); err != nil { // as b's callback route does
 		t.Fatal(err)
 	}
 	// a, polled by `server auth` that began there, sees the outcome.
-	if st, err := a.oauth.Status(ctx, "gh"); err != nil || st.Pending || !st.Authorized || st.Last == nil || st.Last.Error != "" {
+	if st, err := a.OAuth.Status(ctx, "gh"); err != nil || st.Pending || !st.Authorized || st.Last == nil || st.Last.Error != "" {
 		t.Fatalf("a's status after b's callback: %+v, %v; want authorized, not pending, with a last success", st, err)
 	}
 	// Replayed (on either replica): the flow was taken.
-	for _, r := range []oauthReplica{a, b} {
-		if err := r.oauth.Complete(ctx, "gh", q.Get("state"), q.Get("code"), "", ""); sb.CodeOf(err) != sb.CodeAuthorizationFailed {
+	for _, r := range []*registrytest.Replica{a, b} {
+		if err := r.OAuth.Complete(ctx, "gh", q.Get("state"), q.Get("code"), "", ""); sb.CodeOf(err) != sb.CodeAuthorizationFailed {
 			t.Fatalf("a replayed callback: %v, want authorization_failed", err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -83,11 +81,7 @@ func TestLoadStartsWithBoundedConcurrencyWithoutBlocking(t *testing.T) {
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-			client, server := net.Pipe()
-			if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
-				return nil, err
-			}
-			return client, nil
+			return testserver.DialInProcess(srv)(ctx)
 		}
 		held := func() int {
 			mu.Lock()

@@ -9,8 +9,8 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/pgtest"
+	"github.com/switchboard-mcp/switchboard/internal/registrytest"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store"
 )
 
 // replica is one serve process's view of a shared store: its registry,
@@ -22,41 +22,26 @@ type replica struct {
 
 func startReplica(t testing.TB, dsn string) replica {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.DiscardHandler)
-	ts, err := registry.NewToolsets(st, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk, err := registry.NewTokens(st, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ts.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := tk.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	reg := registry.New(st, &registry.Options{Logger: log, Followers: []registry.Follower{ts, tk}})
-	if err := reg.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); reg.RunSync(sctx, 0) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		tk.Close()
-		reg.Shutdown(ctx)
-		st.Close()
+	var r replica
+	registrytest.StartReplica(t, dsn, func(st sb.Store) *registry.Options {
+		log := slog.New(slog.DiscardHandler)
+		var err error
+		if r.toolsets, err = registry.NewToolsets(st, log); err != nil {
+			t.Fatal(err)
+		}
+		if r.tokens, err = registry.NewTokens(st, log); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := r.toolsets.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.tokens.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return &registry.Options{Logger: log, Followers: []registry.Follower{r.toolsets, r.tokens}}
 	})
-	return replica{toolsets: ts, tokens: tk}
+	return r
 }
 
 // eventually polls cond every 10 ms for up to 10 s (the change feed

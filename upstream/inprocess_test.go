@@ -35,7 +35,7 @@ func inProcess(t *testing.T, opts testserver.Options) *upstream.Session {
 	}
 	s := upstream.New(memConfig(), &upstream.Options{
 		Logger: slog.New(slog.DiscardHandler),
-		Dial:   upstream.DialInProcess(srv),
+		Dial:   testserver.DialInProcess(srv),
 	})
 	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	if err := s.Start(context.Background()); err != nil {
@@ -87,7 +87,7 @@ func (d *memDialer) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 			return nil, err
 		}
 	}
-	client, server, err := upstream.PipeTo(ctx, d.srv)
+	client, server, err := testserver.PipeTo(ctx, d.srv)
 	if err != nil {
 		return nil, err
 	}

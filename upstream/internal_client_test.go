@@ -2,12 +2,8 @@ package upstream
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"net"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
@@ -23,7 +19,7 @@ func TestClosedLinksAreForgotten(t *testing.T) {
 	}
 	s := New(&sb.ServerConfig{Name: "mem", Transport: sb.TransportStdio, Command: "in-process"}, &Options{
 		Logger: slog.New(slog.DiscardHandler),
-		Dial:   DialInProcess(srv),
+		Dial:   testserver.DialInProcess(srv),
 	})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -37,26 +33,5 @@ func TestClosedLinksAreForgotten(t *testing.T) {
 	s.Shutdown(context.Background())
 	if linkOf(l.registered) != nil {
 		t.Error("the link is still registered after Shutdown")
-	}
-}
-
-// PipeTo connects srv to one end of an in-memory pipe and returns both
-// ends. It and DialInProcess serve the tests of upstream_test too.
-func PipeTo(ctx context.Context, srv *mcp.Server) (client, server net.Conn, err error) {
-	client, server = net.Pipe()
-	if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
-		return nil, nil, err
-	}
-	return client, server, nil
-}
-
-// DialInProcess is an Options.Dial that reaches srv over PipeTo.
-func DialInProcess(srv *mcp.Server) func(context.Context) (io.ReadWriteCloser, error) {
-	return func(ctx context.Context) (io.ReadWriteCloser, error) {
-		client, _, err := PipeTo(ctx, srv)
-		if err != nil {
-			return nil, err
-		}
-		return client, nil
 	}
 }

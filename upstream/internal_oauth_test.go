@@ -2,12 +2,31 @@ package upstream
 
 import (
 	"context"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
 	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 )
+
+// logIn authorizes cfg's server out of band (Begin, the test
+// authorization server's approval, Complete).
+func logIn(t *testing.T, o *OAuth, cfg *sb.ServerConfig) {
+	t.Helper()
+	u, err := o.Begin(context.Background(), cfg, "http://127.0.0.1:9/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := oauthtest.Approve(t, u).Query()
+	if err := o.Complete(context.Background(), cfg.Name, q.Get("state"), q.Get("code"), "", ""); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestRefreshRaceBetweenReplicas: two replicas find the token expiring and
 // refresh with the same refresh token; the authorization server rotates it
@@ -19,15 +38,7 @@ func TestRefreshRaceBetweenReplicas(t *testing.T) {
 	cfg := &sb.ServerConfig{Name: "raced", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
 	ctx := context.Background()
 
-	// Log in.
-	u, err := o.Begin(ctx, cfg, "http://127.0.0.1:9/callback")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := oauthtest.Approve(t, u).Query()
-	if err := o.Complete(ctx, cfg.Name, q.Get("state"), q.Get("code"), "", ""); err != nil {
-		t.Fatal(err)
-	}
+	logIn(t, o, cfg)
 
 	stale, err := o.load(ctx, cfg.Name) // what both replicas read
 	if err != nil || stale == nil {
@@ -46,5 +57,110 @@ func TestRefreshRaceBetweenReplicas(t *testing.T) {
 	}
 	if g, _ := o.load(ctx, cfg.Name); !usable(g) {
 		t.Fatalf("the grant was forgotten: %+v", g)
+	}
+}
+
+// saveHook is an OAuth store that calls onSaved after each grant it
+// saves.
+type saveHook struct {
+	sb.OAuthStore
+	onSaved func()
+}
+
+func (s *saveHook) SaveOAuthGrant(ctx context.Context, server string, sealed []byte) error {
+	err := s.OAuthStore.SaveOAuthGrant(ctx, server, sealed)
+	s.onSaved()
+	return err
+}
+
+// TestInBandGrantSavedUnderTheLock: an in-band authorization stores its
+// grant as the token source's refreshes do, under the token source's
+// lock. Were the save outside it, a refresh that had read the older grant
+// before the save (and holds the lock while it asks the token endpoint)
+// would store the older authorization's tokens over the new ones once the
+// save is done (a step-up's scopes lost, replicas and restarts reading
+// tokens this process no longer uses). The store's hook, called once the
+// in-band grant is saved, replays that refresh in the gap if there is one
+// (the lock is free there); if the save holds the lock, a refresh can only
+// start after it, and then finds the new grant.
+func TestInBandGrantSavedUnderTheLock(t *testing.T) {
+	as := oauthtest.New(t)
+	st := &saveHook{OAuthStore: sqlitetest.Store(t), onSaved: func() {}}
+	fetch := func(_ context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		q := oauthtest.Approve(t, args.URL).Query()
+		return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+	}
+	o := &OAuth{Store: st, Key: oauthtest.Key(t), Fetcher: fetch, RedirectURL: "http://127.0.0.1:9/callback"}
+	cfg := &sb.ServerConfig{Name: "raced", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
+	ctx := context.Background()
+	hc := o.client()
+
+	// The older grant, authorized out of band; its access token is then
+	// refused (401), so that the next token request refreshes it.
+	logIn(t, o, cfg)
+	older, err := o.load(ctx, cfg.Name)
+	if err != nil || older == nil {
+		t.Fatal(older, err)
+	}
+	ts := o.source(cfg.Name)
+	ts.expire(older.AccessToken)
+
+	// The in-band authorization, answering a real 401.
+	resp, err := hc.Post(cfg.URL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the server answered %d without a token, want 401", resp.StatusCode)
+	}
+	h, err := ts.inBandHandler(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		competing sync.WaitGroup
+		refreshed string
+		rerr      error
+	)
+	st.onSaved = func() {
+		st.onSaved = func() {} // once: the in-band grant's save
+		if ts.mu.TryLock() {
+			// The gap is open: the refresh that read the older grant
+			// before the save finishes in it.
+			refreshed, rerr = ts.refresh(ctx, older, hc)
+			ts.mu.Unlock()
+			return
+		}
+		competing.Go(func() { refreshed, rerr = ts.token(ctx, cfg, hc) })
+	}
+	if err := h.Authorize(ctx, resp.Request, resp); err != nil {
+		t.Fatal(err)
+	}
+	competing.Wait()
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	src, err := h.TokenSource(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inBand, err := src.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stored, err := o.load(ctx, cfg.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.mu.Lock()
+	kept := ts.grant
+	ts.mu.Unlock()
+	if stored.AccessToken != inBand.AccessToken || kept.AccessToken != inBand.AccessToken || refreshed != inBand.AccessToken {
+		t.Fatalf("after an in-band authorization raced a refresh of the older grant: stored %q, kept %q, handed out %q; want the in-band token %q everywhere",
+			stored.AccessToken, kept.AccessToken, refreshed, inBand.AccessToken)
+	}
+	if n := as.Refreshes(); n != 0 {
+		t.Errorf("%d refreshes of the older grant after the newer one was saved", n)
 	}
 }

@@ -109,13 +109,16 @@ func (o *OAuth) newHandler(cfg *sb.ServerConfig, hc *http.Client, redirectURL st
 			g := &sb.OAuthGrant{Resource: cfg.URL, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
 				TokenURL: c.Endpoint.TokenURL, AuthStyle: int(c.Endpoint.AuthStyle), Scopes: grantedScopes(tok, c.Scopes),
 				AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry}
-			if err := o.save(ctx, cfg.Name, g); err != nil {
-				return nil, fmt.Errorf("saving the OAuth grant: %w", err)
-			}
+			// Saved under the token source's lock, as its refreshes save:
+			// a refresh that read the older grant cannot then store its
+			// tokens over these once they are saved.
 			ts := o.source(cfg.Name)
 			ts.mu.Lock()
-			ts.grant = g
+			err := ts.keep(ctx, g)
 			ts.mu.Unlock()
+			if err != nil {
+				return nil, fmt.Errorf("saving the OAuth grant: %w", err)
+			}
 			return oauth2.StaticTokenSource(tok), nil
 		},
 	}

@@ -1,5 +1,6 @@
 // Package registrytest gives tests a loaded registry over a SQLite store of
-// their own.
+// their own (New), and replicas: registries of several serve processes
+// sharing one PostgreSQL database (StartReplica, StartOAuthReplica).
 package registrytest
 
 import (

@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"slices"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
 )
@@ -67,11 +64,7 @@ func Fleet(tb testing.TB, scripts map[string]Script) (map[string]*sb.ServerConfi
 		if sc.FailFirst && n == 1 {
 			return nil, fmt.Errorf("scripted failure")
 		}
-		client, server := net.Pipe()
-		if _, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil); err != nil {
-			return nil, err
-		}
-		return client, nil
+		return DialInProcess(srv)(ctx)
 	}
 	return cfgs, dial
 }
