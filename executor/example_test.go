@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/executor"
-	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -41,7 +42,11 @@ func Example() {
 	session := upstream.New(&sb.ServerConfig{Name: "ci", Transport: sb.TransportStdio, Command: "ci-server"},
 		&upstream.Options{
 			Logger: slog.New(slog.DiscardHandler),
-			Dial:   testserver.DialInProcess(srv), // srv over an in-memory pipe
+			Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
+				client, server := net.Pipe()
+				_, err := srv.Connect(ctx, &mcp.IOTransport{Reader: server, Writer: server}, nil)
+				return client, err
+			},
 		})
 	if err := session.Start(ctx); err != nil {
 		fmt.Println("not connected:", err)
