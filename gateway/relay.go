@@ -259,7 +259,7 @@ func relayRequest(r *http.Request) (relayEnvelope, bool) {
 		return relayEnvelope{}, false
 	}
 	body, err := readBody(r)
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	r.Body = &rereadBody{read: body, rest: r.Body}
 	if err != nil || len(body) > relayMaxBody {
 		return relayEnvelope{}, false
 	}
@@ -319,6 +319,24 @@ func readBody(r *http.Request) ([]byte, error) {
 	}
 	return io.ReadAll(io.LimitReader(r.Body, relayMaxBody+1))
 }
+
+// rereadBody is a request body the relay read ahead of the go-sdk: what
+// it read, then the rest.
+type rereadBody struct {
+	read []byte
+	rest io.ReadCloser
+}
+
+func (b *rereadBody) Read(p []byte) (int, error) {
+	if len(b.read) == 0 {
+		return b.rest.Read(p)
+	}
+	n := copy(p, b.read)
+	b.read = b.read[n:]
+	return n, nil
+}
+
+func (b *rereadBody) Close() error { return b.rest.Close() }
 
 // relayMaxBody bounds the body the relay reads; a larger one goes to the
 // go-sdk, whose own limit applies.
