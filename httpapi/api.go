@@ -139,9 +139,12 @@ func New(o Options) http.Handler {
 		protected.Handle("POST /api/v1/login-codes", o.Page)
 	}
 	if o.MCP != nil {
-		mcp := refuseLoops(o.Instance, withoutLocalAddr(o.MCP))
-		protected.Handle("/mcp", mcp)
-		protected.Handle("/mcp/", mcp)
+		// Routed by the outer mux straight to the credential check, as
+		// everything protected is: one routing, not two, on the path of
+		// every MCP message.
+		mcp := a.auth(refuseLoops(o.Instance, withoutLocalAddr(o.MCP)))
+		mux.Handle("/mcp", mcp)
+		mux.Handle("/mcp/", mcp)
 	}
 	if o.Toolsets != nil {
 		protected.HandleFunc("GET /api/v1/toolsets", a.listToolsets)
