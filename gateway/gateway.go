@@ -367,9 +367,10 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 			// event of the last outcome may still be on its way, and
 			// would cost a second list_changed. An open window still
 			// gathers the rest of a burst (a hold that ends at once, for
-			// reconnects after an outage, must not cut it short).
+			// reconnects after an outage, must not cut it short), unless
+			// WaitInStep is waiting: it is owed the mirrors in step now.
 			settled, all = nil, true
-			if !windowOpen {
+			if !windowOpen || len(waits) > 0 {
 				flush()
 			}
 		case n, ok := <-notes:

@@ -510,3 +510,25 @@ func TestWaitInStepWaitsForFirstAttemptsWhoseStartingEventsHaveNotComeIn(t *test
 		}
 	})
 }
+
+func TestWaitInStepDoesNotWaitForTheChangeWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]testserver.Script{"a": {}})
+		b := newBubble(t, gateway.Options{}, so, nil, cfgs["a"])
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		// The drop and the reconnect open a change window; no first
+		// attempt is pending.
+		if err := b.reg.Restart("a"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		start := time.Now()
+		if err := b.gw.WaitInStep(context.Background()); err != nil || time.Since(start) != 0 {
+			t.Errorf("WaitInStep with a change window open = %v after %v, want nil at once", err, time.Since(start))
+		}
+		if names := gateway.AggregateTools(b.gw); !hasAll(names, "a__echo") {
+			t.Errorf("the aggregate shows %v once WaitInStep returned, want a's tools", names)
+		}
+	})
+}
