@@ -134,7 +134,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			status = resp.StatusCode
 		}
-		post.end(status, refused)
+		// A POST that failed while the link was closing was cut short by
+		// it (or failed on its own just then; either way the link is gone).
+		post.end(status, refused, err != nil && t.linkCtx.Err() != nil)
 	}
 	if refused && t.onRefused != nil && t.linkCtx.Err() == nil {
 		t.onRefused(err)
@@ -265,7 +267,11 @@ type sendRecord struct {
 	inflight int
 	accepted bool // some POST got an answer other than 404, or none at all after it had a connection
 	refused  bool // some POST found nothing listening
-	wired    bool // some POST of the call got a connection: some of it may have left
+	// posted: some POST of the call got a connection (some of it may have
+	// left), or failed before it had one for a reason of its own (refused,
+	// say), which the call's error tells. Not one that the link's close cut
+	// short before it had a connection: that one never left.
+	posted bool
 }
 
 type sendRecordKey struct{}
@@ -290,33 +296,37 @@ func (r *sendRecord) begin() *postRecord {
 func (p *postRecord) trace() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
 		p.r.mu.Lock()
-		p.wired, p.r.wired = true, true
+		p.wired, p.r.posted = true, true
 		p.r.mu.Unlock()
 	}}
 }
 
-// neverPosted reports whether no POST of the call got a connection. Over
-// HTTP a request travels only in a POST, so such a call never left: the
-// go-sdk refused it first (its SSE client answers io.EOF, unsent, once the
-// event stream has ended), or the link was closed while its POST was
+// neverPosted reports whether the call was never posted. Over HTTP a
+// request travels only in a POST, so such a call never left: the go-sdk
+// refused it first (its SSE client answers io.EOF, unsent, once the event
+// stream has ended), or the link's close cut its POST short while it was
 // still connecting (the event stream had ended: the server is gone). It
 // waits, at most closeTimeout, for a POST still connecting: one that gets
 // a connection, or is still at it then, may have left.
 func (r *sendRecord) neverPosted() bool {
-	r.settle(closeTimeout, func() bool { return r.wired })
+	r.settle(closeTimeout, func() bool { return r.posted })
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return !r.wired && r.inflight == 0
+	return !r.posted && r.inflight == 0
 }
 
 // end records the answer to the POST: its status, or -1 for none. A
 // refused connection is no answer, and proves the POST never left; so does
-// a failure before it had a connection (the link was closed).
-func (p *postRecord) end(status int, refused bool) {
+// any failure before it had a connection. cut says that the POST failed
+// while its link was closing.
+func (p *postRecord) end(status int, refused, cut bool) {
 	r := p.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inflight--
+	if p.wired || refused || !cut {
+		r.posted = true
+	}
 	switch {
 	case refused:
 		r.refused = true

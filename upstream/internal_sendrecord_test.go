@@ -74,6 +74,25 @@ func TestPOSTCutShortWhileConnectingWasNeverPosted(t *testing.T) {
 	}
 }
 
+// A POST refused a connection never left either, but it was posted: the
+// refusal is the call's answer (the server is gone), not a reason to wait
+// for the next link.
+func TestRefusedPOSTWasPostedAndRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	sent := &sendRecord{ctx: context.Background()}
+	postThrough(t, context.Background(), sent, func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	})
+	if sent.neverPosted() || !sent.wasRefused(0) || !sent.neverRan(0) {
+		t.Errorf("a refused POST: neverPosted %v, wasRefused %v, neverRan %v; want false, true, true", sent.neverPosted(), sent.wasRefused(0), sent.neverRan(0))
+	}
+}
+
 // A POST that had a connection may have reached the server, whatever
 // became of the connection.
 func TestPOSTThatHadAConnectionWasPosted(t *testing.T) {
