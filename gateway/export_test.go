@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 )
@@ -15,3 +17,11 @@ func SetClientSweep(t *testing.T, d time.Duration) {
 
 // RelayServed reports how many tools/call requests g's relay has served.
 func RelayServed(g *Gateway) int64 { return g.relays.served.Load() }
+
+// AggregateTools returns the tool names the aggregate shows now, sorted,
+// without the wait for first attempts that a tools/list makes.
+func AggregateTools(g *Gateway) []string {
+	g.agg.mu.Lock()
+	defer g.agg.mu.Unlock()
+	return slices.Sorted(maps.Keys(g.agg.tools))
+}

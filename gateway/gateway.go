@@ -233,11 +233,12 @@ func (g *Gateway) Close() {
 	<-g.done
 }
 
-// WaitInStep waits until the mirrors show every server as it is at the
-// call, or as it is after the first attempts being waited for (see
-// follow): the work of copying the servers' tools, prompts and resources
-// is done. A daemon returns its start-up garbage to the OS then, not
-// before. It fails if ctx ends or the gateway is closed first.
+// WaitInStep waits until every server there is at the call has had the
+// outcome of its first connection attempt (or has been starting for
+// ReadyTimeout), and the mirrors show every server as it is then: the work
+// of copying the servers' tools, prompts and resources is done. A daemon
+// returns its start-up garbage to the OS then, not before. It fails if ctx
+// ends or the gateway is closed first.
 func (g *Gateway) WaitInStep(ctx context.Context) error {
 	done := make(chan struct{})
 	select {
@@ -290,8 +291,15 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 	windowOpen := false
 	var settled chan struct{} // non-nil while holding for first attempts
 	var waits []chan struct{} // of WaitInStep, closed by the next flush
-	hold := func() {
-		if settled != nil || g.opts.ReadyTimeout < 0 {
+	// hold holds the changes until the first attempts of every server
+	// there is now have ended. A hold in progress takes in the servers
+	// added while it lasts (WaitSettled looks again after each wait), so a
+	// starting event needs no new one. renew starts a new one all the same,
+	// for what must cover every server there is now: the hold in progress
+	// may have looked for the last time before the newest were added, and
+	// be over without follow having seen it yet.
+	hold := func(renew bool) {
+		if (settled != nil && !renew) || g.opts.ReadyTimeout < 0 {
 			return
 		}
 		ch := make(chan struct{})
@@ -319,7 +327,7 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 		waits = nil
 	}
 
-	hold()
+	hold(false)
 	for {
 		select {
 		case <-ctx.Done():
@@ -335,7 +343,7 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 				// (Reconnects and restarts start at attempt 0 too; the
 				// wait passes them at once. Retries need no look.)
 				if ev.Attempt == 0 {
-					hold()
+					hold(false)
 				}
 			case sb.ReasonDeleted:
 				g.syncServer(ev.Server)
@@ -359,9 +367,10 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 			// event of the last outcome may still be on its way, and
 			// would cost a second list_changed. An open window still
 			// gathers the rest of a burst (a hold that ends at once, for
-			// reconnects after an outage, must not cut it short).
+			// reconnects after an outage, must not cut it short), unless
+			// WaitInStep is waiting: it is owed the mirrors in step now.
 			settled, all = nil, true
-			if !windowOpen {
+			if !windowOpen || len(waits) > 0 {
 				flush()
 			}
 		case n, ok := <-notes:
@@ -370,9 +379,14 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 			}
 			g.relay(ctx, n)
 		case w := <-g.inStep:
-			// Every server, as for the end of a hold; at once unless
-			// first attempts are being waited for.
+			// Every server, as for the end of a hold, once the first
+			// attempts of the servers there are now have ended. Their
+			// starting events are no sign of them: Load returns before its
+			// sessions have sent them, and they may still be queued here
+			// behind this wait. So a new hold, which ends at once if no
+			// first attempt is pending.
 			waits, all = append(waits, w), true
+			hold(true)
 			if settled == nil {
 				flush()
 			}

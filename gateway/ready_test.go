@@ -170,13 +170,8 @@ type bubble struct {
 func newBubble(t *testing.T, opts gateway.Options, so upstream.Options, copts *mcp.ClientOptions, cfgs ...*sb.ServerConfig) *bubble {
 	t.Helper()
 	ctx := context.Background()
-	st := sqlitetest.Store(t, cfgs...)
-	log := slog.New(slog.DiscardHandler)
-	reg := registry.New(st, &registry.Options{Logger: log, Session: so})
-	t.Cleanup(func() { reg.Shutdown(ctx) })
-	opts.Executor, opts.Logger = executor.New(executor.NewMCP(reg)), log
-	gw := gateway.New(reg, opts)
-	t.Cleanup(gw.Close)
+	reg := newRegistry(t, so, cfgs...)
+	gw := newGateway(t, reg, reg, opts)
 	if err := reg.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +186,25 @@ func newBubble(t *testing.T, opts gateway.Options, so upstream.Options, copts *m
 	}
 	t.Cleanup(func() { cs.Close(); ss.Wait() })
 	return &bubble{reg: reg, gw: gw, cs: cs}
+}
+
+// newRegistry stores cfgs and returns a registry over them, not loaded
+// yet, shut down when the test ends.
+func newRegistry(t *testing.T, so upstream.Options, cfgs ...*sb.ServerConfig) *registry.Registry {
+	t.Helper()
+	reg := registry.New(sqlitetest.Store(t, cfgs...), &registry.Options{Logger: slog.New(slog.DiscardHandler), Session: so})
+	t.Cleanup(func() { reg.Shutdown(context.Background()) })
+	return reg
+}
+
+// newGateway returns a gateway over src whose calls run on reg's
+// sessions, closed when the test ends.
+func newGateway(t *testing.T, src gateway.Source, reg *registry.Registry, opts gateway.Options) *gateway.Gateway {
+	t.Helper()
+	opts.Executor, opts.Logger = executor.New(executor.NewMCP(reg)), slog.New(slog.DiscardHandler)
+	gw := gateway.New(src, opts)
+	t.Cleanup(gw.Close)
+	return gw
 }
 
 // values returns the configs of names, in that order.
@@ -450,6 +464,71 @@ func TestWaitInStepReturnsOnceTheMirrorsShowEveryFirstAttempt(t *testing.T) {
 		gw.Close()
 		if err := gw.WaitInStep(ctx); err == nil {
 			t.Error("WaitInStep on a closed gateway = nil, want an error")
+		}
+	})
+}
+
+// withoutStarts is a registry whose events reach the gateway without the
+// servers' starting events: as when the gateway is asked whether it is in
+// step before the sessions that Load started have sent them, or while they
+// are still queued behind the question.
+type withoutStarts struct{ *registry.Registry }
+
+func (w withoutStarts) Subscribe() (<-chan sb.Event, func()) {
+	in, stop := w.Registry.Subscribe()
+	out, done := make(chan sb.Event), make(chan struct{})
+	go func() {
+		for ev := range in { // until stop closes it
+			if ev.Reason == sb.ReasonStarting {
+				continue
+			}
+			select {
+			case out <- ev:
+			case <-done:
+			}
+		}
+	}()
+	return out, func() { close(done); stop() }
+}
+
+func TestWaitInStepWaitsForFirstAttemptsWhoseStartingEventsHaveNotComeIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]testserver.Script{"s1": {After: time.Second}, "s2": {After: 2 * time.Second}})
+		reg := newRegistry(t, so, values(cfgs, "s1", "s2")...)
+		gw := newGateway(t, withoutStarts{reg}, reg, gateway.Options{})
+		// The gateway's first hold is over: there was no server to wait for.
+		synctest.Wait()
+		ctx := context.Background()
+		if err := reg.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := gw.WaitInStep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := gateway.AggregateTools(gw); !hasAll(got, echoes("s1", "s2")...) {
+			t.Errorf("the aggregate shows %v once WaitInStep returned, want every server's tools", got)
+		}
+	})
+}
+
+func TestWaitInStepDoesNotWaitForTheChangeWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]testserver.Script{"a": {}})
+		b := newBubble(t, gateway.Options{}, so, nil, cfgs["a"])
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		// The drop and the reconnect open a change window; no first
+		// attempt is pending.
+		if err := b.reg.Restart("a"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		start := time.Now()
+		if err := b.gw.WaitInStep(context.Background()); err != nil || time.Since(start) != 0 {
+			t.Errorf("WaitInStep with a change window open = %v after %v, want nil at once", err, time.Since(start))
+		}
+		if names := gateway.AggregateTools(b.gw); !hasAll(names, "a__echo") {
+			t.Errorf("the aggregate shows %v once WaitInStep returned, want a's tools", names)
 		}
 	})
 }

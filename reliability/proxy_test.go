@@ -1,8 +1,11 @@
 package reliability
 
 import (
+	"bytes"
 	"errors"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -20,15 +23,26 @@ import (
 // are held the same way and never reach the target. Turning it off again
 // affects new connections only, as a client's timed-out connections would
 // not come back to life either.
+//
+// It counts the health probes the client sends into the hole, so that a
+// test can bound a wait by the probes, not by time.
 type holeProxy struct {
 	ln     net.Listener
 	target string
 
-	mu     sync.Mutex
-	holed  bool
-	conns  map[*proxyConn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	mu        sync.Mutex
+	holed     bool
+	conns     map[*proxyConn]struct{}
+	closed    bool
+	swallowed int          // probes sent into the hole since it opened
+	waiters   []holeWaiter // of SwallowedProbes
+	wg        sync.WaitGroup
+}
+
+// holeWaiter is closed once n probes have gone into the hole.
+type holeWaiter struct {
+	n  int
+	ch chan struct{}
 }
 
 // proxyConn is one client connection and, unless it was accepted into the
@@ -37,6 +51,7 @@ type proxyConn struct {
 	client, upstream net.Conn
 	mu               sync.Mutex
 	frozen           bool
+	tail             []byte // the client's last discarded bytes, for a probe split across reads
 }
 
 func (c *proxyConn) isFrozen() bool {
@@ -108,10 +123,17 @@ func (p *holeProxy) pipe(c *proxyConn, src, dst net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && dst != nil && !c.isFrozen() {
+		switch {
+		case n == 0:
+		case !c.isFrozen():
+			if dst == nil {
+				break
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				err = werr
 			}
+		case src == c.client:
+			p.countProbes(c, buf[:n])
 		}
 		if err != nil {
 			if src == c.client || !c.isFrozen() || errors.Is(err, net.ErrClosed) {
@@ -122,6 +144,79 @@ func (p *holeProxy) pipe(c *proxyConn, src, dst net.Conn) {
 			return
 		}
 	}
+}
+
+// probeMarkers are the methods of a session's health probe: ping, or
+// tools/list for servers of the 2026-07-28 protocol, which has no ping.
+// Nothing else lists the tools while a session is connected (the test
+// server sends no list_changed), and the markers cannot split a message's
+// JSON text anywhere else.
+var probeMarkers = [][]byte{[]byte(`"method":"ping"`), []byte(`"method":"tools/list"`)}
+
+// countProbes counts the probes that start in data, sent by the client
+// into the hole (a marker split across reads counts once, with its end),
+// and wakes the waiters they satisfy.
+func (p *holeProxy) countProbes(c *proxyConn, data []byte) {
+	n, longest := 0, 0
+	for _, m := range probeMarkers {
+		k := min(len(c.tail), len(m)-1) // too short to hold m: a match ends in data
+		n += bytes.Count(append(slices.Clone(c.tail[len(c.tail)-k:]), data...), m)
+		longest = max(longest, len(m))
+	}
+	seen := append(slices.Clone(c.tail), data...)
+	c.tail = seen[len(seen)-min(len(seen), longest-1):]
+	if n == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.swallowed += n
+	live := p.waiters[:0]
+	for _, w := range p.waiters {
+		if p.swallowed >= w.n {
+			close(w.ch)
+		} else {
+			live = append(live, w)
+		}
+	}
+	p.waiters = live
+}
+
+// Frozen is how many connections the hole holds that their client has not
+// closed: a client may still send on them, into the hole.
+func (p *holeProxy) Frozen() int {
+	p.mu.Lock()
+	conns := slices.Collect(maps.Keys(p.conns))
+	p.mu.Unlock()
+	n := 0
+	for _, c := range conns {
+		if c.isFrozen() {
+			n++
+		}
+	}
+	return n
+}
+
+// Swallowed is how many probes have gone into the hole since it was last
+// opened.
+func (p *holeProxy) Swallowed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.swallowed
+}
+
+// SwallowedProbes returns a channel closed once n probes have gone into
+// the hole since it was last opened.
+func (p *holeProxy) SwallowedProbes(n int) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch := make(chan struct{})
+	if p.swallowed >= n {
+		close(ch)
+	} else {
+		p.waiters = append(p.waiters, holeWaiter{n, ch})
+	}
+	return ch
 }
 
 // drop closes both sides of c and forgets it.
@@ -136,12 +231,14 @@ func (p *holeProxy) drop(c *proxyConn) {
 	}
 }
 
-// Blackhole turns the switch on (true) or off (false).
+// Blackhole turns the switch on (true) or off (false). Turning it on
+// starts the count of SwallowedProbes again.
 func (p *holeProxy) Blackhole(on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.holed = on
 	if on {
+		p.swallowed = 0
 		for c := range p.conns {
 			c.mu.Lock()
 			c.frozen = true

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"syscall"
@@ -121,17 +122,21 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.via != nil {
 		req.Header.Set(ViaHeader, t.via.Via())
 	}
+	var post *postRecord
 	if sent != nil && req.Method == http.MethodPost {
-		sent.begin()
+		post = sent.begin()
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), post.trace()))
 	}
 	resp, err := t.base.RoundTrip(req)
 	refused := errors.Is(err, syscall.ECONNREFUSED)
-	if sent != nil && req.Method == http.MethodPost {
+	if post != nil {
 		status := -1 // no answer: the request may have reached the server
 		if err == nil {
 			status = resp.StatusCode
 		}
-		sent.end(status, refused)
+		// A POST that failed while the link was closing was cut short by
+		// it (or failed on its own just then; either way the link is gone).
+		post.end(status, refused, err != nil && t.linkCtx.Err() != nil)
 	}
 	if refused && t.onRefused != nil && t.linkCtx.Err() == nil {
 		t.onRefused(err)
@@ -260,39 +265,73 @@ type sendRecord struct {
 	tok      string          // the call's token, if it answers server requests (calltag.go)
 	mu       sync.Mutex
 	inflight int
-	accepted bool // some POST got an answer other than 404, or none at all
+	accepted bool // some POST got an answer other than 404, or none at all after it had a connection
 	refused  bool // some POST found nothing listening
-	posted   bool // some POST of the call began
+	// posted: some POST of the call got a connection (some of it may have
+	// left), or failed before it had one for a reason of its own (refused,
+	// say), which the call's error tells. Not one that the link's close cut
+	// short before it had a connection: that one never left.
+	posted bool
 }
 
 type sendRecordKey struct{}
 
-func (r *sendRecord) begin() {
+// postRecord is one POST of a call, from begin to end.
+type postRecord struct {
+	r     *sendRecord
+	wired bool // it got a connection; r.mu guards it
+}
+
+// begin records a POST about to be sent; send it with the trace of the
+// record it returns.
+func (r *sendRecord) begin() *postRecord {
 	r.mu.Lock()
 	r.inflight++
-	r.posted = true
 	r.mu.Unlock()
+	return &postRecord{r: r}
 }
 
-// neverPosted reports whether no POST of the call even began. Over HTTP a
+// trace learns when the POST gets a connection: until then nothing of it
+// has left.
+func (p *postRecord) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		p.r.mu.Lock()
+		p.wired, p.r.posted = true, true
+		p.r.mu.Unlock()
+	}}
+}
+
+// neverPosted reports whether the call was never posted. Over HTTP a
 // request travels only in a POST, so such a call never left: the go-sdk
 // refused it first (its SSE client answers io.EOF, unsent, once the event
-// stream has ended).
+// stream has ended), or the link's close cut its POST short while it was
+// still connecting (the event stream had ended: the server is gone). It
+// waits, at most closeTimeout, for a POST still connecting: one that gets
+// a connection, or is still at it then, may have left.
 func (r *sendRecord) neverPosted() bool {
+	r.settle(closeTimeout, func() bool { return r.posted })
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return !r.posted
+	return !r.posted && r.inflight == 0
 }
 
-// end records the answer to one POST: its status, or -1 for none. A
-// refused connection is no answer, and proves the POST never left.
-func (r *sendRecord) end(status int, refused bool) {
+// end records the answer to the POST: its status, or -1 for none. A
+// refused connection is no answer, and proves the POST never left; so does
+// any failure before it had a connection. cut says that the POST failed
+// while its link was closing.
+func (p *postRecord) end(status int, refused, cut bool) {
+	r := p.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inflight--
+	if p.wired || refused || !cut {
+		r.posted = true
+	}
 	switch {
 	case refused:
 		r.refused = true
+	case status == -1 && !p.wired:
+		// it never left: neither an answer nor a sign of the server
 	case status != http.StatusNotFound:
 		r.accepted = true
 	}
@@ -303,20 +342,22 @@ func (r *sendRecord) end(status int, refused bool) {
 // neverRan, it waits at most d for POSTs still in flight (the go-sdk may
 // fail the call on the closed event stream first).
 func (r *sendRecord) wasRefused(d time.Duration) bool {
-	inflight, accepted, refused := r.settle(d)
-	return refused && !accepted && inflight == 0
+	r.settle(d, func() bool { return r.accepted })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused && !r.accepted && r.inflight == 0
 }
 
-// settle waits, at most d, until no POST of the call is in flight or one
-// of them got an answer, and returns the record as it then stands.
-func (r *sendRecord) settle(d time.Duration) (inflight int, accepted, refused bool) {
+// settle waits, at most d, until no POST of the call is in flight or
+// enough (called with r.mu held) holds.
+func (r *sendRecord) settle(d time.Duration, enough func() bool) {
 	deadline := time.Now().Add(d)
 	for {
 		r.mu.Lock()
-		inflight, accepted, refused = r.inflight, r.accepted, r.refused
+		done := enough() || r.inflight == 0
 		r.mu.Unlock()
-		if accepted || inflight == 0 || time.Now().After(deadline) {
-			return inflight, accepted, refused
+		if done || time.Now().After(deadline) {
+			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -327,6 +368,8 @@ func (r *sendRecord) settle(d time.Duration) (inflight int, accepted, refused bo
 // been answered, so it waits, at most d, for POSTs still in flight: one
 // that has not been answered by then counts as having reached the server.
 func (r *sendRecord) neverRan(d time.Duration) bool {
-	inflight, accepted, _ := r.settle(d)
-	return !accepted && inflight == 0
+	r.settle(d, func() bool { return r.accepted })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.accepted && r.inflight == 0
 }

@@ -95,10 +95,15 @@ func TestProbeMissedDuringACallIsNotADrop(t *testing.T) {
 // A remote server that went away is dropped as soon as a request is
 // refused a connection, not at the next health probe, and a call that was
 // refused says that it never ran.
+//
+// The server keeps no connection alive: a request written to a kept-alive
+// connection that died with the server draws EOF, not a refusal, and the
+// session rightly cannot tell whether the server read it first (the call
+// "may or may not have run"), however dead the server is by then.
 func TestRefusedConnectionDropsAtOnce(t *testing.T) {
 	for _, transport := range []sb.Transport{sb.TransportStreamableHTTP, sb.TransportSSE} {
 		t.Run(string(transport), func(t *testing.T) {
-			srv := testserver.StartHTTP(t)
+			srv := testserver.StartHTTP(t, "-no-keepalive")
 			cfg := &sb.ServerConfig{Name: "test", Transport: transport, URL: srv.URL, Retry: &sb.RetryConfig{MaxAttempts: 1}}
 			if transport == sb.TransportSSE {
 				cfg.URL = srv.BaseURL + "/sse"

@@ -77,8 +77,9 @@ type process struct {
 	box        *sandbox.Launch // nil unless sandboxed
 	unboxedWhy string          // why a server the default profile would sandbox runs unsandboxed
 
-	exited  chan struct{} // closed once the child is reaped
-	exitErr error         // valid after exited is closed
+	exited   chan struct{} // closed once the child is reaped
+	exitErr  error         // valid after exited is closed
+	exitOnce sync.Once     // of exitedNow: the poller's, or reapIfExited's
 
 	hookMu   sync.Mutex
 	exitHook func() // run once the child is reaped (whenExited)
@@ -277,19 +278,41 @@ func launch(cmd *exec.Cmd, name string, logs io.Writer, box *sandbox.Launch) (*p
 }
 
 // exitedNow records the exit of the child, which has exited, and runs the
-// hook of whenExited.
+// hook of whenExited. Only its first call does anything.
 func (p *process) exitedNow() {
-	p.exitErr = p.reap()
-	if p.box != nil {
-		p.box.Exited()
+	p.exitOnce.Do(func() {
+		p.exitErr = p.reap()
+		if p.box != nil {
+			p.box.Exited()
+		}
+		p.hookMu.Lock()
+		close(p.exited)
+		hook := p.exitHook
+		p.hookMu.Unlock()
+		if hook != nil {
+			hook()
+		}
+	})
+}
+
+// reapIfExited records the exit of the child if it has exited, whether or
+// not the poller has said so yet, and reports whether it had. The
+// poller's word can come late (its goroutine waits for a thread, on a
+// loaded machine), and a dead server's closed stdout must still be told
+// apart from a live one's by its exit.
+func (p *process) reapIfExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
 	}
-	p.hookMu.Lock()
-	close(p.exited)
-	hook := p.exitHook
-	p.hookMu.Unlock()
-	if hook != nil {
-		hook()
+	var info unix.Siginfo // zero: waitid leaves it so if the child has not exited
+	if err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil ||
+		info.Signo != int32(unix.SIGCHLD) {
+		return false
 	}
+	p.exitedNow()
+	return true
 }
 
 // reap reaps the child, which has exited (so this does not block), and

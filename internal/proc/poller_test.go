@@ -158,35 +158,46 @@ func TestPollerDrainsPipes(t *testing.T) {
 	awaitIdle(t, &p)
 }
 
-// A pipe written a line at a time, as a server that logs every call
-// writes its stderr, is read in a few drains, one per rest, not one per
-// line; nothing is lost, and the pipe's end is still reported.
+// A drained pipe rests: what its writer writes meanwhile, a line at a time
+// as a server that logs every call writes its stderr, waits in the pipe and
+// is read in one drain when the rest ends (with a rest of an hour here,
+// when the child exits), not a line at a time; nothing is lost, and the
+// pipe's end is still reported. (The rest ending by itself is
+// TestPollerDrainsPipes' grandchild's last line.)
 func TestPollerLetsADrainedPipeRest(t *testing.T) {
+	defer func(d time.Duration) { pipeRest = d }(pipeRest)
+	pipeRest = time.Hour
 	var p Poller
 	r, w := nonblockingPipe(t)
-	out := &countingBuffer{}
+	out := &countingBuffer{wrote: make(chan struct{}, 1)}
 	eof := make(chan struct{})
 	p.Drain(r, out, func() { close(eof) })
 	const lines = 200
-	var want strings.Builder
-	start := time.Now()
-	for i := range lines {
-		line := fmt.Sprintf("call %d\n", i)
-		want.WriteString(line)
-		if _, err := w.WriteString(line); err != nil {
+	var gate io.WriteCloser
+	cmd := startChild(t, fmt.Sprintf(`echo first; read x; i=0; while [ $i -lt %d ]; do echo "call $i"; i=$((i+1)); done`, lines), func(cmd *exec.Cmd) {
+		cmd.Stdout = w
+		var err error
+		if gate, err = cmd.StdinPipe(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Microsecond)
-	}
-	elapsed := time.Since(start)
+	})
 	w.Close()
+	var exitErr error
+	exited := onExitReaps(&p, cmd, &exitErr)
+	waitChan(t, out.wrote, "the first line") // drained: the pipe rests
+	gate.Close()                             // the child writes its lines and exits
+	waitChan(t, exited, "exit")
 	waitChan(t, eof, "EOF")
-	if got := out.String(); got != want.String() {
-		t.Fatalf("read %d bytes, want %d", len(got), want.Len())
+	var want strings.Builder
+	want.WriteString("first\n")
+	for i := range lines {
+		fmt.Fprintf(&want, "call %d\n", i)
 	}
-	// One drain at first, then at most one per rest while writing.
-	if limit := int(elapsed/pipeRest) + 2; out.writes() > limit {
-		t.Errorf("%d lines over %v were read in %d drains, want at most %d (one per %v rest)", lines, elapsed, out.writes(), limit, pipeRest)
+	if got := out.String(); got != want.String() || exitErr != nil {
+		t.Fatalf("read %d bytes (exit %v), want %d", len(got), exitErr, want.Len())
+	}
+	if n := out.writes(); n != 2 {
+		t.Errorf("%d lines written during a rest were read in %d drains, want one (and one for the first line)", lines, n-1)
 	}
 	awaitIdle(t, &p)
 }
@@ -228,17 +239,24 @@ func TestPollerReadsAPipeAtOnceWhenAChildExits(t *testing.T) {
 	awaitIdle(t, &p)
 }
 
-// countingBuffer is a lockedBuffer that counts its writes.
+// countingBuffer is a lockedBuffer that counts its writes, and says on
+// wrote that one happened.
 type countingBuffer struct {
 	lockedBuffer
-	n int
+	n     int
+	wrote chan struct{}
 }
 
 func (b *countingBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	b.n++
 	b.mu.Unlock()
-	return b.lockedBuffer.Write(p)
+	n, err := b.lockedBuffer.Write(p)
+	select {
+	case b.wrote <- struct{}{}:
+	default:
+	}
+	return n, err
 }
 
 func (b *countingBuffer) writes() int {

@@ -61,6 +61,7 @@ func (s *server) runHTTP() (code int, reason string) {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(prefixWriter{"testserver: http: ", s.stderr}, "", 0),
 	}
+	srv.SetKeepAlivesEnabled(!s.opts.NoKeepAlive)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

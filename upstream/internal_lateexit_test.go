@@ -1,0 +1,80 @@
+package upstream
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+)
+
+// stallPoller keeps the package's poller busy in a callback until the test
+// ends or release is called, as a loaded machine keeps its goroutine
+// waiting for a thread: exits are reported late.
+func stallPoller(t *testing.T) (release func()) {
+	t.Helper()
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	w := os.NewFile(uintptr(fds[1]), "stall")
+	stalled, resume := make(chan struct{}), make(chan struct{})
+	poller.Drain(fds[0], writerFunc(func(p []byte) (int, error) {
+		close(stalled)
+		<-resume
+		return len(p), nil
+	}), func() {})
+	if _, err := w.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	<-stalled
+	var once sync.Once
+	release = func() { once.Do(func() { close(resume); w.Close() }) }
+	t.Cleanup(release)
+	return release
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A stdio server killed while the poller is late to report exits is still
+// dropped as killed, not as a connection that closed: the session looks
+// for the exit itself once its grace has passed.
+func TestKilledServerIsNamedWhenItsExitIsReportedLate(t *testing.T) {
+	drops := make(chan sb.Event, 1)
+	s := New(&sb.ServerConfig{Name: "late", Transport: sb.TransportStdio, Command: testserver.Binary(t)}, &Options{
+		Logger: slog.New(slog.DiscardHandler),
+		OnEvent: func(ev sb.Event) {
+			if ev.Reason == sb.ReasonDropped {
+				select {
+				case drops <- ev:
+				default:
+				}
+			}
+		},
+	})
+	defer s.Shutdown(context.Background())
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	release := stallPoller(t)
+	if err := syscall.Kill(s.Info().PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	drop := <-drops // the poller is still stalled
+	release()
+	if drop.Error == nil || drop.Error.Code != sb.CodeProcessExited || !strings.Contains(drop.Error.Message, "was killed by SIGKILL") {
+		t.Errorf("dropped with %+v, want the kill named (code %s)", drop.Error, sb.CodeProcessExited)
+	}
+}
