@@ -197,3 +197,35 @@ func checkDaemon(t *testing.T, cfg *Config, rep *Report) {
 }
 
 func finitePositive(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
+
+// CompareBuilds runs: two daemons of one build against the direct side,
+// every block measured, and a report that names both.
+func TestCompareBuildsQuick(t *testing.T) {
+	sbBin, sbDir, err := BuildSwitchboard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sbDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := ABConfig{Testserver: testserver.Binary(t), Builds: []string{sbBin, sbBin}, Reps: 2, Calls: 20, Warmup: 5, Payload: 1024,
+		Logf: t.Logf}
+	res, err := CompareBuilds(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Builds) != 2 || len(res.Direct.P50) != 2 {
+		t.Fatalf("%d builds, %d direct blocks; want 2 and 2", len(res.Builds), len(res.Direct.P50))
+	}
+	for _, s := range res.Builds {
+		if len(s.P50) != 2 || len(s.CPU) != 2 || s.P50[0] <= 0 || s.P99[1] <= 0 || s.CPU[0] <= 0 {
+			t.Errorf("%s: a block without figures: %+v", s.Name, s)
+		}
+	}
+	if md := res.Markdown(); !strings.Contains(md, sbBin) || !strings.Contains(md, "faster in") {
+		t.Errorf("report:\n%s", md)
+	}
+	if _, err := CompareBuilds(ctx, ABConfig{Testserver: cfg.Testserver}); err == nil {
+		t.Error("CompareBuilds with no build: no error")
+	}
+}
