@@ -3,13 +3,10 @@ package upstream
 import (
 	"context"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
@@ -20,16 +17,12 @@ import (
 // waiting for a thread: exits are reported late.
 func stallPoller(t *testing.T) (release func()) {
 	t.Helper()
-	var fds [2]int
-	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+	r, w, err := stderrPipe() // what the poller drains
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		t.Fatal(err)
-	}
-	w := os.NewFile(uintptr(fds[1]), "stall")
 	stalled, resume := make(chan struct{}), make(chan struct{})
-	poller.Drain(fds[0], writerFunc(func(p []byte) (int, error) {
+	poller.Drain(r, writerFunc(func(p []byte) (int, error) {
 		close(stalled)
 		<-resume
 		return len(p), nil
