@@ -115,29 +115,44 @@ func (sc *schemaCache) resolve(t *mcp.Tool) *inputSchema {
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if s, ok := sc.m[t.Name]; ok {
-		return s
-	}
-	var s *inputSchema
-	if b, err := json.Marshal(t.InputSchema); err == nil {
-		var js jsonschema.Schema
-		if json.Unmarshal(b, &js) == nil {
-			// The validator resolves a schema of a draft it does not
-			// know, then refuses every instance: such a schema is not
-			// checked here (the server checks its own).
-			if rs, err := js.Resolve(nil); err == nil && (js.Schema == "" || drafts[js.Schema]) {
-				s = &inputSchema{rs: rs}
-				var decoded any
-				if json.Unmarshal(b, &decoded) == nil {
-					s.quick, _ = compileQuick(decoded)
-				}
-			}
+	s, ok := sc.m[t.Name]
+	if !ok {
+		s = compileInputSchema(t.InputSchema)
+		if sc.m == nil {
+			sc.m = make(map[string]*inputSchema)
 		}
+		sc.m[t.Name] = s
 	}
-	if sc.m == nil {
-		sc.m = make(map[string]*inputSchema)
+	return s
+}
+
+// compileInputSchema resolves a tool's input schema for the validator, and
+// compiles it for the quick check if it can be; nil if the validator
+// cannot check it.
+func compileInputSchema(schema any) *inputSchema {
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return nil
 	}
-	sc.m[t.Name] = s
+	var js jsonschema.Schema
+	if json.Unmarshal(b, &js) != nil {
+		return nil
+	}
+	// The validator resolves a schema of a draft it does not know, then
+	// refuses every instance: such a schema is not checked here (the
+	// server checks its own).
+	if js.Schema != "" && !drafts[js.Schema] {
+		return nil
+	}
+	rs, err := js.Resolve(nil)
+	if err != nil {
+		return nil
+	}
+	s := &inputSchema{rs: rs}
+	var decoded any
+	if json.Unmarshal(b, &decoded) == nil {
+		s.quick, _ = compileQuick(decoded)
+	}
 	return s
 }
 
