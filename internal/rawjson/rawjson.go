@@ -320,7 +320,7 @@ func trailing(b []byte, i int) error {
 // have encoded (and replaces invalid UTF-8 with U+FFFD).
 func AppendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || !plain[c] || c == '<' || c == '>' || c == '&' {
+		if c := s[i]; !plain[c] || c >= 0x7f || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s) // a string always encodes
 			return append(dst, q...)
 		}
