@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -70,4 +71,27 @@ func TestKilledServerIsNamedWhenItsExitIsReportedLate(t *testing.T) {
 	if drop.Error == nil || drop.Error.Code != sb.CodeProcessExited || !strings.Contains(drop.Error.Message, "was killed by SIGKILL") {
 		t.Errorf("dropped with %+v, want the kill named (code %s)", drop.Error, sb.CodeProcessExited)
 	}
+}
+
+// A stdio server that exits before the handshake while the poller is late
+// to report exits fails its start as an exit, naming the status, not as a
+// handshake that failed.
+func TestServerExitingAtStartIsNamedWhenItsExitIsReportedLate(t *testing.T) {
+	s := New(&sb.ServerConfig{Name: "late", Transport: sb.TransportStdio, Command: testserver.Binary(t), Args: []string{"-exit-at-startup", "3"},
+		Retry: &sb.RetryConfig{MaxAttempts: 1, SlowRetryMS: 600000}}, &Options{Logger: slog.New(slog.DiscardHandler)})
+	defer s.Shutdown(context.Background())
+	release := stallPoller(t)
+	err := s.Start(context.Background())
+	release()
+	var uerr *Error
+	if !errors.As(err, &uerr) || uerr.Code != sb.CodeProcessExited || !strings.Contains(uerr.Message, "exited with status 3") {
+		t.Errorf("Start = %v (code %s), want the exit (status 3) named (code %s)", err, codeOf(uerr), sb.CodeProcessExited)
+	}
+}
+
+func codeOf(e *Error) sb.Code {
+	if e == nil {
+		return ""
+	}
+	return e.Code
 }

@@ -348,24 +348,25 @@ func (p *process) whenExited(fn func()) {
 // so that a failure can name the exit status rather than "connection closed".
 const exitReapGrace = 200 * time.Millisecond
 
-// waitExit reports whether the process has exited, waiting at most d.
+// waitExit reports whether the process has exited, waiting at most d for
+// the poller to say so, then asking the kernel (reapIfExited): the
+// poller's word can come late on a loaded machine.
 func (p *process) waitExit(d time.Duration) bool {
 	select {
 	case <-p.exited:
 		return true
 	default:
 	}
-	if d <= 0 {
-		return false
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-p.exited:
+			return true
+		case <-t.C:
+		}
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return true
-	case <-t.C:
-		return false
-	}
+	return p.reapIfExited()
 }
 
 // signalGroup sends sig to the child's whole process group.

@@ -98,9 +98,8 @@ func (s *Session) watchStdio(l *link) {
 	l.proc.whenExited(func() { l.cs.Close() })
 	err := l.cs.Wait()
 	// A closed stdout usually means the process is exiting; give it a
-	// moment so the cause names the exit status, and look for the exit
-	// itself if the poller has not reported it by then.
-	if !l.proc.waitExit(exitReapGrace) && !l.proc.reapIfExited() {
+	// moment so the cause names the exit status.
+	if !l.proc.waitExit(exitReapGrace) {
 		l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
 			"the connection to %s (pid %d) closed: %s%s", s.cfg.Command, l.proc.pid, describe(err), s.stderrHint())
 	}
