@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -34,13 +33,11 @@ func CompareBuilds(ctx context.Context, cfg ABConfig) (*ABResult, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	cmd := exec.Command(cfg.Testserver)
-	direct, err := mcp.NewClient(&mcp.Implementation{Name: "bench-ab"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
+	direct, pid, err := connectCommand(ctx, cfg.Testserver)
 	if err != nil {
 		return nil, fmt.Errorf("compare builds: starting %s: %w", cfg.Testserver, err)
 	}
-	defer direct.Close()
+	defer closeCommand(direct, pid)
 	sides := []*abSide{{ABSide: ABSide{Name: SideDirectStdio}, cs: direct}}
 	for i, bin := range cfg.Builds {
 		s, err := startABSide(ctx, bin, cfg.Testserver, filepath.Join(dir, fmt.Sprintf("b%d.db", i)))

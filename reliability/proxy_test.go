@@ -3,7 +3,6 @@ package reliability
 import (
 	"bytes"
 	"errors"
-	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -125,10 +124,7 @@ func (p *holeProxy) pipe(c *proxyConn, src, dst net.Conn) {
 		n, err := src.Read(buf)
 		switch {
 		case n == 0:
-		case !c.isFrozen():
-			if dst == nil {
-				break
-			}
+		case !c.isFrozen(): // dst is nil only on a connection frozen from the start
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				err = werr
 			}
@@ -157,14 +153,15 @@ var probeMarkers = [][]byte{[]byte(`"method":"ping"`), []byte(`"method":"tools/l
 // into the hole (a marker split across reads counts once, with its end),
 // and wakes the waiters they satisfy.
 func (p *holeProxy) countProbes(c *proxyConn, data []byte) {
+	seen := append(c.tail, data...)
 	n, longest := 0, 0
 	for _, m := range probeMarkers {
-		k := min(len(c.tail), len(m)-1) // too short to hold m: a match ends in data
-		n += bytes.Count(append(slices.Clone(c.tail[len(c.tail)-k:]), data...), m)
+		// From len(m)-1 bytes of the tail on: too short to hold m, so a
+		// match found ends in data.
+		n += bytes.Count(seen[max(0, len(c.tail)-len(m)+1):], m)
 		longest = max(longest, len(m))
 	}
-	seen := append(slices.Clone(c.tail), data...)
-	c.tail = seen[len(seen)-min(len(seen), longest-1):]
+	c.tail = slices.Clone(seen[max(0, len(seen)-longest+1):])
 	if n == 0 {
 		return
 	}
@@ -186,10 +183,9 @@ func (p *holeProxy) countProbes(c *proxyConn, data []byte) {
 // closed: a client may still send on them, into the hole.
 func (p *holeProxy) Frozen() int {
 	p.mu.Lock()
-	conns := slices.Collect(maps.Keys(p.conns))
-	p.mu.Unlock()
+	defer p.mu.Unlock()
 	n := 0
-	for _, c := range conns {
+	for c := range p.conns {
 		if c.isFrozen() {
 			n++
 		}
