@@ -154,7 +154,8 @@ func New(o Options) http.Handler {
 		protected.HandleFunc("DELETE /api/v1/toolsets/{name}", a.deleteToolset)
 	}
 	if o.ToolsetMCP != nil {
-		protected.Handle("/toolsets/{name}/mcp", refuseLoops(o.Instance, withoutLocalAddr(o.ToolsetMCP)))
+		// Routed once, as /mcp is.
+		mux.Handle("/toolsets/{name}/mcp", a.auth(refuseLoops(o.Instance, withoutLocalAddr(o.ToolsetMCP))))
 	}
 	if o.Tokens != nil {
 		protected.HandleFunc("GET /api/v1/tokens", a.listTokens)

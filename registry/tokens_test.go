@@ -13,8 +13,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/registry"
 )
 
-// replica is one serve process's view of a shared store: its registry,
-// running RunSync, with the toolsets and tokens following it.
+// replica is one serve process's view of a shared store: the toolsets and
+// tokens following its registry (registrytest.StartReplica).
 type replica struct {
 	toolsets *registry.Toolsets
 	tokens   *registry.Tokens

@@ -35,6 +35,7 @@ func StartReplica(tb testing.TB, dsn string, opts func(sb.Store) *registry.Optio
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(func() { st.Close() }) // registered first, so run last; and run if opts or Load fails the test
 	o := &registry.Options{}
 	if opts != nil {
 		o = opts(st)
@@ -58,7 +59,6 @@ func StartReplica(tb testing.TB, dsn string, opts func(sb.Store) *registry.Optio
 			}
 		}
 		reg.Shutdown(ctx)
-		st.Close()
 	})
 	return &Replica{Store: st, Registry: reg}
 }
