@@ -164,3 +164,52 @@ func TestInBandGrantSavedUnderTheLock(t *testing.T) {
 		t.Errorf("%d refreshes of the older grant after the newer one was saved", n)
 	}
 }
+
+// An in-band authorization keeps what the out-of-band one keeps: the
+// client Switchboard registered, for the next authorization out of band,
+// and when a person authorized, which restarts sessions waiting for it
+// (registry/oauth.go).
+func TestInBandGrantKeepsTheRegisteredClient(t *testing.T) {
+	as := oauthtest.New(t)
+	fetch := func(_ context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		q := oauthtest.Approve(t, args.URL).Query()
+		return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+	}
+	o := &OAuth{Store: sqlitetest.Store(t), Key: oauthtest.Key(t), Fetcher: fetch, RedirectURL: "http://127.0.0.1:9/callback"}
+	cfg := &sb.ServerConfig{Name: "kept", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
+	ctx := context.Background()
+	hc := o.client()
+
+	logIn(t, o, cfg)
+	older, err := o.load(ctx, cfg.Name)
+	if err != nil || older == nil || older.Registered == nil {
+		t.Fatalf("after the out-of-band authorization: %+v, %v; want a grant with the client Switchboard registered", older, err)
+	}
+	resp, err := hc.Post(cfg.URL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the server answered %d without a token, want 401", resp.StatusCode)
+	}
+	h, err := o.source(cfg.Name).inBandHandler(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Authorize(ctx, resp.Request, resp); err != nil {
+		t.Fatal(err)
+	}
+	g, err := o.load(ctx, cfg.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.AccessToken == older.AccessToken {
+		t.Fatal("the in-band authorization stored no new grant")
+	}
+	if g.Registered == nil || g.Registered.ClientID != older.Registered.ClientID {
+		t.Errorf("the in-band grant's registered client is %+v, want the one registered before (%s)", g.Registered, older.Registered.ClientID)
+	}
+	if !g.AuthorizedAt.After(older.AuthorizedAt) {
+		t.Errorf("the in-band grant was authorized at %v, not after the older one (%v)", g.AuthorizedAt, older.AuthorizedAt)
+	}
+}

@@ -106,16 +106,18 @@ func (o *OAuth) newHandler(cfg *sb.ServerConfig, hc *http.Client, redirectURL st
 			return requestScopes(oc, discovered, g)
 		},
 		NewTokenSource: func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-			g := &sb.OAuthGrant{Resource: cfg.URL, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
-				TokenURL: c.Endpoint.TokenURL, AuthStyle: int(c.Endpoint.AuthStyle), Scopes: grantedScopes(tok, c.Scopes),
-				AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry}
-			// Saved under the token source's lock, as its refreshes save:
-			// a refresh that read the older grant cannot then store its
-			// tokens over these once they are saved.
-			ts := o.source(cfg.Name)
-			ts.mu.Lock()
-			err := ts.keep(ctx, g)
-			ts.mu.Unlock()
+			// Saved as the out-of-band exchange saves (update): under the
+			// token source's lock, as its refreshes save, so that a
+			// refresh that read the older grant cannot then store its
+			// tokens over these; keeping the client Switchboard registered
+			// (the go-sdk registers its own) for the next authorization;
+			// and when a person authorized it.
+			err := o.update(ctx, cfg.Name, func(g *sb.OAuthGrant) {
+				*g = sb.OAuthGrant{Resource: cfg.URL, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
+					TokenURL: c.Endpoint.TokenURL, AuthStyle: int(c.Endpoint.AuthStyle), Scopes: grantedScopes(tok, c.Scopes),
+					AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry,
+					Registered: g.Registered, AuthorizedAt: time.Now()}
+			})
 			if err != nil {
 				return nil, fmt.Errorf("saving the OAuth grant: %w", err)
 			}
