@@ -290,6 +290,17 @@ func parseReply(line []byte) (id string, reply relayReply, ok bool) {
 	return id, reply, true
 }
 
+// closingError is what a request made once reading has stopped fails
+// with: the go-sdk's "client is closing" (the request was never sent),
+// naming why reading stopped, as the go-sdk names it. c.mu is held.
+func (c *frameConn) closingError() error {
+	msg := clientClosingText
+	if c.readErr != nil {
+		msg += ": " + c.readErr.Error()
+	}
+	return &jsonrpc.Error{Code: codeClientClosing, Message: msg}
+}
+
 // Read implements mcp.Connection.
 func (c *frameConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
@@ -350,8 +361,9 @@ func (c *frameConn) call(ctx context.Context, build func(id string) []byte) (rel
 	c.mu.Lock()
 	select {
 	case <-c.ended:
+		err := c.closingError()
 		c.mu.Unlock()
-		return relayReply{}, &jsonrpc.Error{Code: codeClientClosing, Message: clientClosingText}
+		return relayReply{}, err
 	default:
 	}
 	c.pending[id] = ch

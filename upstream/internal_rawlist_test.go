@@ -248,3 +248,29 @@ func TestRawListNamesAMalformedLine(t *testing.T) {
 		t.Errorf("error %v, said as %q; want one naming the JSON error", err, describe(err))
 	}
 }
+
+// A list asked for once a malformed line has stopped the reading fails
+// naming the JSON error too (it is never sent), not only "client is
+// closing": the go-sdk's words for the same case.
+func TestRawListAfterAMalformedLineNamesIt(t *testing.T) {
+	client, server := net.Pipe()
+	c := newFrameConn(client, client, 0, frameHooks{})
+	defer c.Close()
+	go func() {
+		io.WriteString(server, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{tools}}\n")
+		server.Close()
+	}()
+	go func() { // the go-sdk's side of the connection, which nothing reads here
+		for {
+			if _, err := c.Read(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	<-c.ended
+	var out mcp.ListToolsResult
+	err := c.rawRequest(context.Background(), "tools/list", "", &out)
+	if err == nil || !neverSent(err) || !strings.Contains(describe(err), "invalid character") {
+		t.Errorf("error %v, said as %q; want one never sent, naming the JSON error", err, describe(err))
+	}
+}
