@@ -235,13 +235,7 @@ func TestRawListNamesAMalformedLine(t *testing.T) {
 		io.WriteString(server, "{\"jsonrpc\":\"2.0\",\"id\":\"sb-relay-1\",\"result\":{\"tools\":[}\n")
 		server.Close()
 	}()
-	go func() { // the go-sdk's side of the connection, which nothing reads here
-		for {
-			if _, err := c.Read(context.Background()); err != nil {
-				return
-			}
-		}
-	}()
+	readAll(c)
 	var out mcp.ListToolsResult
 	err := c.rawRequest(context.Background(), "tools/list", "", &out)
 	if err == nil || !strings.Contains(describe(err), "invalid character") || !strings.HasPrefix(err.Error(), `calling "tools/list": `) {
@@ -260,17 +254,22 @@ func TestRawListAfterAMalformedLineNamesIt(t *testing.T) {
 		io.WriteString(server, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{tools}}\n")
 		server.Close()
 	}()
-	go func() { // the go-sdk's side of the connection, which nothing reads here
-		for {
-			if _, err := c.Read(context.Background()); err != nil {
-				return
-			}
-		}
-	}()
+	readAll(c)
 	<-c.ended
 	var out mcp.ListToolsResult
 	err := c.rawRequest(context.Background(), "tools/list", "", &out)
 	if err == nil || !neverSent(err) || !strings.Contains(describe(err), "invalid character") {
 		t.Errorf("error %v, said as %q; want one never sent, naming the JSON error", err, describe(err))
 	}
+}
+
+// readAll plays the go-sdk's side of c, which nothing reads in these tests.
+func readAll(c *frameConn) {
+	go func() {
+		for {
+			if _, err := c.Read(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
 }
