@@ -173,17 +173,8 @@ func TestPollerLetsADrainedPipeRest(t *testing.T) {
 	eof := make(chan struct{})
 	p.Drain(r, out, func() { close(eof) })
 	const lines = 200
-	var gate io.WriteCloser
-	cmd := startChild(t, fmt.Sprintf(`echo first; read x; i=0; while [ $i -lt %d ]; do echo "call $i"; i=$((i+1)); done`, lines), func(cmd *exec.Cmd) {
-		cmd.Stdout = w
-		var err error
-		if gate, err = cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-	})
-	w.Close()
 	var exitErr error
-	exited := onExitReaps(&p, cmd, &exitErr)
+	gate, exited := startGatedChild(t, &p, w, fmt.Sprintf(`echo first; read x; i=0; while [ $i -lt %d ]; do echo "call $i"; i=$((i+1)); done`, lines), &exitErr)
 	waitChan(t, out.wrote, "the first line") // drained: the pipe rests
 	gate.Close()                             // the child writes its lines and exits
 	waitChan(t, exited, "exit")
@@ -210,11 +201,27 @@ func TestPollerReadsAPipeAtOnceWhenAChildExits(t *testing.T) {
 	pipeRest = time.Hour
 	var p Poller
 	r, w := nonblockingPipe(t)
-	out := &lockedBuffer{}
+	out := &countingBuffer{wrote: make(chan struct{}, 1)}
 	eof := make(chan struct{})
 	p.Drain(r, out, func() { close(eof) })
-	var gate io.WriteCloser
-	cmd := startChild(t, "echo first; read x; echo last", func(cmd *exec.Cmd) {
+	var exitErr error
+	gate, exited := startGatedChild(t, &p, w, "echo first; read x; echo last", &exitErr)
+	waitChan(t, out.wrote, "the first line") // drained: the pipe rests
+	gate.Close()                             // the child writes its last line and exits
+	waitChan(t, exited, "exit")
+	waitChan(t, eof, "EOF")
+	if got := out.String(); got != "first\nlast\n" || exitErr != nil {
+		t.Fatalf("read %q (exit %v), want both lines", got, exitErr)
+	}
+	awaitIdle(t, &p)
+}
+
+// startGatedChild starts script with its stdout on w (closed here), and
+// its stdin, the gate it reads from before going on, returned; exited is
+// closed once p has reaped it, with its error in exitErr.
+func startGatedChild(t *testing.T, p *Poller, w *os.File, script string, exitErr *error) (gate io.WriteCloser, exited <-chan struct{}) {
+	t.Helper()
+	cmd := startChild(t, script, func(cmd *exec.Cmd) {
 		cmd.Stdout = w
 		var err error
 		if gate, err = cmd.StdinPipe(); err != nil {
@@ -222,21 +229,7 @@ func TestPollerReadsAPipeAtOnceWhenAChildExits(t *testing.T) {
 		}
 	})
 	w.Close()
-	var exitErr error
-	exited := onExitReaps(&p, cmd, &exitErr)
-	for i := 0; out.String() != "first\n"; i++ { // the first line drained: the pipe rests
-		if i == 3000 {
-			t.Fatalf("first line not read within 30s: %q", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	gate.Close() // the child writes its last line and exits
-	waitChan(t, exited, "exit")
-	waitChan(t, eof, "EOF")
-	if got := out.String(); got != "first\nlast\n" || exitErr != nil {
-		t.Fatalf("read %q (exit %v), want both lines", got, exitErr)
-	}
-	awaitIdle(t, &p)
+	return gate, onExitReaps(p, cmd, exitErr)
 }
 
 // countingBuffer is a lockedBuffer that counts its writes, and says on
