@@ -34,7 +34,8 @@ func relayed(t *testing.T, e *env, upstreamN int64, call func()) {
 // relayUpstreams are the upstreams the relay's tests run on, by
 // transport: cfg makes a server of that transport named name (a testserver
 // given args), and bytes is the number of calls the upstream relays as
-// bytes per relayed call that it answers (only a byte stream does).
+// bytes per relayed call that it answers (a byte stream and Streamable
+// HTTP do; legacy SSE answers on its one stream, which the go-sdk reads).
 func relayUpstreams(t *testing.T) map[string]struct {
 	cfg   func(name string, args ...string) *sb.ServerConfig
 	bytes int64
@@ -49,9 +50,10 @@ func relayUpstreams(t *testing.T) map[string]struct {
 		cfg   func(name string, args ...string) *sb.ServerConfig
 		bytes int64
 	}{
-		"stdio":           {func(name string, args ...string) *sb.ServerConfig { return stdio(t, name, args...) }, 1},
-		"streamable-http": {remote(sb.TransportStreamableHTTP), 0},
-		"sse":             {remote(sb.TransportSSE, "-sse-only"), 0},
+		"stdio":                {func(name string, args ...string) *sb.ServerConfig { return stdio(t, name, args...) }, 1},
+		"streamable-http":      {remote(sb.TransportStreamableHTTP), 1},
+		"streamable-http json": {remote(sb.TransportStreamableHTTP, "-json-response"), 1},
+		"sse":                  {remote(sb.TransportSSE, "-sse-only"), 0},
 	}
 }
 

@@ -38,6 +38,7 @@ targets=(
 	"FuzzRelayEnvelope ./gateway"
 	"FuzzStatelessResult ./gateway"
 	"FuzzQuickSchema ./upstream"
+	"FuzzTakeResult ./upstream"
 )
 
 log="$(mktemp)"

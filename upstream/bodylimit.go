@@ -242,6 +242,10 @@ type bodyLimit struct {
 	// oversized message that cannot be told apart, and the stream is then
 	// ended with an error (legacy SSE); if nil, such a message is dropped.
 	onUnknown func()
+	// take, if set, sees every message within the limit (its data) before
+	// it is handed out, and may give the one to hand out instead
+	// (capture.go).
+	take func(msg []byte) (standIn []byte, ok bool)
 }
 
 // errTooLarge ends a body that could not be replaced by an answer.
@@ -293,6 +297,12 @@ func (b *boundedJSON) fill() {
 		}
 		if err != nil {
 			b.err = err
+			if err == io.EOF && b.lim.take != nil {
+				if standIn, ok := b.lim.take(b.held.head(b.held.n)); ok {
+					b.held.reset()
+					b.held.write(standIn)
+				}
+			}
 			return
 		}
 	}
@@ -418,11 +428,36 @@ func (e *boundedEvents) scan(b []byte) {
 
 // flushEvent makes the current event ready to hand out.
 func (e *boundedEvents) flushEvent() {
+	if e.lim.take != nil {
+		e.offer()
+	}
 	for _, blk := range e.event.list {
 		e.ready.list = append(e.ready.list, blk)
 		e.ready.n += len(blk)
 	}
 	e.event.reset()
+}
+
+// offer shows the current event's data to lim.take, and puts the stand-in
+// it may give in the event's place, with the event's other fields.
+func (e *boundedEvents) offer() {
+	raw := e.event.head(e.event.n)
+	if len(e.event.list) == 1 {
+		raw = e.event.list[0] // most events: no copy
+	}
+	standIn, ok := e.lim.take(eventData(raw))
+	if !ok {
+		return
+	}
+	e.event.reset()
+	for line := range bytes.Lines(raw) {
+		if !bytes.HasPrefix(line, []byte("data:")) && len(bytes.TrimRight(line, "\r\n")) > 0 {
+			e.event.write(line)
+		}
+	}
+	e.event.write([]byte("data: "))
+	e.event.write(standIn)
+	e.event.write([]byte("\n\n"))
 }
 
 // startOversized drops the current event, keeping what tells what it is,

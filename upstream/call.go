@@ -108,6 +108,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			if opts.OnElicitation != nil || opts.OnSampling != nil {
 				sent.tok = tok
 			}
+			if out != nil && l.capturesResults() {
+				sent.capture = &resultCapture{out: out, max: s.opts.MaxResultBytes}
+			}
 			params := &mcp.CallToolParams{Name: name, Arguments: raw, Meta: meta.mcp()}
 			res, err = l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
 		}

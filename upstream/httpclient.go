@@ -158,7 +158,11 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	resp.Body = &releaseOnClose{ReadCloser: t.bound(req, resp, stream), release: release}
+	var capture *resultCapture
+	if post != nil {
+		capture = sent.capture
+	}
+	resp.Body = &releaseOnClose{ReadCloser: t.bound(req, resp, stream, capture), release: release}
 	if stream && sent != nil && sent.tok != "" {
 		resp.Body = newCallTagger(resp.Body, sent.tok)
 	}
@@ -171,13 +175,18 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 // bound returns resp's body, read one bounded message at a time
 // (bodylimit.go): the events of a stream, a POST's JSON answer, or, cut at
 // the limit, anything else (an error page, which the go-sdk reads whole
-// only to look for a JSON-RPC error in it).
-func (t *roundTripper) bound(req *http.Request, resp *http.Response, stream bool) io.ReadCloser {
+// only to look for a JSON-RPC error in it). A tool call's POST that
+// capture is given for has its result taken from its answer (capture.go).
+func (t *roundTripper) bound(req *http.Request, resp *http.Response, stream bool, capture *resultCapture) io.ReadCloser {
 	if t.limit <= 0 {
 		return resp.Body
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	lim := bodyLimit{limit: t.limit, log: cmp.Or(t.log, slog.Default()), requestID: requestIDOf(req.GetBody), post: req.Method == http.MethodPost}
+	if capture != nil && ok {
+		own := headID(req.GetBody)
+		lim.take = func(msg []byte) ([]byte, bool) { return capture.take(msg, own) }
+	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case ok && stream:
@@ -263,6 +272,7 @@ func (r *statusRecorder) Status() int {
 type sendRecord struct {
 	ctx      context.Context // the call's: ends its POSTs
 	tok      string          // the call's token, if it answers server requests (calltag.go)
+	capture  *resultCapture  // takes the result from the answer, if the caller wants its bytes (capture.go)
 	mu       sync.Mutex
 	inflight int
 	accepted bool // some POST got an answer other than 404, or none at all after it had a connection

@@ -73,6 +73,14 @@ func (l *link) alive() bool {
 	}
 }
 
+// capturesResults reports whether a tool call's result is taken from its
+// answer as bytes (capture.go). Protocols from 2026-07-28 on may answer a
+// call with a request for input that the go-sdk's client acts on, so their
+// results go to the go-sdk whole.
+func (l *link) capturesResults() bool {
+	return l.overHTTP() && l.cs.InitializeResult().ProtocolVersion < protocol20260728
+}
+
 // overHTTP reports whether the link's messages travel in HTTP requests.
 func (l *link) overHTTP() bool {
 	return l.transport == sb.TransportStreamableHTTP || l.transport == sb.TransportSSE

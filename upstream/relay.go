@@ -16,15 +16,19 @@ import (
 // handed back as the server wrote it, never decoded into an
 // mcp.CallToolResult and encoded again. Everything else about the call is
 // CallTool's: timeouts, progress, cancellation, retries, the typed errors
-// and the result size cap. Only links over a byte stream (stdio,
-// Options.Dial) relay; on the others the call goes through the go-sdk and
-// the caller gets the result as an object, as always.
+// and the result size cap. Links over a byte stream (stdio, Options.Dial)
+// relay the whole call; over Streamable HTTP the go-sdk sends the call and
+// the result is taken from its answer as bytes (capture.go). On legacy SSE,
+// and for protocols from 2026-07-28 on over HTTP, the call goes through
+// the go-sdk and the caller gets the result as an object, as always.
 
 // RawResult receives the result of a call made with WithRawResult.
 type RawResult struct {
 	// Result is the result object as the server sent it; nil if the call
-	// was not relayed (the result is then the one CallTool returns) or
-	// failed.
+	// was not relayed (the result is then the one CallTool returns). It is
+	// the call's only when CallTool succeeded or returned a *ToolError: a
+	// result taken from an answer that came as the call's limit ended it
+	// is not.
 	Result json.RawMessage
 }
 
@@ -80,24 +84,8 @@ func (s *Session) relayCall(ctx context.Context, l *link, name string, raw json.
 		return nil, reply.err
 	}
 	relayedCalls.Add(1)
-	if len(reply.result) > s.opts.MaxResultBytes {
-		var res mcp.CallToolResult
-		if err := json.Unmarshal(reply.result, &res); err != nil {
-			return nil, err
-		}
-		return &res, nil
-	}
-	isError := false
-	// The reply was validated as it was read (parseReply); a result that
-	// does not name isError anywhere is not an error, and need not be
-	// walked again (the go-sdk omits a false isError).
-	if bytes.Contains(reply.result, isErrorKey) {
-		isError, err = resultIsError(reply.result)
-	} else if len(reply.result) == 0 || reply.result[0] != '{' {
-		err = rawjson.ErrSyntax
-	}
-	if err != nil {
-		// Not an object: the decoder says what is wrong with it.
+	isError, ok := rawOutcome(reply.result, s.opts.MaxResultBytes)
+	if !ok {
 		var res mcp.CallToolResult
 		if err := json.Unmarshal(reply.result, &res); err != nil {
 			return nil, err
@@ -106,6 +94,24 @@ func (s *Session) relayCall(ctx context.Context, l *link, name string, raw json.
 	}
 	out.Result = reply.result
 	return &mcp.CallToolResult{IsError: isError}, nil
+}
+
+// rawOutcome reads what a relayed result needs read: whether it is a tool
+// error. It is not ok for a result to decode instead: one over max bytes
+// (checkResult measures it as it measures every other), or one that is
+// not an object (the decoder says what is wrong with it). The result was
+// validated as it was read (parseReply, resultCapture.take).
+func rawOutcome(result []byte, max int) (isError, ok bool) {
+	if len(result) > max || len(result) == 0 || result[0] != '{' {
+		return false, false
+	}
+	// A result that does not name isError anywhere is not an error, and
+	// need not be walked again (the go-sdk omits a false isError).
+	if !bytes.Contains(result, isErrorKey) {
+		return false, true
+	}
+	isError, err := resultIsError(result)
+	return isError, err == nil
 }
 
 var isErrorKey = []byte(`"isError"`)

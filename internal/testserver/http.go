@@ -90,7 +90,7 @@ func (s *server) runHTTP() (code int, reason string) {
 func (s *server) getServer(*http.Request) *mcp.Server { return s.mcp }
 
 func (f *httpFrontend) newStreamable() *mcp.StreamableHTTPHandler {
-	return mcp.NewStreamableHTTPHandler(f.s.getServer, &mcp.StreamableHTTPOptions{Logger: f.s.sdkLogger()})
+	return mcp.NewStreamableHTTPHandler(f.s.getServer, &mcp.StreamableHTTPOptions{Logger: f.s.sdkLogger(), JSONResponse: f.s.opts.JSONResponse})
 }
 
 func (f *httpFrontend) routes() http.Handler {

@@ -97,6 +97,9 @@ type Options struct {
 	// connection opened before: once the server is gone, every request is
 	// refused a connection, none is written to one that died with it.
 	NoKeepAlive bool
+	// JSONResponse answers every Streamable HTTP POST with one JSON body
+	// instead of an event stream (-json-response, http only).
+	JSONResponse bool
 	// Status, if non-zero, answers every /mcp and /sse request with this HTTP
 	// status (-status, http only).
 	Status int
@@ -169,6 +172,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.BoolVar(&o.IgnoreUnknown, "ignore-unknown", false, "never answer requests for methods outside MCP 2025-11-25")
 	fs.BoolVar(&o.SSEOnly, "sse-only", false, "http: serve legacy SSE on /mcp; POST /mcp without sessionid is 404")
 	fs.BoolVar(&o.NoKeepAlive, "no-keepalive", false, "http: close every connection after its response")
+	fs.BoolVar(&o.JSONResponse, "json-response", false, "http: answer Streamable HTTP POSTs with one JSON body, not an event stream")
 	fs.IntVar(&o.Status, "status", 0, "http: answer every /mcp and /sse request with this HTTP status `code`")
 	fs.IntVar(&o.DropAfter, "drop-after", 0, "http: forget all sessions after `N` completed tools/call requests")
 	fs.BoolVar(&o.Malformed, "malformed", false, "stdio: invalid JSON line after initialize; http: invalid tools/list response")
@@ -191,7 +195,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		// testing a well-behaved server.
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "listen", "sse-only", "no-keepalive", "status", "drop-after":
+			case "listen", "sse-only", "no-keepalive", "json-response", "status", "drop-after":
 				if o.Transport != "http" && err == nil {
 					err = fmt.Errorf("-%s requires -transport http", f.Name)
 				}

@@ -1,0 +1,157 @@
+package upstream_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// scriptServer is a Streamable HTTP server whose tools answer as a
+// script says, byte for byte, in the shapes servers write: what a call
+// relayed over HTTP takes from the answer must be what the go-sdk would
+// have made of it.
+type scriptServer struct {
+	maxResult int // "over" answers a result this many bytes and more
+}
+
+// scriptAnswers are the tools of a scriptServer, by name: how each
+// answers a call with request id ID (the event stream, or, for "json",
+// the JSON body).
+var scriptAnswers = map[string]string{
+	"plain": "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"plain\"}]}}\n\n",
+	// The TypeScript SDK writes the id last.
+	"id-last":     "data: {\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"id last\"}]},\"jsonrpc\":\"2.0\",\"id\":ID}\n\n",
+	"tool-error":  "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"no such city\"}],\"isError\":true}}\n\n",
+	"false-error": "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"isError\":false,\"content\":[{\"type\":\"text\",\"text\":\"fine\"}],\"structuredContent\":{\"isError\":true}}}\n\n",
+	// One message over two data lines, with CRLF line ends.
+	"two-lines": "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\r\ndata: \"result\":{\"content\":[{\"type\":\"text\",\"text\":\"two\\nlines\"}]}}\r\n\r\n",
+	// Progress and another request's answer first: only the call's own is taken.
+	"others-first": "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"none\",\"progress\":1}}\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"id\":987654,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"not yours\"}]}}\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"yours\"}]}}\n\n",
+	"json":       "{\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"one body\"}]}}",
+	"not-object": "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":42}\n\n",
+	"rpc-error":  "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"error\":{\"code\":-32602,\"message\":\"bad city\"}}\n\n",
+	"over":       "", // a result of maxResult bytes and more, made by ServeHTTP
+}
+
+func (ss *scriptServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed) // no stream of its own
+		return
+	}
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if req.ID == nil {
+		w.WriteHeader(http.StatusAccepted) // a notification
+		return
+	}
+	w.Header().Set("Mcp-Session-Id", "script")
+	answer := func(result string) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
+	}
+	switch req.Method {
+	case "initialize":
+		answer(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"script","version":"1"}}`)
+		return
+	case "tools/list":
+		var tools []string
+		for name := range scriptAnswers {
+			tools = append(tools, `{"name":"`+name+`","inputSchema":{"type":"object"}}`)
+		}
+		answer(`{"tools":[` + strings.Join(tools, ",") + `]}`)
+		return
+	case "tools/call":
+	default:
+		answer(`{}`)
+		return
+	}
+	script := strings.ReplaceAll(scriptAnswers[req.Params.Name], "ID", string(req.ID))
+	if req.Params.Name == "over" {
+		text := strings.Repeat("x", ss.maxResult)
+		script = fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":%q}]}}\n\n", req.ID, text)
+	}
+	if req.Params.Name == "json" {
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		w.Header().Set("Content-Type", "text/event-stream")
+	}
+	w.Write([]byte(script))
+}
+
+// A call whose caller asks for the result's bytes (the endpoint's relay)
+// over Streamable HTTP gets, for every shape of answer, what the go-sdk
+// makes of the same answer: the same result (as the server's bytes, taken
+// from the answer, when it is an object within the size cap) or the same
+// error.
+func TestRawResultOverHTTPIsWhatTheGoSDKReads(t *testing.T) {
+	const maxResult = 4 << 10
+	ts := serve(t, (&scriptServer{maxResult: maxResult}).ServeHTTP)
+	s, _ := badInputSession(t, &sb.ServerConfig{Name: "script", Transport: sb.TransportStreamableHTTP, URL: ts.URL,
+		ProtocolVersion: "2025-11-25"}, upstream.Options{MaxResultBytes: maxResult, HealthInterval: -1})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	taken := map[string]bool{"plain": true, "id-last": true, "tool-error": true, "false-error": true,
+		"two-lines": true, "others-first": true, "json": true}
+	opts := sb.InvokeOptions{Timeout: 10 * time.Second}
+	for name := range scriptAnswers {
+		t.Run(name, func(t *testing.T) {
+			want, wantErr := s.CallTool(context.Background(), name, map[string]any{}, opts)
+
+			ctx, raw := upstream.WithRawResult(context.Background())
+			before := upstream.RelayedCalls()
+			got, err := s.CallTool(ctx, name, map[string]any{}, opts)
+			if n := upstream.RelayedCalls() - before; n != map[bool]int64{true: 1}[taken[name]] {
+				t.Errorf("%d results taken as bytes, want %v", n, taken[name])
+			}
+			// A tool error's message quotes the result's text, which only
+			// the go-sdk's decoding has: a relayed one's caller reads the
+			// result instead (as over stdio).
+			if sameErr := fmt.Sprint(err) == fmt.Sprint(wantErr) || errors.Is(wantErr, upstream.ErrToolError) && errors.Is(err, upstream.ErrToolError); !sameErr || sb.CodeOf(err) != sb.CodeOf(wantErr) {
+				t.Errorf("error %v (%s); the go-sdk's: %v (%s)", err, sb.CodeOf(err), wantErr, sb.CodeOf(wantErr))
+			}
+			if !taken[name] {
+				if raw.Result != nil {
+					t.Errorf("result bytes %s, want none", raw.Result)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("result %+v, want the go-sdk's %+v", got, want)
+				}
+				return
+			}
+			var res mcp.CallToolResult
+			if err := json.Unmarshal(raw.Result, &res); err != nil {
+				t.Fatalf("the result's bytes %s: %v", raw.Result, err)
+			}
+			if !reflect.DeepEqual(&res, want) || got.IsError != want.IsError {
+				t.Errorf("result %s (isError %v), want the go-sdk's %+v", raw.Result, got.IsError, want)
+			}
+			if !bytes.Contains([]byte(strings.ReplaceAll(scriptAnswers[name], "\r\ndata: ", "")), raw.Result) {
+				t.Errorf("result %s is not the server's bytes", raw.Result)
+			}
+		})
+	}
+}

@@ -1,0 +1,100 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+)
+
+// FuzzTakeResult: what a capture takes from a message is the result of
+// the response to the POST's own request, as encoding/json reads it, and
+// the stand-in it gives the go-sdk is that response's id with the same
+// isError; anything else is left to the go-sdk.
+func FuzzTakeResult(f *testing.F) {
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}`,
+		`{"result":{"content":[],"isError":true},"jsonrpc":"2.0","id":7}`,
+		`{"jsonrpc":"2.0","id":7,"result":{"structuredContent":{"isError":true}}}`,
+		`{"jsonrpc":"2.0","id":"7","result":{}}`,
+		`{"jsonrpc":"2.0","id":8,"result":{}}`,
+		`{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"ping","result":{}}`,
+		`{"jsonrpc":"2.0","id":7,"result":42}`,
+		`{"jsonrpc":"2.0","id":7,"result":{"a":1}} trailing`,
+		`{"jsonrpc":"2.0","id":7,"result":{"isError":true,"isError":false}}`,
+	} {
+		f.Add(msg, "7", 64)
+	}
+	f.Fuzz(func(t *testing.T, msg, own string, max int) {
+		out := &RawResult{}
+		c := &resultCapture{out: out, max: max}
+		standIn, ok := c.take([]byte(msg), []byte(own))
+		if !ok {
+			if out.Result != nil {
+				t.Fatalf("not taken, but the result is %s", out.Result)
+			}
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(msg), &m); err != nil {
+			t.Fatalf("took %s from %q, which encoding/json refuses: %v", out.Result, msg, err)
+		}
+		if _, has := m["method"]; has {
+			t.Fatalf("took the result of a request: %q", msg)
+		}
+		if _, has := m["error"]; has {
+			t.Fatalf("took the result of an error response: %q", msg)
+		}
+		if !equalJSON(m["id"], []byte(own)) || len(out.Result) > max || !equalJSON(m["result"], out.Result) {
+			t.Fatalf("took %s (own id %s, max %d) from %q", out.Result, own, max, msg)
+		}
+		var res struct {
+			IsError bool `json:"isError"`
+		}
+		if err := json.Unmarshal(out.Result, &res); err != nil {
+			t.Fatalf("took %s, which is not a result object: %v", out.Result, err)
+		}
+		var stand struct {
+			ID     json.RawMessage `json:"id"`
+			Result struct {
+				Content []any `json:"content"`
+				IsError bool  `json:"isError"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(standIn, &stand); err != nil || !equalJSON(stand.ID, []byte(own)) ||
+			stand.Result.Content == nil || stand.Result.IsError != res.IsError {
+			t.Fatalf("stand-in %s for %q (isError %v): %v", standIn, msg, res.IsError, err)
+		}
+	})
+}
+
+func equalJSON(a, b []byte) bool {
+	var x, y bytes.Buffer
+	return json.Compact(&x, a) == nil && json.Compact(&y, b) == nil && bytes.Equal(x.Bytes(), y.Bytes())
+}
+
+// headID reads the id of a POST's request from its first bytes only: a
+// large request's id is found without reading it all, and a body that
+// does not start with its id gives none.
+func TestHeadIDReadsTheRequestsFirstBytes(t *testing.T) {
+	body := func(s string) func() (io.ReadCloser, error) {
+		return func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(s)), nil }
+	}
+	big := `,"method":"tools/call","params":{"arguments":{"text":"` + strings.Repeat("x", 1<<20) + `"}}}`
+	for _, tc := range []struct{ body, want string }{
+		{`{"jsonrpc":"2.0","id":5` + big, "5"},
+		{`{"jsonrpc":"2.0","id":"sb-1"` + big, `"sb-1"`},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"text":"` + strings.Repeat("x", requestHead) + `"}},"id":5}`, ""},
+		{`{"jsonrpc":"2.0","id":{"a":1}}`, ""},
+		{`not json`, ""},
+	} {
+		if got := string(headID(body(tc.body))); got != tc.want {
+			t.Errorf("headID(%.40q...) = %q, want %q", tc.body, got, tc.want)
+		}
+	}
+	if got := headID(nil); got != nil {
+		t.Errorf("headID(nil) = %q", got)
+	}
+}
