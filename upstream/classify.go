@@ -208,11 +208,13 @@ func exitDescription(err error) string {
 
 // describe shortens an SDK error chain to its informative part: the go-sdk
 // prefixes every error with `calling "initialize": sending "initialize":`.
+//
+// A nil err is what the go-sdk's Wait returns for a connection whose reading
+// ended in EOF with nothing else failing: the server closed its end (a
+// stdio server its stdout, an SSE server its event stream, an in-process
+// server its stream), which is said as an EOF is.
 func describe(err error) string {
-	if err == nil {
-		return "unknown error"
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return "the server closed the connection"
 	}
 	return err.Error()

@@ -14,8 +14,11 @@ import (
 // when runCtx ends (Shutdown), after closing everything it opened.
 func (s *Session) run() {
 	defer close(s.done)
-	// A shut-down session runs nothing, which is what disabled means.
+	// A shut-down session runs nothing, which is what disabled means. A
+	// link that Shutdown interrupted (cycle) has been torn down by now; it
+	// leaves with the status that it stood for.
 	defer s.update(sb.ReasonStopped, func(m *machine) {
+		s.setLink(nil)
 		m.status = sb.StatusDisabled
 		m.nextRetryAt = time.Time{}
 	})
@@ -63,38 +66,53 @@ func (s *Session) cycle(ctx context.Context) (wait time.Duration, retry bool) {
 		return wait, retry
 	}
 
-	s.mu.Lock()
-	s.link = l
-	s.catalog = l.catalog
-	s.mu.Unlock()
-	s.update(sb.ReasonConnected, func(m *machine) { m.connected(time.Now()) })
+	s.update(sb.ReasonConnected, func(m *machine) {
+		s.setLink(l)
+		m.connected(time.Now())
+	})
 
 	cause := s.serve(ctx, l)
 
-	s.mu.Lock()
-	s.link = nil
-	s.catalog = catalog{}
-	s.mu.Unlock()
-
 	switch {
 	case ctx.Err() != nil:
+		// Shutdown: the link stays the session's while it is torn down,
+		// and goes with the stopped transition (run).
 		l.close(closePolite)
 		return 0, false
 	case errors.Is(cause, errRestart):
-		s.update(sb.ReasonRestarted, (*machine).restarted)
+		s.update(sb.ReasonRestarted, func(m *machine) {
+			s.setLink(nil)
+			m.restarted()
+		})
 		l.close(closePolite)
 		return 0, true
 	}
 	// Report the drop before the (bounded) teardown, so that watchers learn
 	// of it when it happened; the next attempt still waits for the teardown.
 	cause = cause.scrubbed(s.redact)
-	s.update(sb.ReasonDropped, func(m *machine) { wait, retry = m.dropped(time.Now(), cause) })
+	s.update(sb.ReasonDropped, func(m *machine) {
+		s.setLink(nil)
+		wait, retry = m.dropped(time.Now(), cause)
+	})
 	if cause.code == sb.CodeSessionExpired {
 		l.close(closeExpired)
 	} else {
 		l.close(closeDead)
 	}
 	return wait, retry
+}
+
+// setLink makes l the session's live link, with its lists; nil leaves the
+// session with neither. It is called only inside the update that makes the
+// matching transition, under s.mu: a reader (Info, current) sees the status
+// and the link change in one step, never "connected" with no link (no pid,
+// no tools) nor "connecting" with the tools of a link not yet announced.
+func (s *Session) setLink(l *link) {
+	s.link = l
+	s.catalog = catalog{}
+	if l != nil {
+		s.catalog = l.catalog
+	}
 }
 
 // dial connects and discovers within the startup timeout.
@@ -231,12 +249,7 @@ func (s *Session) refresh(ctx context.Context, l *link, kinds listKind) {
 	}
 	s.warnTruncated(r)
 	l.catalog = r.catalog
-	s.mu.Lock()
-	if s.link == l {
-		s.catalog = r.catalog
-	}
-	s.mu.Unlock()
-	s.update(sb.ReasonToolsChanged, func(*machine) {})
+	s.update(sb.ReasonToolsChanged, func(*machine) { s.setLink(l) })
 }
 
 // autoProtocol reports whether the session lets the go-sdk pick the
