@@ -16,13 +16,14 @@ import (
 )
 
 // CompareBuilds measures switchboard builds against each other, back to
-// back: each build's /mcp/{name} in front of a stdio testserver child,
-// every block of sequential calls interleaved with one of a go-sdk client
-// calling a testserver child of its own directly, the order rotating each
-// repetition. A change of a few µs in the p50 added by the endpoint is
-// below what one run of the endpoint scenario can tell on a shared
-// machine; paired by repetition, the builds' difference is not
-// (BENCHMARKS.md §6b, round five).
+// back: each build's /mcp/{name} in front of a stdio testserver child (or,
+// with cfg.HTTP, of one testserver process serving Streamable HTTP), every
+// block of sequential calls interleaved with one of a go-sdk client
+// calling a testserver directly (a child of its own over stdio, or that
+// same process over HTTP), the order rotating each repetition. A change of
+// a few µs in the p50 added by the endpoint is below what one run of the
+// endpoint scenario can tell on a shared machine; paired by repetition,
+// the builds' difference is not (BENCHMARKS.md §6b, round five).
 func CompareBuilds(ctx context.Context, cfg ABConfig) (*ABResult, error) {
 	if len(cfg.Builds) == 0 || cfg.Reps < 1 || cfg.Calls < 1 || cfg.Payload < 1 {
 		return nil, errors.New("compare builds: need at least one build, one repetition, one call and a payload")
@@ -33,14 +34,35 @@ func CompareBuilds(ctx context.Context, cfg ABConfig) (*ABResult, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	direct, pid, err := connectCommand(ctx, cfg.Testserver)
-	if err != nil {
-		return nil, fmt.Errorf("compare builds: starting %s: %w", cfg.Testserver, err)
+	up := &sb.ServerConfig{Name: endpointStdioServer, Transport: sb.TransportStdio, Command: cfg.Testserver, ProtocolVersion: pinnedProtocol}
+	var sides []*abSide
+	if cfg.HTTP {
+		server, err := startHTTPServer(cfg.Testserver)
+		if err != nil {
+			return nil, fmt.Errorf("compare builds: %w", err)
+		}
+		defer server.stop()
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		defer tr.CloseIdleConnections()
+		direct, err := mcp.NewClient(&mcp.Implementation{Name: "bench-ab"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: server.url, HTTPClient: &http.Client{Transport: tr}},
+				&mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
+		if err != nil {
+			return nil, fmt.Errorf("compare builds: connecting to %s: %w", server.url, err)
+		}
+		defer direct.Close()
+		sides = append(sides, &abSide{ABSide: ABSide{Name: SideDirect}, cs: direct})
+		up = &sb.ServerConfig{Name: endpointServer, Transport: sb.TransportStreamableHTTP, URL: server.url, ProtocolVersion: pinnedProtocol}
+	} else {
+		direct, pid, err := connectCommand(ctx, cfg.Testserver)
+		if err != nil {
+			return nil, fmt.Errorf("compare builds: starting %s: %w", cfg.Testserver, err)
+		}
+		defer closeCommand(direct, pid)
+		sides = append(sides, &abSide{ABSide: ABSide{Name: SideDirectStdio}, cs: direct})
 	}
-	defer closeCommand(direct, pid)
-	sides := []*abSide{{ABSide: ABSide{Name: SideDirectStdio}, cs: direct}}
 	for i, bin := range cfg.Builds {
-		s, err := startABSide(ctx, bin, cfg.Testserver, filepath.Join(dir, fmt.Sprintf("b%d.db", i)))
+		s, err := startABSide(ctx, bin, up, filepath.Join(dir, fmt.Sprintf("b%d.db", i)))
 		if s != nil {
 			defer s.stop()
 		}
@@ -98,7 +120,11 @@ type ABConfig struct {
 	// Reps blocks of Calls sequential calls per side, each after Warmup
 	// calls, with an echo text of Payload bytes.
 	Reps, Calls, Warmup, Payload int
-	Logf                         func(format string, args ...any)
+	// HTTP puts the builds in front of a testserver serving Streamable
+	// HTTP, and compares them with a client calling it directly, instead
+	// of stdio.
+	HTTP bool
+	Logf func(format string, args ...any)
 }
 
 func (c *ABConfig) logf(format string, args ...any) {
@@ -128,24 +154,23 @@ type abSide struct {
 	stop func()
 }
 
-// startABSide starts a daemon of bin with the testserver as a stdio server
-// and connects a client to its /mcp/{name}.
-func startABSide(ctx context.Context, bin, testserver, db string) (*abSide, error) {
+// startABSide starts a daemon of bin with the server up and connects a
+// client to its /mcp/{name}.
+func startABSide(ctx context.Context, bin string, up *sb.ServerConfig, db string) (*abSide, error) {
 	d, err := startDaemon(ctx, bin, db)
 	if err != nil {
 		return nil, fmt.Errorf("compare builds: starting %s: %w", bin, err)
 	}
 	s := &abSide{ABSide: ABSide{Name: bin}, pid: d.PID, stop: d.kill}
-	if _, err := d.api.CreateServer(ctx, &sb.ServerConfig{Name: endpointStdioServer, Transport: sb.TransportStdio,
-		Command: testserver, ProtocolVersion: pinnedProtocol}); err != nil {
+	if _, err := d.api.CreateServer(ctx, up); err != nil {
 		return s, err
 	}
-	if _, err := d.waitServerConnected(ctx, endpointStdioServer, 30*time.Second); err != nil {
+	if _, err := d.waitServerConnected(ctx, up.Name, 30*time.Second); err != nil {
 		return s, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	s.cs, err = mcp.NewClient(&mcp.Implementation{Name: "bench-ab"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: d.MCPURL + "/" + endpointStdioServer, HTTPClient: &http.Client{Transport: d.Transport(tr)}},
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: d.MCPURL + "/" + up.Name, HTTPClient: &http.Client{Transport: d.Transport(tr)}},
 			&mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
 	if err != nil {
 		return s, fmt.Errorf("compare builds: connecting to %s: %w", bin, err)
@@ -167,7 +192,7 @@ func (r *ABResult) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d repetitions of %d sequential calls per side (%s echo), after %d warm-up calls; the sides interleaved, their order rotating.\n\n",
 		r.Config.Reps, r.Config.Calls, fmtPayload(r.Config.Payload), r.Config.Warmup)
-	b.WriteString("| build | p50 added over direct stdio | p99 added | p50 against the first build, paired | CPU per call |\n|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| build | p50 added over %s | p99 added | p50 against the first build, paired | CPU per call |\n|---|---:|---:|---:|---:|\n", r.Direct.Name)
 	span := func(s Stat) string { return fmt.Sprintf("%+.0f µs (%+.0f … %+.0f)", s.Median, s.Min, s.Max) }
 	for i, s := range r.Builds {
 		paired := "–"
@@ -185,7 +210,7 @@ func (r *ABResult) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f µs (%.0f … %.0f) |\n", s.Name, span(Summarize(pairedDiff(s.P50, r.Direct.P50))),
 			span(Summarize(pairedDiff(s.P99, r.Direct.P99))), paired, cpu.Median, cpu.Min, cpu.Max)
 	}
-	fmt.Fprintf(&b, "\nDirect stdio p50: %.0f µs (median).\n", Summarize(microsOf(r.Direct.P50)).Median)
+	fmt.Fprintf(&b, "\n%s p50: %.0f µs (median).\n", r.Direct.Name, Summarize(microsOf(r.Direct.P50)).Median)
 	return b.String()
 }
 

@@ -210,20 +210,24 @@ func TestCompareBuildsQuick(t *testing.T) {
 	defer cancel()
 	cfg := ABConfig{Testserver: testserver.Binary(t), Builds: []string{sbBin, sbBin}, Reps: 2, Calls: 20, Warmup: 5, Payload: 1024,
 		Logf: t.Logf}
-	res, err := CompareBuilds(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Builds) != 2 || len(res.Direct.P50) != 2 {
-		t.Fatalf("%d builds, %d direct blocks; want 2 and 2", len(res.Builds), len(res.Direct.P50))
-	}
-	for _, s := range res.Builds {
-		if len(s.P50) != 2 || len(s.CPU) != 2 || s.P50[0] <= 0 || s.P99[1] <= 0 || s.CPU[0] <= 0 {
-			t.Errorf("%s: a block without figures: %+v", s.Name, s)
+	for _, overHTTP := range []bool{false, true} {
+		cfg.HTTP = overHTTP
+		res, err := CompareBuilds(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if md := res.Markdown(); !strings.Contains(md, sbBin) || !strings.Contains(md, "faster in") {
-		t.Errorf("report:\n%s", md)
+		if len(res.Builds) != 2 || len(res.Direct.P50) != 2 {
+			t.Fatalf("%d builds, %d direct blocks; want 2 and 2", len(res.Builds), len(res.Direct.P50))
+		}
+		for _, s := range res.Builds {
+			if len(s.P50) != 2 || len(s.CPU) != 2 || s.P50[0] <= 0 || s.P99[1] <= 0 || s.CPU[0] <= 0 {
+				t.Errorf("%s: a block without figures: %+v", s.Name, s)
+			}
+		}
+		direct := map[bool]string{false: SideDirectStdio, true: SideDirect}[overHTTP]
+		if md := res.Markdown(); !strings.Contains(md, sbBin) || !strings.Contains(md, "faster in") || !strings.Contains(md, "over "+direct) {
+			t.Errorf("report (HTTP %v):\n%s", overHTTP, md)
+		}
 	}
 	if _, err := CompareBuilds(ctx, ABConfig{Testserver: cfg.Testserver}); err == nil {
 		t.Error("CompareBuilds with no build: no error")
