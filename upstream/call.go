@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -98,7 +99,8 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			// travels with each request.
 			meta.logLevel = relayLogLevel
 		}
-		var sent *sendRecord // the POSTs of a call over HTTP (httpclient.go)
+		var sent *sendRecord         // the POSTs of a call over HTTP (httpclient.go)
+		var answered *statusRecorder // the HTTP error status they got, if any
 		var res *mcp.CallToolResult
 		l.calls.Add(1)
 		if out := rawResultFrom(ctx); out != nil && l.frames != nil {
@@ -112,7 +114,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 				sent.capture = &resultCapture{out: out, max: s.opts.MaxResultBytes}
 			}
 			params := &mcp.CallToolParams{Name: name, Arguments: raw, Meta: meta.mcp()}
-			res, err = l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
+			var cctx context.Context
+			cctx, answered = withStatusRecorder(context.WithValue(rctx, sendRecordKey{}, sent))
+			res, err = l.cs.CallTool(cctx, params)
 		}
 		l.calls.Add(-1)
 		if err == nil && res.IsError {
@@ -158,8 +162,30 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 				Message: fmt.Sprintf("connection refused by %s: the server is no longer running; the call never ran",
 					hostOf(s.redact.String(s.cfg.URL))), Err: err}
 		}
+		if answered != nil && answered.Status() != 0 && rejected(err) {
+			return nil, s.statusAnswer(name, answered.Status(), err)
+		}
 		return nil, s.callFailed(name, l, err)
 	}
+}
+
+// statusAnswer classifies a call whose POST was answered with an HTTP
+// error status that the go-sdk reports as no more than "rejected by
+// transport" (JSON-RPC error -32005, its own): 429, 502, 503 or 504. The
+// connection is fine; the status tells whether the call ran.
+func (s *Session) statusAnswer(tool string, status int, err error) *CallError {
+	var msg string
+	switch status {
+	case http.StatusTooManyRequests:
+		msg = "the server answered the call with HTTP 429 Too Many Requests (it is rate limiting); the call did not run: try again later"
+	case http.StatusServiceUnavailable:
+		msg = "the server answered the call with HTTP 503 Service Unavailable; the call did not run: try again later"
+	default:
+		msg = fmt.Sprintf("the server answered the call with HTTP %d %s, usually a proxy's answer; the call may or may not have reached the server",
+			status, http.StatusText(status))
+	}
+	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError, Message: msg,
+		Err: &HTTPStatusError{StatusCode: status, URL: s.redact.String(s.cfg.URL)}}
 }
 
 // callMeta is what CallTool puts in a tool call's _meta: its progress

@@ -51,7 +51,9 @@ func (s *Session) dialCustom(ctx context.Context) (*link, *failure) {
 	l.cs = cs
 	go func() {
 		err := cs.Wait()
-		l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err, "the connection closed: %s", describe(err))
+		if l.cause = l.ownClose(); l.cause == nil {
+			l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err, "the connection closed: %s", describe(err))
+		}
 		close(l.done)
 	}()
 	return l, nil
