@@ -78,20 +78,17 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 
 	var stale *link
 	for try := 0; ; try++ {
-		l, err := s.current(rctx, stale)
+		l, cat, err := s.current(rctx, stale)
 		if err != nil {
 			if te := timeoutErr(); te != nil {
 				return nil, te
 			}
 			return nil, s.unavailable(name, ctx, err)
 		}
-		if try == 0 {
-			s.mu.Lock()
-			cat := s.catalog
-			s.mu.Unlock()
-			if err := cat.validate(s.cfg.Name, name, obj); err != nil {
-				return nil, err
-			}
+		// Checked against the lists of the link it is sent on: a retry's
+		// new link may list other tools.
+		if err := cat.validate(s.cfg.Name, name, obj); err != nil {
+			return nil, err
 		}
 		meta := callMeta{tok: tok}
 		if r := l.cs.InitializeResult(); r != nil && r.ProtocolVersion >= protocol20260728 {
