@@ -49,6 +49,9 @@ func (s *Session) dialCustom(ctx context.Context) (*link, *failure) {
 		return nil, fail(sb.PhaseInitialize, sb.CodeInitializeFailed, retryFast, err, "the MCP handshake failed: %s", describe(err))
 	}
 	l.cs = cs
+	// Closing the link ends the stream, whatever the go-sdk's Close waits
+	// for (calls in flight on a connection that no longer answers).
+	l.cancel = func() { rwc.Close() }
 	go func() {
 		err := cs.Wait()
 		if l.cause = l.ownClose(); l.cause == nil {
