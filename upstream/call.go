@@ -159,27 +159,31 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 				Message: fmt.Sprintf("connection refused by %s: the server is no longer running; the call never ran",
 					hostOf(s.redact.String(s.cfg.URL))), Err: err}
 		}
-		if answered != nil && answered.Status() != 0 && rejected(err) {
-			return nil, s.statusAnswer(name, answered.Status(), err)
+		status := 0
+		if answered != nil {
+			status = answered.Status()
 		}
-		return nil, s.callFailed(name, l, err)
+		return nil, s.callFailed(name, l, err, status)
 	}
 }
 
 // statusAnswer classifies a call whose POST was answered with an HTTP
-// error status that the go-sdk reports as no more than "rejected by
-// transport" (JSON-RPC error -32005, its own): 429, 502, 503 or 504. The
-// connection is fine; the status tells whether the call ran.
-func (s *Session) statusAnswer(tool string, status int, err error) *CallError {
+// status that the go-sdk reports as no more than "rejected by transport"
+// (JSON-RPC error -32005, its own): 429, 502, 503 or 504 (its transient
+// statuses). The connection is fine; the status tells whether the call
+// ran. It returns nil for other statuses.
+func (s *Session) statusAnswer(tool string, status int) *CallError {
 	var msg string
 	switch status {
 	case http.StatusTooManyRequests:
 		msg = "the server answered the call with HTTP 429 Too Many Requests (it is rate limiting); the call did not run: try again later"
 	case http.StatusServiceUnavailable:
 		msg = "the server answered the call with HTTP 503 Service Unavailable; the call did not run: try again later"
-	default:
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
 		msg = fmt.Sprintf("the server answered the call with HTTP %d %s, usually a proxy's answer; the call may or may not have reached the server",
 			status, http.StatusText(status))
+	default:
+		return nil
 	}
 	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError, Message: msg,
 		Err: &HTTPStatusError{StatusCode: status, URL: s.redact.String(s.cfg.URL)}}
@@ -244,10 +248,16 @@ func (s *Session) unavailable(tool string, ctx context.Context, err error) error
 	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseRuntime, Kind: ErrUnavailable, Message: err.Error(), Err: err}
 }
 
-// callFailed classifies an error from the go-sdk's CallTool.
-func (s *Session) callFailed(tool string, l *link, err error) error {
+// callFailed classifies an error from the go-sdk's CallTool; status is the
+// last HTTP error status its POSTs were answered with, or 0.
+func (s *Session) callFailed(tool string, l *link, err error, status int) error {
 	if ce := s.refusedCall(tool, err); ce != nil {
 		return ce
+	}
+	if rejected(err) {
+		if ce := s.statusAnswer(tool, status); ce != nil {
+			return ce
+		}
 	}
 	if rpc, ok := rpcError(err); ok {
 		// The server answered: the connection is fine. Its message is
