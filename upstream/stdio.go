@@ -91,9 +91,9 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 var errProcessExited = errors.New("process exited")
 
 // watchStdio waits for the connection to close, records why (Switchboard
-// closing it, or the process's exit), and closes l.done. An exit fails in-flight calls at once by closing the MCP session
-// (whenExited), so the one goroutine waiting on the connection learns of
-// both.
+// closing it, or the process's exit), and closes l.done. An exit fails
+// in-flight calls at once by closing the MCP session (whenExited), so the
+// one goroutine waiting on the connection learns of both.
 func (s *Session) watchStdio(l *link) {
 	l.proc.whenExited(func() { l.cs.Close() })
 	err := l.cs.Wait()
