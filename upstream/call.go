@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -77,20 +78,17 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 
 	var stale *link
 	for try := 0; ; try++ {
-		l, err := s.current(rctx, stale)
+		l, cat, err := s.current(rctx, stale)
 		if err != nil {
 			if te := timeoutErr(); te != nil {
 				return nil, te
 			}
 			return nil, s.unavailable(name, ctx, err)
 		}
-		if try == 0 {
-			s.mu.Lock()
-			cat := s.catalog
-			s.mu.Unlock()
-			if err := cat.validate(s.cfg.Name, name, obj); err != nil {
-				return nil, err
-			}
+		// Checked against the lists of the link it is sent on: a retry's
+		// new link may list other tools.
+		if err := cat.validate(s.cfg.Name, name, obj); err != nil {
+			return nil, err
 		}
 		meta := callMeta{tok: tok}
 		if r := l.cs.InitializeResult(); r != nil && r.ProtocolVersion >= protocol20260728 {
@@ -98,7 +96,8 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			// travels with each request.
 			meta.logLevel = relayLogLevel
 		}
-		var sent *sendRecord // the POSTs of a call over HTTP (httpclient.go)
+		var sent *sendRecord         // the POSTs of a call over HTTP (httpclient.go)
+		var answered *statusRecorder // the HTTP error status they got, if any
 		var res *mcp.CallToolResult
 		l.calls.Add(1)
 		if out := rawResultFrom(ctx); out != nil && l.frames != nil {
@@ -112,7 +111,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 				sent.capture = &resultCapture{out: out, max: s.opts.MaxResultBytes}
 			}
 			params := &mcp.CallToolParams{Name: name, Arguments: raw, Meta: meta.mcp()}
-			res, err = l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
+			var cctx context.Context
+			cctx, answered = withStatusRecorder(context.WithValue(rctx, sendRecordKey{}, sent))
+			res, err = l.cs.CallTool(cctx, params)
 		}
 		l.calls.Add(-1)
 		if err == nil && res.IsError {
@@ -158,8 +159,34 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 				Message: fmt.Sprintf("connection refused by %s: the server is no longer running; the call never ran",
 					hostOf(s.redact.String(s.cfg.URL))), Err: err}
 		}
-		return nil, s.callFailed(name, l, err)
+		status := 0
+		if answered != nil {
+			status = answered.Status()
+		}
+		return nil, s.callFailed(name, l, err, status)
 	}
+}
+
+// statusAnswer classifies a call whose POST was answered with an HTTP
+// status that the go-sdk reports as no more than "rejected by transport"
+// (JSON-RPC error -32005, its own): 429, 502, 503 or 504 (its transient
+// statuses). The connection is fine; the status tells whether the call
+// ran. It returns nil for other statuses.
+func (s *Session) statusAnswer(tool string, status int) *CallError {
+	var msg string
+	switch status {
+	case http.StatusTooManyRequests:
+		msg = "the server answered the call with HTTP 429 Too Many Requests (it is rate limiting); the call did not run: try again later"
+	case http.StatusServiceUnavailable:
+		msg = "the server answered the call with HTTP 503 Service Unavailable; the call did not run: try again later"
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		msg = fmt.Sprintf("the server answered the call with HTTP %d %s, usually a proxy's answer; the call may or may not have reached the server",
+			status, http.StatusText(status))
+	default:
+		return nil
+	}
+	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError, Message: msg,
+		Err: &HTTPStatusError{StatusCode: status, URL: s.redact.String(s.cfg.URL)}}
 }
 
 // callMeta is what CallTool puts in a tool call's _meta: its progress
@@ -221,10 +248,16 @@ func (s *Session) unavailable(tool string, ctx context.Context, err error) error
 	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseRuntime, Kind: ErrUnavailable, Message: err.Error(), Err: err}
 }
 
-// callFailed classifies an error from the go-sdk's CallTool.
-func (s *Session) callFailed(tool string, l *link, err error) error {
+// callFailed classifies an error from the go-sdk's CallTool; status is the
+// last HTTP error status its POSTs were answered with, or 0.
+func (s *Session) callFailed(tool string, l *link, err error, status int) error {
 	if ce := s.refusedCall(tool, err); ce != nil {
 		return ce
+	}
+	if rejected(err) {
+		if ce := s.statusAnswer(tool, status); ce != nil {
+			return ce
+		}
 	}
 	if rpc, ok := rpcError(err); ok {
 		// The server answered: the connection is fine. Its message is

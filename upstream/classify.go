@@ -240,8 +240,36 @@ func isConnectionError(err error) bool {
 		return true
 	}
 	var we *jsonrpc.Error
-	return errors.As(err, &we) && (we.Code == codeClientClosing || we.Code == codeServerClosing)
+	return errors.As(err, &we) && (we.Code == codeClientClosing || we.Code == codeServerClosing || isRejected(we))
 }
+
+// isRejected reports whether we is the go-sdk's "rejected by transport"
+// (jsonrpc2.ErrRejected, code -32005), which its Streamable HTTP client
+// wraps around a request that failed in the transport rather than being
+// answered: a POST that failed (its client.Do: cut short by the link's
+// close, say, whether or not it had left), one it could not prepare, an
+// answer with a transient status (429, 502, 503, 504). None is an answer
+// from the server; the call's sendRecord and status recorder tell what
+// became of the request. A server's own JSON-RPC error in an HTTP error
+// answer is wrapped with it too, but comes first in the chain, so it is
+// the one errors.As finds. The sentinel is internal to the go-sdk, so its
+// code and text are matched.
+func isRejected(we *jsonrpc.Error) bool {
+	return we.Code == codeRejected && we.Message == rejectedText
+}
+
+// rejected reports whether err is the go-sdk's "rejected by transport"
+// for a request (isRejected), not a JSON-RPC error the server answered.
+func rejected(err error) bool {
+	var we *jsonrpc.Error
+	return errors.As(err, &we) && isRejected(we)
+}
+
+// codeRejected and rejectedText are the go-sdk's jsonrpc2.ErrRejected.
+const (
+	codeRejected = -32005
+	rejectedText = "rejected by transport"
+)
 
 // pipeClosed reports whether err says the other end closed the stream:
 // the go-sdk's closed connection, or the end of the input. "Client is

@@ -39,6 +39,11 @@ type link struct {
 
 	done  chan struct{} // closed when the connection has ended on its own
 	cause *failure      // why; valid once done is closed
+	// closing is why Switchboard closed the link (close), set before it
+	// does: the go-sdk reports its own close as the end of the server's
+	// stream, so the watchers that set cause take this instead (ownClose).
+	closing atomic.Pointer[failure]
+	born    time.Time // when it was dialed; a drop recorded since is its own (closeCause)
 
 	registered *mcp.ClientSession // the go-sdk session it is registered under; linksMu guards it
 }
@@ -55,7 +60,7 @@ const (
 
 func newLink(t sb.Transport) *link {
 	return &link{transport: t, listChanged: make(chan listKind, 1), expired: make(chan struct{}),
-		dead: make(chan struct{}), done: make(chan struct{}), cancel: func() {}}
+		dead: make(chan struct{}), done: make(chan struct{}), cancel: func() {}, born: time.Now()}
 }
 
 // alive reports whether the link can still carry a call: it has not ended
@@ -147,6 +152,7 @@ const closeTimeout = 2 * time.Second
 // flight get their own 404 at once, which tells their callers that they
 // never ran; aborting them would leave that unknown.
 func (l *link) close(how closeMode) {
+	l.closing.CompareAndSwap(nil, l.closeCause(how))
 	if how == closeDead {
 		l.cancel()
 	}
@@ -178,6 +184,56 @@ func (l *link) close(how closeMode) {
 	case <-l.done:
 	case <-t.C:
 	}
+}
+
+// closeCause says why Switchboard closes the link, as the calls in flight
+// on it are to hear it: a restart or a shutdown, the server having
+// forgotten the session, or the failure that the session's lifecycle
+// dropped it for (a dead connection, a health probe), which it records
+// before closing the link. A link closed before it was ever published (its
+// discovery failed) carries no call; its cause says so only in general.
+func (l *link) closeCause(how closeMode) *failure {
+	s := l.session
+	switch how {
+	case closeExpired:
+		return fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, mcp.ErrSessionMissing, "the server ended the session (HTTP 404)")
+	case closePolite:
+		if s.runCtx.Err() != nil {
+			return shutdownCause()
+		}
+		return fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, errRestart, "closed by Switchboard: the session was restarted")
+	}
+	select {
+	case <-l.dead:
+		return l.deadCause
+	default:
+	}
+	s.mu.Lock()
+	drop := s.m.lastDrop
+	s.mu.Unlock()
+	if drop != nil && !drop.At.Before(l.born) {
+		return fail(drop.Phase, drop.Code, retryFast, nil, "closed by Switchboard: %s", drop.Message)
+	}
+	return fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, nil, "closed by Switchboard: the connection failed")
+}
+
+// ownClose returns why Switchboard closed the link, or nil if it has not
+// (as far as it knows yet): its close, or a Shutdown, which ends every
+// request of a remote link at once, before the lifecycle gets to close it.
+// The watchers take it for the link's cause over what the go-sdk says.
+func (l *link) ownClose() *failure {
+	if f := l.closing.Load(); f != nil {
+		return f
+	}
+	if l.session.runCtx.Err() != nil {
+		return shutdownCause()
+	}
+	return nil
+}
+
+// shutdownCause is the cause of a link that Shutdown ended.
+func shutdownCause() *failure {
+	return fail(sb.PhaseRuntime, sb.CodeShuttingDown, retryNever, ErrShutdown, "closed by Switchboard: the session was shut down")
 }
 
 // closeMode says how a link is closed.

@@ -137,9 +137,11 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	l.cancel = cancel
 	watch := func() {
 		err := cs.Wait()
-		if isSessionMissing(err) {
+		switch l.cause = l.ownClose(); {
+		case l.cause != nil: // Switchboard closed it, which the go-sdk reports as the server's doing
+		case isSessionMissing(err):
 			l.cause = fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
-		} else {
+		default:
 			l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
 				"the %s connection to %s closed: %s", kind, s.redact.String(s.cfg.URL), describe(err))
 		}

@@ -421,26 +421,28 @@ func (s *Session) Catalog() (tools []*mcp.Tool, resources []*mcp.Resource, templ
 // The returned session may drop at any time; calls on it then fail with an
 // error wrapping mcp.ErrConnectionClosed. CallTool handles that and more.
 func (s *Session) Client(ctx context.Context) (*mcp.ClientSession, error) {
-	l, err := s.current(ctx, nil)
+	l, _, err := s.current(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	return l.cs, nil
 }
 
-// current returns the live link, waiting while the session connects. If
-// not is non-nil, a link equal to it does not count: the caller saw it fail
-// and waits for its replacement.
-func (s *Session) current(ctx context.Context, not *link) (*link, error) {
+// current returns the live link, waiting while the session connects, with
+// the lists it published (read together with it: the link's own field
+// belongs to the lifecycle goroutine, and the session's may be another
+// link's, or none, a moment later). If not is non-nil, a link equal to it
+// does not count: the caller saw it fail and waits for its replacement.
+func (s *Session) current(ctx context.Context, not *link) (*link, catalog, error) {
 	for {
 		s.mu.Lock()
-		status, l, e, ch := s.m.status, s.link, s.m.err, s.changed
+		status, l, cat, e, ch := s.m.status, s.link, s.catalog, s.m.err, s.changed
 		s.mu.Unlock()
 		switch {
 		case status == sb.StatusConnected && l != nil && l != not && l.alive():
-			return l, nil
+			return l, cat, nil
 		case status == sb.StatusError:
-			return nil, s.asError(e)
+			return nil, catalog{}, s.asError(e)
 		case status == sb.StatusConnected:
 			// The link has died (or the server forgot it) and the lifecycle
 			// goroutine has not yet said so: wait for the replacement rather
@@ -448,17 +450,17 @@ func (s *Session) current(ctx context.Context, not *link) (*link, error) {
 		case status == sb.StatusDisabled:
 			select {
 			case <-s.done:
-				return nil, ErrShutdown
+				return nil, catalog{}, ErrShutdown
 			default:
 			}
-			return nil, &Error{Server: s.cfg.Name, Phase: sb.PhaseConfig, Code: sb.CodeDisabled, Message: "the server is disabled", err: ErrDisabled}
+			return nil, catalog{}, &Error{Server: s.cfg.Name, Phase: sb.PhaseConfig, Code: sb.CodeDisabled, Message: "the server is disabled", err: ErrDisabled}
 		}
 		select {
 		case <-ch:
 		case <-s.done:
-			return nil, ErrShutdown
+			return nil, catalog{}, ErrShutdown
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%s: waiting for the session to connect: %w", s.cfg.Name, context.Cause(ctx))
+			return nil, catalog{}, fmt.Errorf("%s: waiting for the session to connect: %w", s.cfg.Name, context.Cause(ctx))
 		}
 	}
 }

@@ -189,9 +189,7 @@ func TestReconnectAfterProcessKilled(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// Connected again after the drop: not "connected with another PID",
-	// which the session also is, with none, between ending the link and
-	// reporting the drop.
+	// Connected again after the drop, with a new process.
 	info := waitFor(t, s, "reconnect", func(i sb.RuntimeInfo) bool {
 		return i.Status == sb.StatusConnected && i.Reconnects > 0
 	})

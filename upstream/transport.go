@@ -49,9 +49,14 @@ func (s *Session) dialCustom(ctx context.Context) (*link, *failure) {
 		return nil, fail(sb.PhaseInitialize, sb.CodeInitializeFailed, retryFast, err, "the MCP handshake failed: %s", describe(err))
 	}
 	l.cs = cs
+	// Closing the link ends the stream, whatever the go-sdk's Close waits
+	// for (calls in flight on a connection that no longer answers).
+	l.cancel = func() { rwc.Close() }
 	go func() {
 		err := cs.Wait()
-		l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err, "the connection closed: %s", describe(err))
+		if l.cause = l.ownClose(); l.cause == nil {
+			l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err, "the connection closed: %s", describe(err))
+		}
 		close(l.done)
 	}()
 	return l, nil
