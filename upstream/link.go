@@ -189,8 +189,9 @@ func (l *link) close(how closeMode) {
 // closeCause says why Switchboard closes the link, as the calls in flight
 // on it are to hear it: a restart or a shutdown, the server having
 // forgotten the session, or the failure that the session's lifecycle
-// dropped it for (a dead connection, a health probe), which it records
-// before closing the link. A link closed before it was ever published (its
+// dropped it for, which it records before closing the link: a health
+// probe's (Switchboard's own decision, said so) or the server's (it
+// exited, its stream ended: said as the drop says it). A link closed before it was ever published (its
 // discovery failed) carries no call; its cause says so only in general.
 func (l *link) closeCause(how closeMode) *failure {
 	s := l.session
@@ -212,7 +213,13 @@ func (l *link) closeCause(how closeMode) *failure {
 	drop := s.m.lastDrop
 	s.mu.Unlock()
 	if drop != nil && !drop.At.Before(l.born) {
-		return fail(drop.Phase, drop.Code, retryFast, nil, "closed by Switchboard: %s", drop.Message)
+		if drop.Code == sb.CodeProbeTimeout || drop.Code == sb.CodeProbeFailed {
+			// The lifecycle's own decision: the probe found the link dead.
+			return fail(drop.Phase, drop.Code, retryFast, nil, "closed by Switchboard: %s", drop.Message)
+		}
+		// The server's doing (it exited, its stream ended), which the
+		// lifecycle saw first: said as the drop says it.
+		return fail(drop.Phase, drop.Code, retryFast, nil, "%s", drop.Message)
 	}
 	return fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, nil, "closed by Switchboard: the connection failed")
 }
