@@ -439,11 +439,16 @@ func (e *boundedEvents) flushEvent() {
 }
 
 // offer shows the current event's data to lim.take, and puts the stand-in
-// it may give in the event's place, with the event's other fields.
+// it may give in the event's place, with the event's other fields. Only a
+// message is offered: the go-sdk skips an event of another name, so its
+// result is not the one the call returns.
 func (e *boundedEvents) offer() {
 	raw := e.event.head(e.event.n)
 	if len(e.event.list) == 1 {
 		raw = e.event.list[0] // most events: no copy
+	}
+	if !isMessage(raw) {
+		return
 	}
 	standIn, ok := e.lim.take(eventData(raw))
 	if !ok {
@@ -540,6 +545,19 @@ func eventData(raw []byte) []byte {
 		data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
 	}
 	return data
+}
+
+// isMessage reports whether the go-sdk reads the event raw as a message:
+// its name, which the last event field gives, trimmed as the go-sdk trims
+// it, is "message" or empty.
+func isMessage(raw []byte) bool {
+	var name []byte
+	for line := range bytes.Lines(raw) {
+		if v, ok := bytes.CutPrefix(line, []byte("event:")); ok {
+			name = bytes.TrimSpace(v)
+		}
+	}
+	return len(name) == 0 || string(name) == "message"
 }
 
 // cutBody ends a body after limit bytes: the answers nobody parses for

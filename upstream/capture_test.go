@@ -41,6 +41,9 @@ var scriptAnswers = map[string]string{
 	"others-first": "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"none\",\"progress\":1}}\n\n" +
 		"data: {\"jsonrpc\":\"2.0\",\"id\":987654,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"not yours\"}]}}\n\n" +
 		"data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"yours\"}]}}\n\n",
+	// The go-sdk skips an event of another name: its result is not the call's.
+	"other-event": "event: other\ndata: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"skipped\"}]}}\n\n" +
+		"event:  message \ndata: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"read\"}]}}\n\n",
 	"json":       "{\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"one body\"}]}}",
 	"not-object": "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":42}\n\n",
 	"rpc-error":  "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"error\":{\"code\":-32602,\"message\":\"bad city\"}}\n\n",
@@ -115,7 +118,7 @@ func TestRawResultOverHTTPIsWhatTheGoSDKReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	taken := map[string]bool{"plain": true, "id-last": true, "tool-error": true, "false-error": true,
-		"two-lines": true, "others-first": true, "json": true}
+		"two-lines": true, "others-first": true, "other-event": true, "json": true}
 	opts := sb.InvokeOptions{Timeout: 10 * time.Second}
 	for name := range scriptAnswers {
 		t.Run(name, func(t *testing.T) {
