@@ -458,6 +458,9 @@ func (e *boundedEvents) offer() {
 	for line := range bytes.Lines(raw) {
 		if !bytes.HasPrefix(line, []byte("data:")) && len(bytes.TrimRight(line, "\r\n")) > 0 {
 			e.event.write(line)
+			if line[len(line)-1] != '\n' {
+				e.event.write([]byte("\n")) // the stream's last line: the stand-in's data starts a line of its own
+			}
 		}
 	}
 	e.event.write([]byte("data: "))

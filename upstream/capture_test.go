@@ -44,10 +44,12 @@ var scriptAnswers = map[string]string{
 	// The go-sdk skips an event of another name: its result is not the call's.
 	"other-event": "event: other\ndata: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"skipped\"}]}}\n\n" +
 		"event:  message \ndata: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"read\"}]}}\n\n",
-	"json":       "{\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"one body\"}]}}",
-	"not-object": "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":42}\n\n",
-	"rpc-error":  "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"error\":{\"code\":-32602,\"message\":\"bad city\"}}\n\n",
-	"over":       "", // a result of maxResult bytes and more, made by ServeHTTP
+	// The last event ends with the stream, its last line without a line end.
+	"unterminated": "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"cut\"}]}}\nid: 5",
+	"json":         "{\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"one body\"}]}}",
+	"not-object":   "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"result\":42}\n\n",
+	"rpc-error":    "data: {\"jsonrpc\":\"2.0\",\"id\":ID,\"error\":{\"code\":-32602,\"message\":\"bad city\"}}\n\n",
+	"over":         "", // a result of maxResult bytes and more, made by ServeHTTP
 }
 
 func (ss *scriptServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -118,7 +120,7 @@ func TestRawResultOverHTTPIsWhatTheGoSDKReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	taken := map[string]bool{"plain": true, "id-last": true, "tool-error": true, "false-error": true,
-		"two-lines": true, "others-first": true, "other-event": true, "json": true}
+		"two-lines": true, "others-first": true, "other-event": true, "unterminated": true, "json": true}
 	opts := sb.InvokeOptions{Timeout: 10 * time.Second}
 	for name := range scriptAnswers {
 		t.Run(name, func(t *testing.T) {
