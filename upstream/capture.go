@@ -35,9 +35,11 @@ type resultCapture struct {
 // take reads msg, the data of one message of the answer to a POST whose
 // request's id is own. If msg is the response to it with a result to
 // take, the result goes to c.out, and take returns the message the go-sdk
-// reads instead.
+// reads instead. The answer to a POST without an id (a notification's) is
+// left alone without looking at c.out, which the call's own answer may be
+// filling on another goroutine.
 func (c *resultCapture) take(msg, own []byte) (standIn []byte, ok bool) {
-	if c.out.Result != nil || own == nil {
+	if len(own) == 0 || c.out.Result != nil {
 		return nil, false // one answer per call
 	}
 	var id, result []byte

@@ -27,6 +27,7 @@ func FuzzTakeResult(f *testing.F) {
 	} {
 		f.Add(msg, "7", 64)
 	}
+	f.Add(`{"jsonrpc":"2.0","result":{}}`, "", 64) // no id on either side
 	f.Fuzz(func(t *testing.T, msg, own string, max int) {
 		out := &RawResult{}
 		c := &resultCapture{out: out, max: max}
