@@ -26,9 +26,9 @@ import (
 type RawResult struct {
 	// Result is the result object as the server sent it; nil if the call
 	// was not relayed (the result is then the one CallTool returns). It is
-	// the call's only when CallTool succeeded or returned a *ToolError: a
-	// result taken from an answer that came as the call's limit ended it
-	// is not.
+	// the call's only when CallTool succeeded or returned a *ToolError, and
+	// may be read only then: over HTTP, an answer that comes as the call's
+	// limit ends it can still be writing it after CallTool returned.
 	Result json.RawMessage
 }
 
