@@ -533,19 +533,26 @@ func (e *boundedEvents) answer(id json.RawMessage) {
 
 // eventData returns the data of an event's first lines ("data: x" lines,
 // joined by newlines; the other fields left out). The last line may be
-// cut short.
+// cut short. The data of one line (most events') is part of raw, not a
+// copy: a result taken from it (offer) is not copied again.
 func eventData(raw []byte) []byte {
 	var data []byte
+	lines := 0
 	for line := range bytes.Lines(raw) {
 		line = bytes.TrimRight(line, "\r\n")
 		d, ok := bytes.CutPrefix(line, []byte("data:"))
 		if !ok {
 			continue
 		}
-		if len(data) > 0 {
-			data = append(data, '\n')
+		d = bytes.TrimPrefix(d, []byte(" "))
+		switch lines++; lines {
+		case 1:
+			data = d
+		case 2:
+			data = append(append(append([]byte(nil), data...), '\n'), d...) // not into raw
+		default:
+			data = append(append(data, '\n'), d...)
 		}
-		data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
 	}
 	return data
 }
