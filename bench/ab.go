@@ -34,7 +34,7 @@ func CompareBuilds(ctx context.Context, cfg ABConfig) (*ABResult, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	up := &sb.ServerConfig{Name: endpointStdioServer, Transport: sb.TransportStdio, Command: cfg.Testserver, ProtocolVersion: pinnedProtocol}
+	var up *sb.ServerConfig // the server the builds are in front of
 	var sides []*abSide
 	if cfg.HTTP {
 		server, err := startHTTPServer(cfg.Testserver)
@@ -44,9 +44,7 @@ func CompareBuilds(ctx context.Context, cfg ABConfig) (*ABResult, error) {
 		defer server.stop()
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		defer tr.CloseIdleConnections()
-		direct, err := mcp.NewClient(&mcp.Implementation{Name: "bench-ab"}, nil).
-			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: server.url, HTTPClient: &http.Client{Transport: tr}},
-				&mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
+		direct, err := connectAB(ctx, server.url, tr)
 		if err != nil {
 			return nil, fmt.Errorf("compare builds: connecting to %s: %w", server.url, err)
 		}
@@ -60,6 +58,7 @@ func CompareBuilds(ctx context.Context, cfg ABConfig) (*ABResult, error) {
 		}
 		defer closeCommand(direct, pid)
 		sides = append(sides, &abSide{ABSide: ABSide{Name: SideDirectStdio}, cs: direct})
+		up = &sb.ServerConfig{Name: endpointStdioServer, Transport: sb.TransportStdio, Command: cfg.Testserver, ProtocolVersion: pinnedProtocol}
 	}
 	for i, bin := range cfg.Builds {
 		s, err := startABSide(ctx, bin, up, filepath.Join(dir, fmt.Sprintf("b%d.db", i)))
@@ -154,6 +153,13 @@ type abSide struct {
 	stop func()
 }
 
+// connectAB connects a client to the MCP endpoint at url through rt.
+func connectAB(ctx context.Context, url string, rt http.RoundTripper) (*mcp.ClientSession, error) {
+	return mcp.NewClient(&mcp.Implementation{Name: "bench-ab"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}},
+			&mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
+}
+
 // startABSide starts a daemon of bin with the server up and connects a
 // client to its /mcp/{name}.
 func startABSide(ctx context.Context, bin string, up *sb.ServerConfig, db string) (*abSide, error) {
@@ -169,9 +175,7 @@ func startABSide(ctx context.Context, bin string, up *sb.ServerConfig, db string
 		return s, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	s.cs, err = mcp.NewClient(&mcp.Implementation{Name: "bench-ab"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: d.MCPURL + "/" + up.Name, HTTPClient: &http.Client{Transport: d.Transport(tr)}},
-			&mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
+	s.cs, err = connectAB(ctx, d.MCPURL+"/"+up.Name, d.Transport(tr))
 	if err != nil {
 		return s, fmt.Errorf("compare builds: connecting to %s: %w", bin, err)
 	}
