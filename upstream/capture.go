@@ -45,6 +45,12 @@ func (c *resultCapture) take(msg, own []byte) (standIn []byte, ok bool) {
 	var id, result []byte
 	isResponse := false
 	err := rawjson.Members(msg, func(k, v []byte) bool {
+		if bytes.IndexByte(k, '\\') >= 0 {
+			// A key with an escape may spell "method", "error" or "id"
+			// to a decoder: such a message is left to the go-sdk.
+			isResponse = false
+			return false
+		}
 		switch string(k) {
 		case "id":
 			id = v

@@ -28,6 +28,10 @@ func FuzzTakeResult(f *testing.F) {
 		f.Add(msg, "7", 64)
 	}
 	f.Add(`{"jsonrpc":"2.0","result":{}}`, "", 64) // no id on either side
+	// Keys with escapes: a decoder reads them as the keys they spell.
+	f.Add(`{"jsonrpc":"2.0","id":7,"result":{},"\u006dethod":"ping"}`, "7", 64)
+	f.Add(`{"jsonrpc":"2.0","id":7,"result":{},"\u0065rror":{"code":1,"message":"x"}}`, "7", 64)
+	f.Add(`{"jsonrpc":"2.0","id":7,"result":{},"\u0069d":8}`, "7", 64)
 	f.Fuzz(func(t *testing.T, msg, own string, max int) {
 		out := &RawResult{}
 		c := &resultCapture{out: out, max: max}
