@@ -213,6 +213,15 @@ func (b *blocks) head(n int) []byte {
 	return out
 }
 
+// all returns the bytes held: the one block itself if there is one
+// (most messages), else a copy.
+func (b *blocks) all() []byte {
+	if len(b.list) == 1 {
+		return b.list[0]
+	}
+	return b.head(b.n)
+}
+
 func (b *blocks) reset() { *b = blocks{} }
 
 // tailBuf keeps the last peekTail bytes written to it.
@@ -298,7 +307,7 @@ func (b *boundedJSON) fill() {
 		if err != nil {
 			b.err = err
 			if err == io.EOF && b.lim.take != nil {
-				if standIn, ok := b.lim.take(b.held.head(b.held.n)); ok {
+				if standIn, ok := b.lim.take(b.held.all()); ok {
 					b.held.reset()
 					b.held.write(standIn)
 				}
@@ -443,10 +452,7 @@ func (e *boundedEvents) flushEvent() {
 // message is offered: the go-sdk skips an event of another name, so its
 // result is not the one the call returns.
 func (e *boundedEvents) offer() {
-	raw := e.event.head(e.event.n)
-	if len(e.event.list) == 1 {
-		raw = e.event.list[0] // most events: no copy
-	}
+	raw := e.event.all()
 	if !isMessage(raw) {
 		return
 	}
