@@ -2,10 +2,10 @@
 // each build's /mcp/{name} in front of a stdio testserver, interleaved with
 // a go-sdk client calling a testserver directly over stdio (with -http: in
 // front of a Streamable HTTP testserver, interleaved with a client calling
-// it directly), and prints the
-// p50 and p99 each build adds, its CPU per call, and each build's p50
-// against the first's, paired by repetition. For changes of a few µs, which
-// one run of sbbench cannot tell apart on a shared machine.
+// it directly), and prints the p50 and p99 each build adds, its CPU per
+// call, and each build's p50 against the first's, paired by repetition. For
+// changes of a few µs, which one run of sbbench cannot tell apart on a
+// shared machine.
 //
 // Usage, from the repository root:
 //
