@@ -105,22 +105,33 @@ func rawOutcome(result []byte, max int) (isError, ok bool) {
 	if len(result) > max || len(result) == 0 || result[0] != '{' {
 		return false, false
 	}
-	// A result that does not name isError anywhere is not an error, and
-	// need not be walked again (the go-sdk omits a false isError).
-	if !bytes.Contains(result, isErrorKey) {
+	// A result that does not name isError anywhere, plainly or with a
+	// letter escaped (\uXXXX, the only escape a letter has), is not an
+	// error, and need not be walked again (the go-sdk omits a false
+	// isError).
+	if !bytes.Contains(result, isErrorKey) && !bytes.Contains(result, unicodeEscape) {
 		return false, true
 	}
 	isError, err := resultIsError(result)
 	return isError, err == nil
 }
 
-var isErrorKey = []byte(`"isError"`)
+var (
+	isErrorKey    = []byte(`"isError"`)
+	unicodeEscape = []byte(`\u`)
+)
 
-// resultIsError reads the isError member of a result object.
+// resultIsError reads the isError member of a result object as the
+// go-sdk's decoder does: the key matched exactly once unescaped, the last
+// one winning.
 func resultIsError(result []byte) (bool, error) {
 	isError := false
 	err := rawjson.Members(result, func(k, v []byte) bool {
-		if string(k) == "isError" {
+		key := string(k)
+		if bytes.IndexByte(k, '\\') >= 0 {
+			_ = json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &key) // a valid string: Members checked it
+		}
+		if key == "isError" {
 			isError = string(v) == "true"
 		}
 		return true
