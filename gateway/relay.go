@@ -393,7 +393,9 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 		return
 	}
 	var msg [][]byte // the response, in pieces: the result is not copied
-	if raw.Result != nil && (err == nil || errors.Is(err, upstream.ErrToolError)) {
+	// Only then is the result the call's (upstream.RawResult): over HTTP,
+	// an answer that came as a limit ended the call may still be taken.
+	if (err == nil || errors.Is(err, upstream.ErrToolError)) && raw.Result != nil {
 		msg = resultResponse(env.id, raw.Result, info)
 	} else {
 		res, err := g.answer(ctx, o.server, o.name, res, err)
