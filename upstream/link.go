@@ -41,7 +41,7 @@ type link struct {
 	cause *failure      // why; valid once done is closed
 	// closing is why Switchboard closed the link (close), set before it
 	// does: the go-sdk reports its own close as the end of the server's
-	// stream, so the watchers that set cause take this instead (ownClose).
+	// stream, so the watchers that set cause take this instead (ended).
 	closing atomic.Pointer[failure]
 
 	registered *mcp.ClientSession // the go-sdk session it is registered under; linksMu guards it
@@ -206,10 +206,22 @@ func (l *link) dropCause(cause *failure) *failure {
 	return cause
 }
 
+// ended records why the connection ended, once the go-sdk's Wait has
+// returned, and closes l.done: Switchboard's own close if it made one
+// (ownClose), which the go-sdk reports as the server's doing, or else what
+// the link's watcher makes of the end (found, called only then).
+func (l *link) ended(found func() *failure) {
+	if l.cause = l.ownClose(); l.cause == nil {
+		l.cause = found()
+	}
+	close(l.done)
+}
+
 // ownClose returns why Switchboard closed the link, or nil if it has not
 // (as far as it knows yet): its close, or a Shutdown, which ends every
 // request of a remote link at once, before the lifecycle gets to close it.
-// The watchers take it for the link's cause over what the go-sdk says.
+// The watchers take it for the link's cause over what the go-sdk says
+// (ended).
 func (l *link) ownClose() *failure {
 	if f := l.closing.Load(); f != nil {
 		return f
