@@ -169,9 +169,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 
 // statusAnswer classifies a call whose POST was answered with an HTTP
 // status that the go-sdk reports as no more than "rejected by transport"
-// (JSON-RPC error -32005, its own): 429, 502, 503 or 504 (its transient
-// statuses). The connection is fine; the status tells whether the call
-// ran. It returns nil for other statuses.
+// (JSON-RPC error -32005, its own) over Streamable HTTP, or as a failed
+// write over SSE: 429, 502, 503 or 504 (its transient statuses). The status
+// tells whether the call ran. It returns nil for other statuses.
 func (s *Session) statusAnswer(tool string, status int) *CallError {
 	var msg string
 	switch status {
@@ -254,7 +254,10 @@ func (s *Session) callFailed(tool string, l *link, err error, status int) error 
 	if ce := s.refusedCall(tool, err); ce != nil {
 		return ce
 	}
-	if rejected(err) {
+	// Over Streamable HTTP, the go-sdk says a status answer to the POST is
+	// no JSON-RPC answer (rejected); over SSE, a POST answered with an
+	// error status fails the write, which carries nothing else.
+	if rejected(err) || l.transport == sb.TransportSSE {
 		if ce := s.statusAnswer(tool, status); ce != nil {
 			return ce
 		}

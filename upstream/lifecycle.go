@@ -77,14 +77,15 @@ func (s *Session) cycle(ctx context.Context) (wait time.Duration, retry bool) {
 	case ctx.Err() != nil:
 		// Shutdown: the link stays the session's while it is torn down,
 		// and goes with the stopped transition (run).
-		l.close(closePolite)
+		l.close(closePolite, shutdownCause())
 		return 0, false
 	case errors.Is(cause, errRestart):
 		s.update(sb.ReasonRestarted, func(m *machine) {
 			s.setLink(nil)
 			m.restarted()
 		})
-		l.close(closePolite)
+		l.close(closePolite, fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, errRestart,
+			"closed by Switchboard: the session was restarted"))
 		return 0, true
 	}
 	// Report the drop before the (bounded) teardown, so that watchers learn
@@ -95,9 +96,9 @@ func (s *Session) cycle(ctx context.Context) (wait time.Duration, retry bool) {
 		wait, retry = m.dropped(time.Now(), cause)
 	})
 	if cause.code == sb.CodeSessionExpired {
-		l.close(closeExpired)
+		l.close(closeExpired, cause)
 	} else {
-		l.close(closeDead)
+		l.close(closeDead, l.dropCause(cause))
 	}
 	return wait, retry
 }
@@ -147,7 +148,7 @@ func (s *Session) dial(ctx context.Context) (*link, *failure) {
 	// same way whatever carried it.
 	trimInitializeResult(l.cs.InitializeResult())
 	if f := s.discover(ctx, l); f != nil {
-		l.close(closeDead)
+		l.close(closeDead, f)
 		return nil, f
 	}
 	s.resubscribe(ctx, l)

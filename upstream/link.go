@@ -41,9 +41,8 @@ type link struct {
 	cause *failure      // why; valid once done is closed
 	// closing is why Switchboard closed the link (close), set before it
 	// does: the go-sdk reports its own close as the end of the server's
-	// stream, so the watchers that set cause take this instead (ownClose).
+	// stream, so the watchers that set cause take this instead (ended).
 	closing atomic.Pointer[failure]
-	born    time.Time // when it was dialed; a drop recorded since is its own (closeCause)
 
 	registered *mcp.ClientSession // the go-sdk session it is registered under; linksMu guards it
 }
@@ -60,7 +59,7 @@ const (
 
 func newLink(t sb.Transport) *link {
 	return &link{transport: t, listChanged: make(chan listKind, 1), expired: make(chan struct{}),
-		dead: make(chan struct{}), done: make(chan struct{}), cancel: func() {}, born: time.Now()}
+		dead: make(chan struct{}), done: make(chan struct{}), cancel: func() {}}
 }
 
 // alive reports whether the link can still carry a call: it has not ended
@@ -151,8 +150,11 @@ const closeTimeout = 2 * time.Second
 // forgot keeps its HTTP requests for closeTimeout more: the ones still in
 // flight get their own 404 at once, which tells their callers that they
 // never ran; aborting them would leave that unknown.
-func (l *link) close(how closeMode) {
-	l.closing.CompareAndSwap(nil, l.closeCause(how))
+//
+// why is what the calls in flight on the link are told it closed for
+// (ownClose).
+func (l *link) close(how closeMode, why *failure) {
+	l.closing.Store(why)
 	if how == closeDead {
 		l.cancel()
 	}
@@ -186,48 +188,40 @@ func (l *link) close(how closeMode) {
 	}
 }
 
-// closeCause says why Switchboard closes the link, as the calls in flight
-// on it are to hear it: a restart or a shutdown, the server having
-// forgotten the session, or the failure that the session's lifecycle
-// dropped it for, which it records before closing the link: a health
-// probe's (Switchboard's own decision, said so) or the server's (it
-// exited, its stream ended: said as the drop says it). A link closed before it was ever published (its
-// discovery failed) carries no call; its cause says so only in general.
-func (l *link) closeCause(how closeMode) *failure {
-	s := l.session
-	switch how {
-	case closeExpired:
-		return fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, mcp.ErrSessionMissing, "the server ended the session (HTTP 404)")
-	case closePolite:
-		if s.runCtx.Err() != nil {
-			return shutdownCause()
-		}
-		return fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, errRestart, "closed by Switchboard: the session was restarted")
-	}
+// dropCause is why the calls in flight on a link that the lifecycle drops
+// for cause are told it closed. A request's finding that the connection
+// was gone (markDead) names it best, even when a health probe failing on
+// the same connection came first; a probe's failure is Switchboard's own
+// decision, and said so; the server's doing (it exited, its stream ended),
+// which the lifecycle saw first, is said as cause says it.
+func (l *link) dropCause(cause *failure) *failure {
 	select {
 	case <-l.dead:
 		return l.deadCause
 	default:
 	}
-	s.mu.Lock()
-	drop := s.m.lastDrop
-	s.mu.Unlock()
-	if drop != nil && !drop.At.Before(l.born) {
-		if drop.Code == sb.CodeProbeTimeout || drop.Code == sb.CodeProbeFailed {
-			// The lifecycle's own decision: the probe found the link dead.
-			return fail(drop.Phase, drop.Code, retryFast, nil, "closed by Switchboard: %s", drop.Message)
-		}
-		// The server's doing (it exited, its stream ended), which the
-		// lifecycle saw first: said as the drop says it.
-		return fail(drop.Phase, drop.Code, retryFast, nil, "%s", drop.Message)
+	if cause.code == sb.CodeProbeTimeout || cause.code == sb.CodeProbeFailed {
+		return fail(cause.phase, cause.code, retryFast, nil, "closed by Switchboard: %s", cause.msg)
 	}
-	return fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, nil, "closed by Switchboard: the connection failed")
+	return cause
+}
+
+// ended records why the connection ended, once the go-sdk's Wait has
+// returned, and closes l.done: Switchboard's own close if it made one
+// (ownClose), which the go-sdk reports as the server's doing, or else what
+// the link's watcher makes of the end (found, called only then).
+func (l *link) ended(found func() *failure) {
+	if l.cause = l.ownClose(); l.cause == nil {
+		l.cause = found()
+	}
+	close(l.done)
 }
 
 // ownClose returns why Switchboard closed the link, or nil if it has not
 // (as far as it knows yet): its close, or a Shutdown, which ends every
 // request of a remote link at once, before the lifecycle gets to close it.
-// The watchers take it for the link's cause over what the go-sdk says.
+// The watchers take it for the link's cause over what the go-sdk says
+// (ended).
 func (l *link) ownClose() *failure {
 	if f := l.closing.Load(); f != nil {
 		return f

@@ -137,15 +137,13 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	l.cancel = cancel
 	watch := func() {
 		err := cs.Wait()
-		switch l.cause = l.ownClose(); {
-		case l.cause != nil: // Switchboard closed it, which the go-sdk reports as the server's doing
-		case isSessionMissing(err):
-			l.cause = fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
-		default:
-			l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
+		l.ended(func() *failure {
+			if isSessionMissing(err) {
+				return fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
+			}
+			return fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
 				"the %s connection to %s closed: %s", kind, s.redact.String(s.cfg.URL), describe(err))
-		}
-		close(l.done)
+		})
 	}
 	// The go-sdk tells of the connection's end only through Wait. A
 	// goroutine blocked in it for the connection's life costs a stack (4

@@ -90,25 +90,22 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 
 var errProcessExited = errors.New("process exited")
 
-// watchStdio waits for the connection to close, records why (Switchboard
-// closing it, or the process's exit), and closes l.done. An exit fails
-// in-flight calls at once by closing the MCP session (whenExited), so the
-// one goroutine waiting on the connection learns of both.
+// watchStdio waits for the connection to close and records why
+// (Switchboard closing it, or the process's exit: link.ended). An exit
+// fails in-flight calls at once by closing the MCP session (whenExited), so
+// the one goroutine waiting on the connection learns of both.
 func (s *Session) watchStdio(l *link) {
 	l.proc.whenExited(func() { l.cs.Close() })
 	err := l.cs.Wait()
-	// A closed stdout usually means the process is exiting; give it a
-	// moment so the cause names the exit status. Unless Switchboard closed
-	// the link: then the exit is its doing too.
-	l.cause = l.ownClose()
-	if l.cause == nil && !l.proc.waitExit(exitReapGrace) {
-		l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
-			"the connection to %s (pid %d) closed: %s%s", s.cfg.Command, l.proc.pid, describe(err), s.stderrHint())
-	}
-	if l.cause == nil {
-		l.cause = s.exitFailure(sb.PhaseRuntime, l.proc, "")
-	}
-	close(l.done)
+	l.ended(func() *failure {
+		// A closed stdout usually means the process is exiting; give it a
+		// moment so the cause names the exit status.
+		if !l.proc.waitExit(exitReapGrace) {
+			return fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
+				"the connection to %s (pid %d) closed: %s%s", s.cfg.Command, l.proc.pid, describe(err), s.stderrHint())
+		}
+		return s.exitFailure(sb.PhaseRuntime, l.proc, "")
+	})
 }
 
 func (s *Session) exitFailure(phase sb.Phase, p *process, when string) *failure {

@@ -54,10 +54,9 @@ func (s *Session) dialCustom(ctx context.Context) (*link, *failure) {
 	l.cancel = func() { rwc.Close() }
 	go func() {
 		err := cs.Wait()
-		if l.cause = l.ownClose(); l.cause == nil {
-			l.cause = fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err, "the connection closed: %s", describe(err))
-		}
-		close(l.done)
+		l.ended(func() *failure {
+			return fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err, "the connection closed: %s", describe(err))
+		})
 	}()
 	return l, nil
 }
