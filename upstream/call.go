@@ -96,8 +96,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			// travels with each request.
 			meta.logLevel = relayLogLevel
 		}
-		var sent *sendRecord         // the POSTs of a call over HTTP (httpclient.go)
-		var answered *statusRecorder // the HTTP error status they got, if any
+		var sent *sendRecord // the POSTs of a call over HTTP (httpclient.go)
 		var res *mcp.CallToolResult
 		l.calls.Add(1)
 		if out := rawResultFrom(ctx); out != nil && l.frames != nil {
@@ -111,9 +110,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 				sent.capture = &resultCapture{out: out, max: s.opts.MaxResultBytes}
 			}
 			params := &mcp.CallToolParams{Name: name, Arguments: raw, Meta: meta.mcp()}
-			var cctx context.Context
-			cctx, answered = withStatusRecorder(context.WithValue(rctx, sendRecordKey{}, sent))
-			res, err = l.cs.CallTool(cctx, params)
+			res, err = l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
 		}
 		l.calls.Add(-1)
 		if err == nil && res.IsError {
@@ -160,8 +157,8 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 					hostOf(s.redact.String(s.cfg.URL))), Err: err}
 		}
 		status := 0
-		if answered != nil {
-			status = answered.Status()
+		if sent != nil {
+			status = sent.errorStatus()
 		}
 		return nil, s.callFailed(name, l, err, status)
 	}

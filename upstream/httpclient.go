@@ -282,6 +282,7 @@ type sendRecord struct {
 	// say), which the call's error tells. Not one that the link's close cut
 	// short before it had a connection: that one never left.
 	posted bool
+	status int // the last HTTP error status a POST was answered with
 }
 
 type sendRecordKey struct{}
@@ -337,6 +338,9 @@ func (p *postRecord) end(status int, refused, cut bool) {
 	if p.wired || refused || !cut {
 		r.posted = true
 	}
+	if status >= 400 {
+		r.status = status
+	}
 	switch {
 	case refused:
 		r.refused = true
@@ -345,6 +349,14 @@ func (p *postRecord) end(status int, refused, cut bool) {
 	case status != http.StatusNotFound:
 		r.accepted = true
 	}
+}
+
+// errorStatus returns the last HTTP error status a POST of the call was
+// answered with, or 0.
+func (r *sendRecord) errorStatus() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status
 }
 
 // wasRefused reports whether the call's POSTs found nothing listening and
