@@ -595,28 +595,6 @@ func (c *cutBody) Read(p []byte) (int, error) {
 
 func (c *cutBody) Close() error { return c.r.Close() }
 
-// requestIDOf returns the id of the JSON-RPC request in a POST's body,
-// read again through getBody (the go-sdk's bodies can be).
-func requestIDOf(getBody func() (io.ReadCloser, error)) func() json.RawMessage {
-	return func() json.RawMessage {
-		if getBody == nil {
-			return nil
-		}
-		rc, err := getBody()
-		if err != nil {
-			return nil
-		}
-		defer rc.Close()
-		var msg struct {
-			ID json.RawMessage `json:"id"`
-		}
-		if json.NewDecoder(rc).Decode(&msg) != nil || len(msg.ID) == 0 || string(msg.ID) == "null" {
-			return nil
-		}
-		return msg.ID
-	}
-}
-
 // eventSlack is the room the go-sdk's own cap on one event gets beyond
 // the round-tripper's, which it must never be the first to reach.
 const eventSlack = 64 << 10

@@ -86,7 +86,10 @@ func (c *resultCapture) take(msg, own []byte) (standIn []byte, ok bool) {
 const requestHead = 256
 
 // headID returns the id of the JSON-RPC request that starts the body
-// getBody returns, if it is within its first requestHead bytes.
+// getBody returns (the go-sdk's bodies can be read again), if it is
+// within its first requestHead bytes and not null. The answer to the
+// request is told by it: the result to take (take), the oversized answer
+// to replace (bodylimit.go).
 func headID(getBody func() (io.ReadCloser, error)) []byte {
 	if getBody == nil {
 		return nil
@@ -99,7 +102,7 @@ func headID(getBody func() (io.ReadCloser, error)) []byte {
 	head := make([]byte, requestHead)
 	n, _ := io.ReadFull(rc, head)
 	id, ok := rawjson.Get(head[:n], "id")
-	if !ok || len(id) == 0 || id[0] == '{' || id[0] == '[' {
+	if !ok || len(id) == 0 || id[0] == '{' || id[0] == '[' || string(id) == "null" {
 		return nil
 	}
 	return id

@@ -3,6 +3,7 @@ package upstream
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -182,10 +183,10 @@ func (t *roundTripper) bound(req *http.Request, resp *http.Response, stream bool
 		return resp.Body
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
-	lim := bodyLimit{limit: t.limit, log: cmp.Or(t.log, slog.Default()), requestID: requestIDOf(req.GetBody), post: req.Method == http.MethodPost}
+	requestID := sync.OnceValue(func() json.RawMessage { return headID(req.GetBody) })
+	lim := bodyLimit{limit: t.limit, log: cmp.Or(t.log, slog.Default()), requestID: requestID, post: req.Method == http.MethodPost}
 	if capture != nil && ok {
-		own := headID(req.GetBody)
-		lim.take = func(msg []byte) ([]byte, bool) { return capture.take(msg, own) }
+		lim.take = func(msg []byte) ([]byte, bool) { return capture.take(msg, requestID()) }
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {

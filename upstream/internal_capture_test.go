@@ -98,6 +98,7 @@ func TestHeadIDReadsTheRequestsFirstBytes(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":"sb-1"` + big, `"sb-1"`},
 		{`{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"text":"` + strings.Repeat("x", requestHead) + `"}},"id":5}`, ""},
 		{`{"jsonrpc":"2.0","id":{"a":1}}`, ""},
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, ""},
 		{`not json`, ""},
 	} {
 		if got := string(headID(body(tc.body))); got != tc.want {
