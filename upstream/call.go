@@ -291,6 +291,11 @@ func (s *Session) callFailed(tool string, l *link, err error, status int) error 
 				msg = s.redact.String(l.cause.msg)
 			}
 		case <-t.C:
+			// The watcher is late; if Switchboard closed the link, that
+			// is the cause it would have given.
+			if f := l.ownClose(); f != nil {
+				msg = s.redact.String(f.msg)
+			}
 		}
 		t.Stop()
 	}
