@@ -34,8 +34,9 @@ func relayed(t *testing.T, e *env, upstreamN int64, call func()) {
 // relayUpstreams are the upstreams the relay's tests run on, by
 // transport: cfg makes a server of that transport named name (a testserver
 // given args), and bytes is the number of calls the upstream relays as
-// bytes per relayed call that it answers (a byte stream and Streamable
-// HTTP do; legacy SSE answers on its one stream, which the go-sdk reads).
+// bytes per relayed call that it answers (on every transport: a byte
+// stream's call is relayed whole, an HTTP call's result taken from its
+// answer).
 func relayUpstreams(t *testing.T) map[string]struct {
 	cfg   func(name string, args ...string) *sb.ServerConfig
 	bytes int64
@@ -53,7 +54,7 @@ func relayUpstreams(t *testing.T) map[string]struct {
 		"stdio":                {func(name string, args ...string) *sb.ServerConfig { return stdio(t, name, args...) }, 1},
 		"streamable-http":      {remote(sb.TransportStreamableHTTP), 1},
 		"streamable-http json": {remote(sb.TransportStreamableHTTP, "-json-response"), 1},
-		"sse":                  {remote(sb.TransportSSE, "-sse-only"), 0},
+		"sse":                  {remote(sb.TransportSSE, "-sse-only"), 1},
 	}
 }
 

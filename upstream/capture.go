@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/internal/rawjson"
 )
@@ -18,6 +20,9 @@ import (
 // the same isError. The go-sdk then decodes a few bytes instead of the
 // result, and the endpoint writes the server's bytes instead of encoding
 // the go-sdk's objects again.
+//
+// On legacy SSE the answers come on the link's one event stream instead
+// (streamCaptures): the result is taken there, by the request's id.
 //
 // A result the round-tripper does not take goes to the go-sdk whole, and
 // the call returns it as always: one over the size cap (checkResult
@@ -106,4 +111,56 @@ func headID(getBody func() (io.ReadCloser, error)) []byte {
 		return nil
 	}
 	return id
+}
+
+// streamCaptures are the captures of a legacy SSE link's calls in flight,
+// by their request's id: their answers come on the link's one event
+// stream, not in their POSTs.
+type streamCaptures struct {
+	mu sync.Mutex
+	by map[string]*resultCapture
+}
+
+// add registers c for the request id (none, if id is nil) until ctx, the
+// call's, ends.
+func (sc *streamCaptures) add(ctx context.Context, id []byte, c *resultCapture) {
+	if id == nil {
+		return
+	}
+	key := string(id)
+	sc.mu.Lock()
+	if sc.by == nil {
+		sc.by = make(map[string]*resultCapture)
+	}
+	sc.by[key] = c
+	sc.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		sc.mu.Lock()
+		if sc.by[key] == c {
+			delete(sc.by, key)
+		}
+		sc.mu.Unlock()
+	})
+}
+
+// take is the stream's bodyLimit.take: a message that answers a request
+// registered here is offered to its capture.
+func (sc *streamCaptures) take(msg []byte) ([]byte, bool) {
+	sc.mu.Lock()
+	n := len(sc.by)
+	sc.mu.Unlock()
+	if n == 0 {
+		return nil, false // no call waits for its result's bytes
+	}
+	id, ok := rawjson.Get(msg, "id")
+	if !ok {
+		return nil, false
+	}
+	sc.mu.Lock()
+	c := sc.by[string(id)]
+	sc.mu.Unlock()
+	if c == nil {
+		return nil, false
+	}
+	return c.take(msg, id)
 }

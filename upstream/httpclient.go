@@ -56,6 +56,9 @@ type roundTripper struct {
 	// ends with that, the link, or the closing of the response's body
 	// (remote.go).
 	onStream func(sdk, own context.Context)
+	// captures, on a legacy SSE link, holds the results to take from the
+	// link's event stream, where the answers to its POSTs come.
+	captures *streamCaptures
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -124,9 +127,17 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set(ViaHeader, t.via.Via())
 	}
 	var post *postRecord
+	var capture *resultCapture // takes the result from this POST's answer (capture.go)
 	if sent != nil && req.Method == http.MethodPost {
 		post = sent.begin()
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), post.trace()))
+		capture = sent.capture
+		if capture != nil && t.captures != nil {
+			// Legacy SSE: the answer comes on the link's stream, maybe
+			// before this POST's own 202.
+			t.captures.add(sent.ctx, headID(req.GetBody), capture)
+			capture = nil
+		}
 	}
 	resp, err := t.base.RoundTrip(req)
 	refused := errors.Is(err, syscall.ECONNREFUSED)
@@ -159,10 +170,6 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	var capture *resultCapture
-	if post != nil {
-		capture = sent.capture
-	}
 	resp.Body = &releaseOnClose{ReadCloser: t.bound(req, resp, stream, capture), release: release}
 	if stream && sent != nil && sent.tok != "" {
 		resp.Body = newCallTagger(resp.Body, sent.tok)
@@ -185,8 +192,11 @@ func (t *roundTripper) bound(req *http.Request, resp *http.Response, stream bool
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	requestID := sync.OnceValue(func() json.RawMessage { return headID(req.GetBody) })
 	lim := bodyLimit{limit: t.limit, log: cmp.Or(t.log, slog.Default()), requestID: requestID, post: req.Method == http.MethodPost}
-	if capture != nil && ok {
+	switch {
+	case capture != nil && ok:
 		lim.take = func(msg []byte) ([]byte, bool) { return capture.take(msg, requestID()) }
+	case t.captures != nil && ok && stream && !lim.post:
+		lim.take = t.captures.take
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {

@@ -2,10 +2,12 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	segjson "github.com/segmentio/encoding/json"
 )
@@ -108,4 +110,32 @@ func TestHeadIDReadsTheRequestsFirstBytes(t *testing.T) {
 	if got := headID(nil); got != nil {
 		t.Errorf("headID(nil) = %q", got)
 	}
+}
+
+// A legacy SSE link's captures take the answer to a call in flight off
+// the link's stream by its id, and nothing else: not a server request
+// that happens to carry the same id, not an answer once the call is over.
+func TestStreamCapturesTakeOnlyAnswersOfCallsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sc streamCaptures
+		ctx, end := context.WithCancel(context.Background())
+		out := &RawResult{}
+		sc.add(ctx, []byte("7"), &resultCapture{out: out, max: 1 << 10})
+		sc.add(ctx, nil, &resultCapture{out: &RawResult{}, max: 1 << 10}) // no id: nothing to register
+		if _, ok := sc.take([]byte(`{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{}}`)); ok {
+			t.Error("took a server request with the call's id")
+		}
+		if _, ok := sc.take([]byte(`{"jsonrpc":"2.0","id":8,"result":{}}`)); ok {
+			t.Error("took another request's answer")
+		}
+		standIn, ok := sc.take([]byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`))
+		if !ok || string(out.Result) != `{"content":[]}` || !strings.Contains(string(standIn), `"id":7`) {
+			t.Errorf("the call's answer: taken %v, result %s, stand-in %s", ok, out.Result, standIn)
+		}
+		end()
+		synctest.Wait() // the AfterFunc that forgets the capture has run
+		if _, ok := sc.by["7"]; ok || len(sc.by) != 0 {
+			t.Errorf("captures left after their call ended: %v", sc.by)
+		}
+	})
 }

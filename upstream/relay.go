@@ -17,10 +17,10 @@ import (
 // mcp.CallToolResult and encoded again. Everything else about the call is
 // CallTool's: timeouts, progress, cancellation, retries, the typed errors
 // and the result size cap. Links over a byte stream (stdio, Options.Dial)
-// relay the whole call; over Streamable HTTP the go-sdk sends the call and
-// the result is taken from its answer as bytes (capture.go). On legacy SSE,
-// and for protocols from 2026-07-28 on over HTTP, the call goes through
-// the go-sdk and the caller gets the result as an object, as always.
+// relay the whole call; over HTTP the go-sdk sends the call and the result
+// is taken from its answer as bytes (capture.go). For protocols from
+// 2026-07-28 on over HTTP, the call goes through the go-sdk and the caller
+// gets the result as an object, as always.
 
 // RawResult receives the result of a call made with WithRawResult.
 type RawResult struct {
