@@ -190,11 +190,16 @@ func (t *roundTripper) bound(req *http.Request, resp *http.Response, stream bool
 		return resp.Body
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
-	requestID := sync.OnceValue(func() json.RawMessage { return headID(req.GetBody) })
-	lim := bodyLimit{limit: t.limit, log: cmp.Or(t.log, slog.Default()), requestID: requestID, post: req.Method == http.MethodPost}
+	lim := bodyLimit{limit: t.limit, log: cmp.Or(t.log, slog.Default()), requestID: noRequestID, post: req.Method == http.MethodPost}
+	if lim.post {
+		// Only a POST carries a request to answer. A GET's stream lives
+		// as long as its session: its reader keeps nothing of the request.
+		lim.requestID = sync.OnceValue(func() json.RawMessage { return headID(req.GetBody) })
+	}
 	switch {
 	case capture != nil && ok:
-		lim.take = func(msg []byte) ([]byte, bool) { return capture.take(msg, requestID()) }
+		own := lim.requestID
+		lim.take = func(msg []byte) ([]byte, bool) { return capture.take(msg, own()) }
 	case t.captures != nil && ok && stream && !lim.post:
 		lim.take = t.captures.take
 	}
@@ -210,6 +215,8 @@ func (t *roundTripper) bound(req *http.Request, resp *http.Response, stream bool
 	}
 	return &cutBody{r: resp.Body, left: t.limit}
 }
+
+func noRequestID() json.RawMessage { return nil }
 
 // streamRefused answers an event-stream GET of a link that is closing. The
 // go-sdk retries a failed GET five times with growing delays, on a context
