@@ -53,26 +53,49 @@ func (s *Session) run() {
 // cycle makes one connection attempt and, if it succeeds, serves the
 // connection until it drops. It returns how long to wait before the next
 // attempt, and false if no attempt should be made without a restart.
+//
+// The lifecycle goroutine idles in serve for as long as the session is
+// connected, under run and cycle: their frames are what every idle
+// session's stack holds, and the runtime halves a stack that connecting
+// grew only while less than a quarter of it is in use. So cycle is kept to
+// three calls, the attempt and the teardown in functions of their own: a
+// cycle that did it all (328 bytes of frame, not 56) kept an 8 KiB stack
+// per connected server where 4 KiB do (17.9 → 13.0 MB of goroutine stacks
+// for 1,000 stdio servers; BENCHMARKS.md §6b, round six).
 func (s *Session) cycle(ctx context.Context) (wait time.Duration, retry bool) {
+	l, wait, retry := s.attempt(ctx)
+	if l == nil {
+		return wait, retry
+	}
+	return s.teardown(ctx, l, s.serve(ctx, l))
+}
+
+// attempt makes one connection attempt: the link, or, if it failed, how
+// long to wait before the next one and whether to make one.
+func (s *Session) attempt(ctx context.Context) (l *link, wait time.Duration, retry bool) {
 	s.update(sb.ReasonStarting, (*machine).attemptStarted)
 
-	l, f := s.dialApart(ctx)
+	l, f := s.dial(ctx)
 	if f != nil {
 		if ctx.Err() != nil {
-			return 0, false
+			return nil, 0, false
 		}
 		f = f.scrubbed(s.redact)
 		s.update(sb.ReasonAttemptFailed, func(m *machine) { wait, retry = m.attemptFailed(time.Now(), f) })
-		return wait, retry
+		return nil, wait, retry
 	}
 
 	s.update(sb.ReasonConnected, func(m *machine) {
 		s.setLink(l)
 		m.connected(time.Now())
 	})
+	return l, 0, false
+}
 
-	cause := s.serve(ctx, l)
-
+// teardown reports and tears down a link that serve gave up for cause, and
+// returns how long to wait before the next attempt and whether to make
+// one.
+func (s *Session) teardown(ctx context.Context, l *link, cause *failure) (wait time.Duration, retry bool) {
 	switch {
 	case ctx.Err() != nil:
 		// Shutdown: the link stays the session's while it is torn down,
@@ -114,27 +137,6 @@ func (s *Session) setLink(l *link) {
 	if l != nil {
 		s.catalog = l.catalog
 	}
-}
-
-// dialApart dials on a goroutine of its own and waits for it. A dial runs
-// deep (the go-sdk's handshake, the lists decoded, the tools' schemas
-// compiled), and a goroutine keeps the stack its deepest call needed
-// until a collection finds it mostly unused; the lifecycle goroutine,
-// which then idles for as long as the session lives, kept 4 KiB more per
-// server that way (1.2 MB of stacks for 300 stdio servers, measured on
-// go_memstats_stack_inuse_bytes; BENCHMARKS.md §6b, round six).
-func (s *Session) dialApart(ctx context.Context) (*link, *failure) {
-	type dialed struct {
-		l *link
-		f *failure
-	}
-	ch := make(chan dialed, 1)
-	go func() {
-		l, f := s.dial(ctx)
-		ch <- dialed{l, f}
-	}()
-	d := <-ch
-	return d.l, d.f
 }
 
 // dial connects and discovers within the startup timeout.
