@@ -32,24 +32,39 @@ type jsonServer struct {
 	contentLength bool // announce the size of the big answers
 }
 
-func (js *jsonServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// rpcRequest is what a hand-written test server reads of a POSTed
+// JSON-RPC message.
+type rpcRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name string `json:"name"`
+	} `json:"params"`
+}
+
+// readRequest reads the JSON-RPC request a POST carries. It answers
+// anything else itself (405 to a GET: no stream of its own; 400 to what is
+// not JSON; 202 to a notification) and then reports false.
+func readRequest(w http.ResponseWriter, r *http.Request) (rpcRequest, bool) {
+	var req rpcRequest
 	if r.Method != http.MethodPost {
 		w.WriteHeader(http.StatusMethodNotAllowed)
-		return
-	}
-	var req struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
+		return req, false
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return req, false
 	}
 	if req.ID == nil {
-		w.WriteHeader(http.StatusAccepted) // a notification
+		w.WriteHeader(http.StatusAccepted)
+		return req, false
+	}
+	return req, true
+}
+
+func (js *jsonServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, ok := readRequest(w, r)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

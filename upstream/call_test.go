@@ -307,11 +307,7 @@ func TestConnectionLostMidCallFailsAtOnce(t *testing.T) {
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		errc := make(chan error, 1)
-		go func() {
-			_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": 600000}, sb.InvokeOptions{Timeout: time.Hour})
-			errc <- err
-		}()
+		errc := sleepCall(s, time.Hour)
 		synctest.Wait()
 		if !hasEvent(t, events, "call", "sleep") {
 			t.Fatal("the call did not reach the tool")
@@ -645,4 +641,15 @@ func TestCallInFlightWhenTheSessionExpiresIsNotRetried(t *testing.T) {
 	if calls != 1 {
 		t.Fatalf("the tool ran %d times, want once", calls)
 	}
+}
+
+// sleepCall starts a call of the testserver's sleep tool that would run
+// for ten minutes, bounded by timeout; its error comes on the channel.
+func sleepCall(s *upstream.Session, timeout time.Duration) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": 600000}, sb.InvokeOptions{Timeout: timeout})
+		errc <- err
+	}()
+	return errc
 }

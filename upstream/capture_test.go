@@ -53,23 +53,8 @@ var scriptAnswers = map[string]string{
 }
 
 func (ss *scriptServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.WriteHeader(http.StatusMethodNotAllowed) // no stream of its own
-		return
-	}
-	var req struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if req.ID == nil {
-		w.WriteHeader(http.StatusAccepted) // a notification
+	req, ok := readRequest(w, r)
+	if !ok {
 		return
 	}
 	w.Header().Set("Mcp-Session-Id", "script")

@@ -35,11 +35,7 @@ func TestOwnCloseMidCallIsNamed(t *testing.T) {
 		for _, transport := range []sb.Transport{sb.TransportStdio, sb.TransportStreamableHTTP, sb.TransportSSE, sb.TransportInProcess} {
 			t.Run(tc.how+"/"+string(transport), func(t *testing.T) {
 				s, events := startWithEvents(t, transport)
-				errc := make(chan error, 1)
-				go func() {
-					_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": 600000}, sb.InvokeOptions{Timeout: time.Minute})
-					errc <- err
-				}()
+				errc := sleepCall(s, time.Minute)
 				testserver.WaitEvent(t, events, func(e testserver.Event) bool { return e.Event == "call" && e.Tool == "sleep" }, 10*time.Second)
 				if err := tc.close(s); err != nil {
 					t.Fatal(err)
@@ -67,11 +63,7 @@ func TestProbeDropMidCallNamesTheProbe(t *testing.T) {
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		errc := make(chan error, 1)
-		go func() {
-			_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": 600000}, sb.InvokeOptions{Timeout: time.Hour})
-			errc <- err
-		}()
+		errc := sleepCall(s, time.Hour)
 		synctest.Wait()
 		if !hasEvent(t, events, "call", "sleep") {
 			t.Fatal("the call did not reach the tool")
