@@ -10,6 +10,7 @@ import (
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/store/sqlite"
 )
 
@@ -55,6 +56,10 @@ type DaemonResult struct {
 	HeapLive uint64        `json:"heap_live"`
 	HeapGoal uint64        `json:"heap_goal"`
 	Stacks   uint64        `json:"stacks"`
+	// From serve's /metrics, idle: the goroutine stacks in use
+	// (go_memstats_stack_inuse_bytes) and the goroutines.
+	StackInuse uint64 `json:"stack_inuse"`
+	Goroutines int    `json:"goroutines"`
 
 	// The daemon's children (the stdio servers) and the HTTP testserver.
 	Children    int    `json:"children"`
@@ -176,6 +181,11 @@ func runDaemon(ctx context.Context, cfg *Config, kind string, n int) (*DaemonRes
 	}
 	slices.Sort(anon)
 	r.RSSAnon = anon[len(anon)/2]
+	if m, err := d.api.Metrics(ctx); err == nil {
+		stacks, _ := client.MetricValue(m, "go_memstats_stack_inuse_bytes")
+		goroutines, _ := client.MetricValue(m, "go_goroutines")
+		r.StackInuse, r.Goroutines = uint64(stacks), int(goroutines)
+	}
 	threads, _ := procStatusField(fmt.Sprintf("/proc/%d/status", d.PID), "Threads")
 	r.Threads, r.FDs = int(threads), countFDs(d.PID)
 	log := d.snapshotLog()

@@ -373,6 +373,15 @@ func (r *Report) daemonMarkdown(b *strings.Builder) {
 		n := r.daemonStat(kind, func(d *DaemonResult) float64 { return float64(d.GCs) })
 		return fmtStat(at, fmtSeconds) + " / " + fmtStat(n, fmtCount)
 	})
+	row("goroutine stacks in use (/metrics)", stat(u64(func(d *DaemonResult) uint64 { return d.StackInuse }), fmtBytes))
+	row("… per server", perServer(u64(func(d *DaemonResult) uint64 { return d.StackInuse }), fmtBytes))
+	row("goroutines; per server", func(kind string) string {
+		s := stat(func(d *DaemonResult) float64 { return float64(d.Goroutines) }, fmtCount)(kind)
+		if kind == DaemonEmpty {
+			return s
+		}
+		return s + "; " + perServer(func(d *DaemonResult) float64 { return float64(d.Goroutines) }, fmtFloat1)(kind)
+	})
 	row("threads", stat(func(d *DaemonResult) float64 { return float64(d.Threads) }, fmtCount))
 	row("file descriptors", func(kind string) string {
 		s := stat(func(d *DaemonResult) float64 { return float64(d.FDs) }, fmtCount)(kind)

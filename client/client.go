@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,6 +172,18 @@ func (c *Client) Health(ctx context.Context) error {
 func (c *Client) Metrics(ctx context.Context) (string, error) {
 	body, err := c.get(ctx, "/metrics", "text/plain")
 	return string(body), err
+}
+
+// MetricValue returns the value of the unlabelled sample name in text, an
+// exposition as Metrics returns it, and whether it has one.
+func MetricValue(text, name string) (float64, bool) {
+	for line := range strings.Lines(text) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
 
 // get returns the body of a 2xx answer to GET path.

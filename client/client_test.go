@@ -329,6 +329,12 @@ func TestHealthMetricsAndMCP(t *testing.T) {
 	if err != nil || !strings.Contains(body, `switchboard_calls_total{outcome="ok",server="m1"} 1`) {
 		t.Fatalf("metrics: %v\n%s", err, body)
 	}
+	if n, ok := client.MetricValue(body, "go_goroutines"); !ok || n < 1 {
+		t.Errorf("go_goroutines in the metrics: %v, %v", n, ok)
+	}
+	if _, ok := client.MetricValue(body, "switchboard_calls_total"); ok {
+		t.Error("MetricValue read a labelled metric as unlabelled")
+	}
 
 	sess, err := mcp.NewClient(&mcp.Implementation{Name: "client-test"}, nil).Connect(ctx, c.MCPTransport(), nil)
 	if err != nil {

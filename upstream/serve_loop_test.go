@@ -8,7 +8,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,17 +59,11 @@ func metric(t *testing.T, c *client.Client, name string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.Lines(text) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %q", name, line)
-			}
-			return f
-		}
+	v, ok := client.MetricValue(text, name)
+	if !ok {
+		t.Fatalf("no metric %s", name)
 	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return v
 }
 
 func stdioTestServer(t *testing.T, name string) *sb.ServerConfig {
