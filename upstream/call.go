@@ -166,9 +166,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 
 // statusAnswer classifies a call whose POST was answered with an HTTP
 // status that the go-sdk reports as no more than "rejected by transport"
-// (JSON-RPC error -32005, its own) over Streamable HTTP, or as a failed
-// write over SSE: 429, 502, 503 or 504 (its transient statuses). The status
-// tells whether the call ran. It returns nil for other statuses.
+// (JSON-RPC error -32005, its own; the round-tripper makes it so over
+// legacy SSE too): 429, 500, 502, 503 or 504 (transientStatus). The
+// status tells whether the call ran. It returns nil for other statuses.
 func (s *Session) statusAnswer(tool string, status int) *CallError {
 	var msg string
 	switch status {
@@ -179,6 +179,8 @@ func (s *Session) statusAnswer(tool string, status int) *CallError {
 	case http.StatusBadGateway, http.StatusGatewayTimeout:
 		msg = fmt.Sprintf("the server answered the call with HTTP %d %s, usually a proxy's answer; the call may or may not have reached the server",
 			status, http.StatusText(status))
+	case http.StatusInternalServerError:
+		msg = "the server answered the call with HTTP 500 Internal Server Error; the call may or may not have run"
 	default:
 		return nil
 	}
@@ -251,10 +253,10 @@ func (s *Session) callFailed(tool string, l *link, err error, status int) error 
 	if ce := s.refusedCall(tool, err); ce != nil {
 		return ce
 	}
-	// Over Streamable HTTP, the go-sdk says a status answer to the POST is
-	// no JSON-RPC answer (rejected); over SSE, a POST answered with an
-	// error status fails the write, which carries nothing else.
-	if rejected(err) || l.transport == sb.TransportSSE {
+	// The go-sdk says a transient status answer to the POST is no
+	// JSON-RPC answer (rejected; over legacy SSE, the round-tripper
+	// makes it so).
+	if rejected(err) {
 		if ce := s.statusAnswer(tool, status); ce != nil {
 			return ce
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // streamHeaderTimeout bounds how long a GET for an event stream may wait for
@@ -59,6 +62,9 @@ type roundTripper struct {
 	// captures, on a legacy SSE link, holds the results to take from the
 	// link's event stream, where the answers to its POSTs come.
 	captures *streamCaptures
+	// sse is set on a legacy SSE link: a POST answered with a transient
+	// status fails as a refusal of that message (refuseTransient).
+	sse bool
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -169,6 +175,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			rec.record(resp.StatusCode)
 		}
 	}
+	if t.sse && req.Method == http.MethodPost && transientStatus(resp.StatusCode) {
+		return nil, refuseTransient(resp, release)
+	}
 	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	resp.Body = &releaseOnClose{ReadCloser: t.bound(req, resp, stream, capture), release: release}
 	if stream && sent != nil && sent.tok != "" {
@@ -178,6 +187,34 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &lineTap{r: resp.Body, fn: t.onSSE, sse: true}
 	}
 	return resp, nil
+}
+
+// transientStatus reports whether an HTTP status refuses one request for
+// now without saying anything of the connection: the go-sdk's Streamable
+// HTTP client's set (its isTransientHTTPStatus, v1.8.0).
+func transientStatus(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// refuseTransient ends a legacy SSE POST answered with a transient status
+// as the refusal of that one message. The go-sdk's SSE client takes any
+// POST answered with an error status for a broken connection: one call
+// rate limited would end the link and every call in flight on it. An
+// error that is jsonrpc2.ErrRejected (matched by its code) fails the
+// message alone, as the Streamable HTTP client's refusals do; the call's
+// send record has the status (statusAnswer).
+func refuseTransient(resp *http.Response, release func()) error {
+	// Read a little of the body, so that a short error page leaves the
+	// connection reusable.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+	release()
+	return fmt.Errorf("%w: the server answered HTTP %s", &jsonrpc.Error{Code: codeRejected, Message: rejectedText}, resp.Status)
 }
 
 // bound returns resp's body, read one bounded message at a time

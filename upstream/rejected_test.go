@@ -3,8 +3,10 @@ package upstream_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
@@ -12,14 +14,50 @@ import (
 )
 
 // TestTransientStatusAnswerToACall: a tool call over Streamable HTTP or
-// SSE whose POST draws HTTP 429, 503 or 502 fails as the server's answer
-// naming the status, and whether the call ran, and the next call goes
-// through. Over Streamable HTTP the go-sdk reports these as its own
-// JSON-RPC error -32005 ("rejected by transport"), which is neither an
-// answer of the server's nor a lost connection: the session stays
-// connected. Over SSE it fails the write, and with it the connection,
-// which the session re-establishes.
+// SSE whose POST draws HTTP 429, 503, 502 or 500 fails as the server's
+// answer naming the status, and whether the call ran, and the next call
+// goes through. Such a status refuses one request, not the connection:
+// the session stays connected, and a call in flight meanwhile gets its
+// result. (The go-sdk's Streamable HTTP client reports it as its own
+// JSON-RPC error -32005, "rejected by transport", which is neither an
+// answer of the server's nor a lost connection; its legacy SSE client
+// took it for a broken connection, which the round-tripper prevents.)
 func TestTransientStatusAnswerToACall(t *testing.T) {
+	for _, tc := range []struct {
+		transport sb.Transport
+		path      string
+	}{{sb.TransportStreamableHTTP, "/mcp"}, {sb.TransportSSE, "/sse"}} {
+		t.Run(string(tc.transport), func(t *testing.T) {
+			events := filepath.Join(t.TempDir(), "events")
+			srv := testserver.StartHTTP(t, "-events", events)
+			proxy := newSwitchProxy(t, srv.BaseURL)
+			cfg := &sb.ServerConfig{Name: "test", Transport: tc.transport, URL: proxy.srv.URL + tc.path}
+			// Each SSE drop is a transparent reconnect, never a backoff.
+			s, _ := newSession(t, cfg, &upstream.Options{HealthInterval: -1, FlapWindow: -1})
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			slow := make(chan error, 1)
+			go func() {
+				_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": 1500}, sb.InvokeOptions{})
+				slow <- err
+			}()
+			testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
+			wantStatusAnswers(t, s, proxy)
+			if err := <-slow; err != nil {
+				t.Errorf("the call in flight during the status answers: %v", err)
+			}
+			if info := s.Info(); info.Status != sb.StatusConnected || info.Reconnects != 0 {
+				t.Fatalf("after the status answers: %s with %d reconnects; the connection was fine", info.Status, info.Reconnects)
+			}
+		})
+	}
+}
+
+// Health probes answered with a transient status find the server alive,
+// on both HTTP transports: the session neither drops nor reconnects (over
+// legacy SSE, the go-sdk took the refused ping for a broken connection).
+func TestHealthProbesAnsweredWithTransientStatusKeepTheSession(t *testing.T) {
 	for _, tc := range []struct {
 		transport sb.Transport
 		path      string
@@ -28,14 +66,26 @@ func TestTransientStatusAnswerToACall(t *testing.T) {
 			srv := testserver.StartHTTP(t)
 			proxy := newSwitchProxy(t, srv.BaseURL)
 			cfg := &sb.ServerConfig{Name: "test", Transport: tc.transport, URL: proxy.srv.URL + tc.path}
-			// Each SSE drop is a transparent reconnect, never a backoff.
-			s, _ := newSession(t, cfg, &upstream.Options{HealthInterval: -1, FlapWindow: -1})
+			s, rec := newSession(t, cfg, &upstream.Options{HealthInterval: 20 * time.Millisecond, ProbeTimeout: 5 * time.Second})
 			if err := s.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			wantStatusAnswers(t, s, proxy)
-			if info := s.Info(); tc.transport == sb.TransportStreamableHTTP && (info.Status != sb.StatusConnected || info.Reconnects != 0) {
-				t.Fatalf("after the status answers: %+v; the connection was fine", info)
+			for _, status := range []int32{429, 503, 500} {
+				proxy.refused.Store(0)
+				proxy.status.Store(status)
+				for i := 0; proxy.refused.Load() < 3; i++ {
+					if i == 1000 {
+						t.Fatalf("HTTP %d: %d probes in 10 s", status, proxy.refused.Load())
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				proxy.status.Store(0)
+				if info := s.Info(); info.Status != sb.StatusConnected || info.Reconnects != 0 || rec.count(sb.ReasonDropped) != 0 {
+					t.Fatalf("after probes answered HTTP %d: %s with %d reconnects; a live server was taken for down", status, info.Status, info.Reconnects)
+				}
+			}
+			if _, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{}); err != nil {
+				t.Fatalf("a call after the probes: %v", err)
 			}
 		})
 	}
@@ -53,6 +103,7 @@ func wantStatusAnswers(t *testing.T, s *upstream.Session, proxy *switchProxy) {
 		{429, "HTTP 429 Too Many Requests (it is rate limiting); the call did not run"},
 		{503, "HTTP 503 Service Unavailable; the call did not run"},
 		{502, "HTTP 502 Bad Gateway, usually a proxy's answer; the call may or may not have reached the server"},
+		{500, "HTTP 500 Internal Server Error; the call may or may not have run"},
 	} {
 		proxy.status.Store(int32(tc.status))
 		_, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{})

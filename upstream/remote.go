@@ -77,6 +77,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		}
 	}
 	if kind == sb.TransportSSE {
+		rt.sse = true
 		rt.captures = &streamCaptures{}
 		// The one event stream carries every answer: one that cannot be
 		// told apart may be the one a call waits for (bodylimit.go).

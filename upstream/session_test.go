@@ -886,8 +886,9 @@ func TestSSEStreamOutlivesTheConnectDeadline(t *testing.T) {
 // switchProxy is a loopback reverse proxy in front of a test server that
 // can be told to answer every request with an HTTP status instead.
 type switchProxy struct {
-	srv    *httptest.Server
-	status atomic.Int32
+	srv     *httptest.Server
+	status  atomic.Int32
+	refused atomic.Int32 // requests answered with status
 }
 
 func newSwitchProxy(t *testing.T, target string) *switchProxy {
@@ -900,6 +901,7 @@ func newSwitchProxy(t *testing.T, target string) *switchProxy {
 	rp.FlushInterval = -1 // stream SSE through at once
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if st := p.status.Load(); st != 0 {
+			p.refused.Add(1)
 			http.Error(w, http.StatusText(int(st)), int(st))
 			return
 		}
