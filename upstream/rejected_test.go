@@ -3,7 +3,9 @@ package upstream_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +119,31 @@ func wantStatusAnswers(t *testing.T, s *upstream.Session, proxy *switchProxy) {
 		if _, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{}); err != nil {
 			t.Fatalf("the call after HTTP %d: %v", tc.status, err)
 		}
+	}
+}
+
+// A legacy SSE server that answers the handshake's POSTs with a transient
+// status fails the attempt with that status (http_429, say), as a
+// Streamable HTTP server does: the refusal the round-tripper makes of it
+// still carries the status to the attempt's error.
+func TestSSEHandshakeAnsweredWithTransientStatus(t *testing.T) {
+	for _, code := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			sse := legacySSE(inProcessServer(t))
+			ts := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				if isLegacyPost(r) {
+					http.Error(w, http.StatusText(code), code)
+					return
+				}
+				sse.ServeHTTP(w, r)
+			})
+			cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportSSE, URL: ts.URL + "/sse", Retry: &sb.RetryConfig{MaxAttempts: 1}}
+			s, _ := newSession(t, cfg, &upstream.Options{HealthInterval: -1})
+			s.Start(context.Background())
+			info := waitFor(t, s, "the failed attempt", func(i sb.RuntimeInfo) bool { return i.Error != nil || i.Status == sb.StatusConnected })
+			if want := sb.Code("http_" + strconv.Itoa(code)); info.Error == nil || info.Error.Code != want {
+				t.Fatalf("status %s, error %+v; want code %s", info.Status, info.Error, want)
+			}
+		})
 	}
 }
