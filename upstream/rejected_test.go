@@ -15,6 +15,13 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
+// httpTransports are the remote transports, each with the path the
+// testserver serves it on.
+var httpTransports = []struct {
+	transport sb.Transport
+	path      string
+}{{sb.TransportStreamableHTTP, "/mcp"}, {sb.TransportSSE, "/sse"}}
+
 // TestTransientStatusAnswerToACall: a tool call over Streamable HTTP or
 // SSE whose POST draws HTTP 429, 503, 502 or 500 fails as the server's
 // answer naming the status, and whether the call ran, and the next call
@@ -25,10 +32,7 @@ import (
 // answer of the server's nor a lost connection; its legacy SSE client
 // took it for a broken connection, which the round-tripper prevents.)
 func TestTransientStatusAnswerToACall(t *testing.T) {
-	for _, tc := range []struct {
-		transport sb.Transport
-		path      string
-	}{{sb.TransportStreamableHTTP, "/mcp"}, {sb.TransportSSE, "/sse"}} {
+	for _, tc := range httpTransports {
 		t.Run(string(tc.transport), func(t *testing.T) {
 			events := filepath.Join(t.TempDir(), "events")
 			srv := testserver.StartHTTP(t, "-events", events)
@@ -60,10 +64,7 @@ func TestTransientStatusAnswerToACall(t *testing.T) {
 // on both HTTP transports: the session neither drops nor reconnects (over
 // legacy SSE, the go-sdk took the refused ping for a broken connection).
 func TestHealthProbesAnsweredWithTransientStatusKeepTheSession(t *testing.T) {
-	for _, tc := range []struct {
-		transport sb.Transport
-		path      string
-	}{{sb.TransportStreamableHTTP, "/mcp"}, {sb.TransportSSE, "/sse"}} {
+	for _, tc := range httpTransports {
 		t.Run(string(tc.transport), func(t *testing.T) {
 			srv := testserver.StartHTTP(t)
 			proxy := newSwitchProxy(t, srv.BaseURL)
