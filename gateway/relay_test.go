@@ -343,3 +343,44 @@ func TestRelayedCallCancelledByNotification(t *testing.T) {
 		t.Errorf("the relay served %d calls, want 1", got)
 	}
 }
+
+// A client's call over a remote server's request body limit (the
+// go-sdk's servers answer it 413) is refused alone with the typed
+// server_error: another client's call in flight on the same upstream
+// connection completes, and the server stays connected.
+func TestRelayedCallOverTheUpstreamsBodyLimitFailsAlone(t *testing.T) {
+	for transport, up := range relayUpstreams(t) {
+		if transport == "stdio" {
+			continue // a pipe has no body limit
+		}
+		t.Run(transport, func(t *testing.T) {
+			events := filepath.Join(t.TempDir(), "events")
+			e := newEnv(t, "", up.cfg("b", "-events", events, "-max-request-body", "65536"))
+			alice, bob := e.connect("/mcp/b", nil), e.connect("/mcp", nil)
+			waitTools(t, alice, "sleep", "echo")
+			waitTools(t, bob, "b__echo")
+			slow := make(chan string, 1)
+			go func() {
+				slow <- resultText(alice.CallTool(context.Background(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 1000}}))
+			}()
+			testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
+			res, err := bob.CallTool(context.Background(), &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{"text": strings.Repeat("x", 100<<10)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta, _ := res.Meta["switchboard/error"].(map[string]any)
+			if !res.IsError || meta["code"] != string(sb.CodeServerError) || !strings.Contains(resultText(res, nil), "HTTP 413") {
+				t.Errorf("the call over the limit: %q %+v, want the typed server_error naming HTTP 413", resultText(res, nil), meta)
+			}
+			if got := <-slow; strings.HasPrefix(got, "error") || strings.Contains(got, "connection") {
+				t.Errorf("the call in flight meanwhile returned %q", got)
+			}
+			if got := text(t)(bob.CallTool(context.Background(), &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{"text": "hi"}})); got != "hi" {
+				t.Errorf("the call after: %q", got)
+			}
+			if v, err := e.reg.Get("b"); err != nil || v.Runtime.Reconnects != 0 {
+				t.Errorf("the upstream reconnected %d times (%v); its connection was fine", v.Runtime.Reconnects, err)
+			}
+		})
+	}
+}

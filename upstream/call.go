@@ -166,9 +166,10 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 
 // statusAnswer classifies a call whose POST was answered with an HTTP
 // status that the go-sdk reports as no more than "rejected by transport"
-// (JSON-RPC error -32005, its own; the round-tripper makes it so over
-// legacy SSE too): 429, 500, 502, 503 or 504 (transientStatus). The
-// status tells whether the call ran. It returns nil for other statuses.
+// (JSON-RPC error -32005, its own; the round-tripper's refusal makes it
+// so where the go-sdk would not): a transient status (transientStatus) or
+// one that refuses the message itself (messageStatus). The status tells
+// whether the call ran. It returns nil for other statuses.
 func (s *Session) statusAnswer(tool string, status int) *CallError {
 	var msg string
 	switch status {
@@ -182,7 +183,10 @@ func (s *Session) statusAnswer(tool string, status int) *CallError {
 	case http.StatusInternalServerError:
 		msg = "the server answered the call with HTTP 500 Internal Server Error; the call may or may not have run"
 	default:
-		return nil
+		if !messageStatus(status) {
+			return nil
+		}
+		msg = fmt.Sprintf("the server refused the call with HTTP %d %s; the call did not run", status, http.StatusText(status))
 	}
 	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError, Message: msg,
 		Err: &HTTPStatusError{StatusCode: status, URL: s.redact.String(s.cfg.URL)}}

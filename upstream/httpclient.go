@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -62,8 +63,8 @@ type roundTripper struct {
 	// captures, on a legacy SSE link, holds the results to take from the
 	// link's event stream, where the answers to its POSTs come.
 	captures *streamCaptures
-	// sse is set on a legacy SSE link: a POST answered with a transient
-	// status fails as a refusal of that message (refuseTransient).
+	// sse is set on a legacy SSE link, whose client takes any POST
+	// answered with an error status for a broken connection (refusal).
 	sse bool
 }
 
@@ -175,8 +176,11 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			rec.record(resp.StatusCode)
 		}
 	}
-	if t.sse && req.Method == http.MethodPost && transientStatus(resp.StatusCode) {
-		return nil, refuseTransient(resp, release)
+	if req.Method == http.MethodPost {
+		if err := t.refusal(resp); err != nil {
+			release()
+			return nil, err
+		}
 	}
 	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	resp.Body = &releaseOnClose{ReadCloser: t.bound(req, resp, stream, capture), release: release}
@@ -201,20 +205,59 @@ func transientStatus(status int) bool {
 	return false
 }
 
-// refuseTransient ends a legacy SSE POST answered with a transient status
-// as the refusal of that one message. The go-sdk's SSE client takes any
-// POST answered with an error status for a broken connection: one call
-// rate limited would end the link and every call in flight on it. An
-// error that is jsonrpc2.ErrRejected (matched by its code) fails the
-// message alone, as the Streamable HTTP client's refusals do; the call's
-// send record has the status (statusAnswer).
-func refuseTransient(resp *http.Response, release func()) error {
-	// Read a little of the body, so that a short error page leaves the
-	// connection reusable.
+// messageStatus reports whether an HTTP status refuses the request it
+// answers for what that request is (malformed, too large), not for
+// anything of the connection's.
+func messageStatus(status int) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity,
+		http.StatusRequestHeaderFieldsTooLarge:
+		return true
+	}
+	return false
+}
+
+// errorBodyPeek is how much of a refusal's body is read to find a
+// JSON-RPC error in it; an error page is read no further than that.
+const errorBodyPeek = 16 << 10
+
+// refusal returns, for the answer to a POST that refuses that one message,
+// the go-sdk's jsonrpc2.ErrRejected (matched by its code) wrapped with the
+// status, and closes the body; nil for an answer the go-sdk is to read.
+// The go-sdk takes some such answers for a broken connection, and ends the
+// link and every call in flight on it: over legacy SSE every error status,
+// over Streamable HTTP a message status (messageStatus) with no JSON-RPC
+// error in its body. One call too large for the server, or one rate
+// limited, is that call's failure alone; its send record has the status
+// (statusAnswer). Over Streamable HTTP the rest are the go-sdk's to read:
+// a transient status it refuses itself, and a JSON-RPC error it reports,
+// so the body is read only to find one and then given back whole.
+func (t *roundTripper) refusal(resp *http.Response) error {
+	switch {
+	case t.sse && transientStatus(resp.StatusCode):
+	case messageStatus(resp.StatusCode):
+		if !t.sse {
+			head, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyPeek))
+			resp.Body = &peekedBody{Reader: io.MultiReader(bytes.NewReader(head), resp.Body), Closer: resp.Body}
+			if msg, err := jsonrpc.DecodeMessage(head); err == nil {
+				if r, ok := msg.(*jsonrpc.Response); ok && r.Error != nil {
+					return nil
+				}
+			}
+		}
+	default:
+		return nil
+	}
+	// A short error page read to its end leaves the connection reusable.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	resp.Body.Close()
-	release()
 	return fmt.Errorf("%w: the server answered HTTP %s", &jsonrpc.Error{Code: codeRejected, Message: rejectedText}, resp.Status)
+}
+
+// peekedBody is a response body whose start was read and put back.
+type peekedBody struct {
+	io.Reader
+	io.Closer
 }
 
 // bound returns resp's body, read one bounded message at a time

@@ -1,14 +1,21 @@
 package upstream_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
@@ -107,6 +114,8 @@ func wantStatusAnswers(t *testing.T, s *upstream.Session, proxy *switchProxy) {
 		{503, "HTTP 503 Service Unavailable; the call did not run"},
 		{502, "HTTP 502 Bad Gateway, usually a proxy's answer; the call may or may not have reached the server"},
 		{500, "HTTP 500 Internal Server Error; the call may or may not have run"},
+		{413, "HTTP 413 Request Entity Too Large; the call did not run"},
+		{400, "HTTP 400 Bad Request; the call did not run"},
 	} {
 		proxy.status.Store(int32(tc.status))
 		_, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{})
@@ -146,5 +155,102 @@ func TestSSEHandshakeAnsweredWithTransientStatus(t *testing.T) {
 				t.Fatalf("status %s, error %+v; want code %s", info.Status, info.Error, want)
 			}
 		})
+	}
+}
+
+// A call whose request is over the server's body limit (the go-sdk's own
+// servers answer it 413) fails alone, saying it did not run, on every
+// HTTP transport: the go-sdk's clients took that answer for a broken
+// connection, so one call too large ended the link, every call in flight
+// on it, and the calls of everyone else until the reconnect.
+func TestCallOverTheServersBodyLimitFailsAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		transport sb.Transport
+		path      string
+		args      []string
+	}{
+		{"streamable-http", sb.TransportStreamableHTTP, "/mcp", nil},
+		{"streamable-http json", sb.TransportStreamableHTTP, "/mcp", []string{"-json-response"}},
+		{"sse", sb.TransportSSE, "/sse", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			events := filepath.Join(t.TempDir(), "events")
+			srv := testserver.StartHTTP(t, append([]string{"-events", events, "-max-request-body", "65536"}, tc.args...)...)
+			cfg := &sb.ServerConfig{Name: "test", Transport: tc.transport, URL: srv.BaseURL + tc.path}
+			s, _ := newSession(t, cfg, &upstream.Options{HealthInterval: -1, FlapWindow: -1})
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			slow := make(chan error, 1)
+			go func() {
+				_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": 1000}, sb.InvokeOptions{})
+				slow <- err
+			}()
+			testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
+
+			_, err := s.CallTool(context.Background(), "echo", map[string]any{"text": strings.Repeat("x", 100<<10)}, sb.InvokeOptions{})
+			var ce *upstream.CallError
+			var se *upstream.HTTPStatusError
+			want := "the server refused the call with HTTP 413 Request Entity Too Large; the call did not run"
+			if !errors.As(err, &ce) || !errors.Is(err, upstream.ErrServerError) || !errors.As(err, &se) || se.StatusCode != 413 ||
+				!strings.Contains(err.Error(), want) {
+				t.Fatalf("the call over the limit: %v, want ErrServerError saying %q", err, want)
+			}
+			if err := <-slow; err != nil {
+				t.Errorf("the call in flight meanwhile: %v", err)
+			}
+			if _, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{}); err != nil {
+				t.Fatalf("the call after: %v", err)
+			}
+			if info := s.Info(); info.Status != sb.StatusConnected || info.Reconnects != 0 {
+				t.Fatalf("after the call over the limit: %s with %d reconnects; the connection was fine", info.Status, info.Reconnects)
+			}
+		})
+	}
+}
+
+// A Streamable HTTP server that refuses a call with HTTP 400 and a
+// JSON-RPC error in the body (as the TypeScript SDK's servers do) is
+// reported with that error, by the go-sdk: the round-tripper reads the
+// body to find it and gives it back whole. The connection stays up.
+func TestStatusRefusalWithJSONRPCErrorKeepsTheServersError(t *testing.T) {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return inProcessServer(t) }, nil)
+	ts := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if bytes.Contains(body, []byte("refuse-me")) && json.Unmarshal(body, &req) == nil {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"text refused"}}`, req.ID)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	})
+	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStreamableHTTP, URL: ts.URL + "/mcp"}
+	s, _ := newSession(t, cfg, &upstream.Options{HealthInterval: -1})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "refuse-me"}, sb.InvokeOptions{})
+	var we *jsonrpc.Error
+	if !errors.Is(err, upstream.ErrServerError) || !errors.As(err, &we) || we.Code != -32602 ||
+		!strings.Contains(err.Error(), "the server answered with JSON-RPC error -32602: text refused") {
+		t.Fatalf("err = %v, want the server's JSON-RPC error -32602", err)
+	}
+	if _, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{}); err != nil {
+		t.Fatalf("the call after: %v", err)
+	}
+	if info := s.Info(); info.Status != sb.StatusConnected || info.Reconnects != 0 {
+		t.Fatalf("%s with %d reconnects; the connection was fine", info.Status, info.Reconnects)
 	}
 }

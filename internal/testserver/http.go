@@ -52,7 +52,7 @@ func (s *server) runHTTP() (code int, reason string) {
 	}
 	f := &httpFrontend{
 		s:        s,
-		sse:      mcp.NewSSEHandler(s.getServer, nil),
+		sse:      mcp.NewSSEHandler(s.getServer, &mcp.SSEOptions{MaxRequestBodyBytes: s.opts.MaxRequestBody}),
 		stopping: make(chan struct{}),
 	}
 	f.streamable.Store(f.newStreamable())
@@ -90,7 +90,8 @@ func (s *server) runHTTP() (code int, reason string) {
 func (s *server) getServer(*http.Request) *mcp.Server { return s.mcp }
 
 func (f *httpFrontend) newStreamable() *mcp.StreamableHTTPHandler {
-	return mcp.NewStreamableHTTPHandler(f.s.getServer, &mcp.StreamableHTTPOptions{Logger: f.s.sdkLogger(), JSONResponse: f.s.opts.JSONResponse})
+	return mcp.NewStreamableHTTPHandler(f.s.getServer, &mcp.StreamableHTTPOptions{Logger: f.s.sdkLogger(), JSONResponse: f.s.opts.JSONResponse,
+		MaxRequestBodyBytes: f.s.opts.MaxRequestBody})
 }
 
 func (f *httpFrontend) routes() http.Handler {

@@ -100,6 +100,10 @@ type Options struct {
 	// JSONResponse answers every Streamable HTTP POST with one JSON body
 	// instead of an event stream (-json-response, http only).
 	JSONResponse bool
+	// MaxRequestBody, if non-zero, is the go-sdk's limit on a POSTed
+	// body (-max-request-body, http only; its default is 4 MiB): a POST
+	// over it is answered 413, as the go-sdk's servers do.
+	MaxRequestBody int64
 	// Status, if non-zero, answers every /mcp and /sse request with this HTTP
 	// status (-status, http only).
 	Status int
@@ -173,6 +177,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.BoolVar(&o.SSEOnly, "sse-only", false, "http: serve legacy SSE on /mcp; POST /mcp without sessionid is 404")
 	fs.BoolVar(&o.NoKeepAlive, "no-keepalive", false, "http: close every connection after its response")
 	fs.BoolVar(&o.JSONResponse, "json-response", false, "http: answer Streamable HTTP POSTs with one JSON body, not an event stream")
+	fs.Int64Var(&o.MaxRequestBody, "max-request-body", 0, "http: answer a POST whose body is over `N` bytes with the go-sdk's 413 (default: the go-sdk's 4 MiB)")
 	fs.IntVar(&o.Status, "status", 0, "http: answer every /mcp and /sse request with this HTTP status `code`")
 	fs.IntVar(&o.DropAfter, "drop-after", 0, "http: forget all sessions after `N` completed tools/call requests")
 	fs.BoolVar(&o.Malformed, "malformed", false, "stdio: invalid JSON line after initialize; http: invalid tools/list response")
@@ -195,7 +200,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		// testing a well-behaved server.
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "listen", "sse-only", "no-keepalive", "json-response", "status", "drop-after":
+			case "listen", "sse-only", "no-keepalive", "json-response", "max-request-body", "status", "drop-after":
 				if o.Transport != "http" && err == nil {
 					err = fmt.Errorf("-%s requires -transport http", f.Name)
 				}
@@ -251,6 +256,9 @@ func (o *Options) validate() error {
 		if c.value < 0 {
 			return fmt.Errorf("-%s must not be negative", c.name)
 		}
+	}
+	if o.MaxRequestBody < 0 {
+		return errors.New("-max-request-body must not be negative")
 	}
 	if o.CrashAfter != nil && *o.CrashAfter < 0 {
 		return errors.New("-crash-after must not be negative")
