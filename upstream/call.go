@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -327,7 +328,12 @@ func (s *Session) checkResult(tool string, res *mcp.CallToolResult) (*mcp.CallTo
 }
 
 // resultSize approximates a result's size by its payloads, which dominate:
-// text, binary data and embedded resources.
+// text, binary data, embedded resources and structured content. It is no
+// more than the size of the result as the server sent it, so that a result
+// the relay passes as bytes because they are within the cap (rawOutcome)
+// is one this measure passes too; but for what decoding writes longer:
+// invalid UTF-8, U+2028 and U+2029 in structured content, and a number
+// such as 1e21 (1e+21).
 func resultSize(res *mcp.CallToolResult) int {
 	n := 0
 	for _, c := range res.Content {
@@ -345,8 +351,12 @@ func resultSize(res *mcp.CallToolResult) int {
 		}
 	}
 	if res.StructuredContent != nil {
-		if b, err := json.Marshal(res.StructuredContent); err == nil {
-			n += len(b)
+		// As written, not with <, > and & escaped six bytes long.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(res.StructuredContent) == nil {
+			n += b.Len() - 1 // Encode's newline
 		}
 	}
 	return n
