@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -78,7 +79,7 @@ func (s *server) runHTTP() (code int, reason string) {
 		return 1, "serve failed"
 	}
 	close(f.stopping)
-	f.closeSessions() // ends the hanging SSE GETs, so Shutdown can finish
+	closeSessions(slices.Collect(f.s.mcp.Sessions())) // ends the hanging SSE GETs, so Shutdown can finish
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
@@ -223,19 +224,22 @@ func (f *httpFrontend) maybeDrop() {
 
 // drop forgets every session: Streamable HTTP sessions by swapping in a
 // fresh handler, and all sessions (including legacy SSE streams) by closing
-// them. A session created concurrently with a drop may be closed too.
+// them. Only the sessions that exist before the swap are closed: a client
+// that finds its session gone may connect again at once, on the fresh
+// handler, and that session must live.
 func (f *httpFrontend) drop(reason string) {
+	old := slices.Collect(f.s.mcp.Sessions())
 	f.streamable.Store(f.newStreamable())
 	f.s.logf("dropping all sessions (%s)", reason)
 	f.s.events.record(Event{Event: "drop", Reason: reason})
-	f.closeSessions()
+	closeSessions(old)
 }
 
-// closeSessions closes every session of the server in the background:
-// ServerSession.Close waits for in-flight handlers, and a request must
-// never wait for another session's slow tool.
-func (f *httpFrontend) closeSessions() {
-	for ss := range f.s.mcp.Sessions() {
+// closeSessions closes sessions in the background: ServerSession.Close
+// waits for in-flight handlers, and a request must never wait for another
+// session's slow tool.
+func closeSessions(sessions []*mcp.ServerSession) {
+	for _, ss := range sessions {
 		go func() { _ = ss.Close() }()
 	}
 }
