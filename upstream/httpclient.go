@@ -251,7 +251,15 @@ func (t *roundTripper) refusal(resp *http.Response) error {
 	// A short error page read to its end leaves the connection reusable.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	resp.Body.Close()
-	return fmt.Errorf("%w: the server answered HTTP %s", &jsonrpc.Error{Code: codeRejected, Message: rejectedText}, resp.Status)
+	return refusedMessage(fmt.Errorf("the server answered HTTP %s", resp.Status))
+}
+
+// refusedMessage marks err, the failure of one request, as the refusal of
+// that message alone: it wraps the go-sdk's jsonrpc2.ErrRejected (matched
+// by its code), which its clients report as the request's failure, where
+// any other error of a legacy SSE POST breaks the connection.
+func refusedMessage(err error) error {
+	return fmt.Errorf("%w: %w", err, &jsonrpc.Error{Code: codeRejected, Message: rejectedText})
 }
 
 // peekedBody is a response body whose start was read and put back.

@@ -103,7 +103,7 @@ func TestOAuthLifecycle(t *testing.T) {
 				path = "/sse"
 			}
 			cfg := &sb.ServerConfig{Name: "oauthed", Transport: kind, URL: as.URL + path, OAuth: &sb.OAuthConfig{}}
-			s, _ := newSession(t, cfg, &upstream.Options{OAuth: o})
+			s, rec := newSession(t, cfg, &upstream.Options{OAuth: o})
 			ctx := context.Background()
 
 			// Never authorized: phase auth, and not a single request.
@@ -174,11 +174,20 @@ func TestOAuthLifecycle(t *testing.T) {
 			s2.Shutdown(ctx)
 
 			// Step-up: the server comes to require a scope the grant lacks.
+			// Each call says what to run, and the connection stays (a
+			// second call would find a broken one gone, and wait for the
+			// reconnect).
 			as.RequireScopes("read", "write")
-			_, err := s.CallTool(ctx, "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{})
-			if sb.CodeOf(err) != sb.CodeUnavailable || sb.PhaseOf(err) != sb.PhaseAuth ||
-				!strings.Contains(err.Error(), "more scopes: read write): run `switchboard server auth oauthed`") {
-				t.Fatalf("a call without the required scope: %v (code %s, phase %s)", err, sb.CodeOf(err), sb.PhaseOf(err))
+			drops := rec.count(sb.ReasonDropped)
+			for range 2 {
+				_, err := s.CallTool(ctx, "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{})
+				if sb.CodeOf(err) != sb.CodeUnavailable || sb.PhaseOf(err) != sb.PhaseAuth ||
+					!strings.Contains(err.Error(), "more scopes: read write): run `switchboard server auth oauthed`") {
+					t.Fatalf("a call without the required scope: %v (code %s, phase %s)", err, sb.CodeOf(err), sb.PhaseOf(err))
+				}
+			}
+			if n := rec.count(sb.ReasonDropped) - drops; n != 0 {
+				t.Fatalf("the connection dropped %d times on calls refused for their scopes; it was fine", n)
 			}
 			if st, _ := o.Status(ctx, "oauthed"); !slices.Contains(st.StepUp, "write") {
 				t.Fatalf("step-up scopes not recorded: %+v", st)
