@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,5 +255,75 @@ func TestStatusRefusalWithJSONRPCErrorKeepsTheServersError(t *testing.T) {
 	}
 	if info := s.Info(); info.Status != sb.StatusConnected || info.Reconnects != 0 {
 		t.Fatalf("%s with %d reconnects; the connection was fine", info.Status, info.Reconnects)
+	}
+}
+
+// A Streamable HTTP server that has forgotten the session answers HTTP 404
+// (spec: "MUST respond to requests containing that session ID with HTTP 404
+// Not Found"), and the TypeScript SDK's servers put a JSON-RPC error in
+// that answer (-32001 "Session not found"). The session is gone all the
+// same: a call that drew it never ran, so the session is re-established
+// and the call retried, as for the go-sdk's plain 404; it is not the
+// server's answer to the call. Here the server forgets the session without
+// ending its event stream (a replica that never knew it, say), so only the
+// call's own answer can tell.
+func TestForgottenSessionAnsweredWithAJSONRPCErrorIsReestablished(t *testing.T) {
+	for _, body := range []string{
+		"",
+		// As the TypeScript SDK's createJsonErrorResponse writes it.
+		`{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}`,
+	} {
+		name := "plain"
+		if body != "" {
+			name = "json-rpc error"
+		}
+		t.Run(name, func(t *testing.T) {
+			srv := testserver.StartHTTP(t)
+			target, err := url.Parse(srv.BaseURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			proxy.FlushInterval = -1
+			var mu sync.Mutex
+			var last string
+			forgotten := map[string]bool{}
+			ts := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				id := r.Header.Get("Mcp-Session-Id")
+				mu.Lock()
+				gone := forgotten[id]
+				if id != "" {
+					last = id
+				}
+				mu.Unlock()
+				if gone {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusNotFound)
+					io.WriteString(w, body)
+					return
+				}
+				proxy.ServeHTTP(w, r)
+			})
+			cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStreamableHTTP, URL: ts.URL + "/mcp"}
+			s, _ := newSession(t, cfg, &upstream.Options{HealthInterval: -1, FlapWindow: -1})
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				if _, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				mu.Lock()
+				forgotten[last] = true
+				mu.Unlock()
+				res, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{})
+				if err != nil || res.IsError {
+					t.Fatalf("forgotten %d: the call after the server forgot the session: %v", i, err)
+				}
+				if info := s.Info(); info.Reconnects != i+1 || info.Status != sb.StatusConnected {
+					t.Fatalf("forgotten %d: %s with %d reconnects, want connected with %d", i, info.Status, info.Reconnects, i+1)
+				}
+			}
+		})
 	}
 }
