@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,6 +97,30 @@ func (s *stream) waitLine(t *testing.T, re string) string {
 			}
 		case <-timeout:
 			t.Fatalf("no line matching %q; the stream printed:\n%s", re, strings.Join(seen, "\n"))
+		}
+	}
+}
+
+// waitLines waits for a line matching each of res, in any order, failing
+// after a while.
+func (s *stream) waitLines(t *testing.T, res ...string) {
+	t.Helper()
+	var rxs []*regexp.Regexp
+	for _, re := range res {
+		rxs = append(rxs, regexp.MustCompile(re))
+	}
+	timeout := time.After(connectTimeout)
+	var seen []string
+	for len(rxs) > 0 {
+		select {
+		case l, ok := <-s.lines:
+			if !ok {
+				t.Fatalf("the stream ended without lines matching %q; it printed:\n%s", rxs, strings.Join(seen, "\n"))
+			}
+			seen = append(seen, l)
+			rxs = slices.DeleteFunc(rxs, func(rx *regexp.Regexp) bool { return rx.MatchString(l) })
+		case <-timeout:
+			t.Fatalf("no lines matching %q; the stream printed:\n%s", rxs, strings.Join(seen, "\n"))
 		}
 	}
 }
@@ -209,8 +234,9 @@ func TestCLIDailyUse(t *testing.T) {
 		s.waitLine(t, `^`+stamp+` testserver: call echo$`)
 		d.ok(t, "server", "restart", "rel")
 		s.waitLine(t, `^`+stamp+` --- starting \(attempt 1\)$`)
-		s.waitLine(t, `^`+stamp+` testserver: started pid=\d+`)
-		s.waitLine(t, `^`+stamp+` --- connected`)
+		// The process's first line and the marker of its connection come
+		// in either order: its stderr is read apart from the handshake.
+		s.waitLines(t, `^`+stamp+` testserver: started pid=\d+`, `^`+stamp+` --- connected`)
 		s.interrupt(t)
 
 		d.ok(t, "server", "add", "remote", "--url", "http://127.0.0.1:9/mcp", "--disabled")
