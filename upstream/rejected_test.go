@@ -53,12 +53,7 @@ func TestTransientStatusAnswerToACall(t *testing.T) {
 			if err := s.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			slow := make(chan error, 1)
-			go func() {
-				_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": 1500}, sb.InvokeOptions{})
-				slow <- err
-			}()
-			testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
+			slow := sleepInFlight(t, s, events, 1500)
 			wantStatusAnswers(t, s, proxy)
 			if err := <-slow; err != nil {
 				t.Errorf("the call in flight during the status answers: %v", err)
@@ -97,9 +92,7 @@ func TestHealthProbesAnsweredWithTransientStatusKeepTheSession(t *testing.T) {
 					t.Fatalf("after probes answered HTTP %d: %s with %d reconnects; a live server was taken for down", status, info.Status, info.Reconnects)
 				}
 			}
-			if _, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{}); err != nil {
-				t.Fatalf("a call after the probes: %v", err)
-			}
+			wantConnectionKept(t, s)
 		})
 	}
 }
@@ -185,12 +178,7 @@ func TestCallOverTheServersBodyLimitFailsAlone(t *testing.T) {
 			if err := s.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			slow := make(chan error, 1)
-			go func() {
-				_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": 1000}, sb.InvokeOptions{})
-				slow <- err
-			}()
-			testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
+			slow := sleepInFlight(t, s, events, 1000)
 
 			_, err := s.CallTool(context.Background(), "echo", map[string]any{"text": strings.Repeat("x", 100<<10)}, sb.InvokeOptions{})
 			var ce *upstream.CallError
@@ -203,12 +191,7 @@ func TestCallOverTheServersBodyLimitFailsAlone(t *testing.T) {
 			if err := <-slow; err != nil {
 				t.Errorf("the call in flight meanwhile: %v", err)
 			}
-			if _, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{}); err != nil {
-				t.Fatalf("the call after: %v", err)
-			}
-			if info := s.Info(); info.Status != sb.StatusConnected || info.Reconnects != 0 {
-				t.Fatalf("after the call over the limit: %s with %d reconnects; the connection was fine", info.Status, info.Reconnects)
-			}
+			wantConnectionKept(t, s)
 		})
 	}
 }
@@ -250,6 +233,27 @@ func TestStatusRefusalWithJSONRPCErrorKeepsTheServersError(t *testing.T) {
 		!strings.Contains(err.Error(), "the server answered with JSON-RPC error -32602: text refused") {
 		t.Fatalf("err = %v, want the server's JSON-RPC error -32602", err)
 	}
+	wantConnectionKept(t, s)
+}
+
+// sleepInFlight starts a call of the sleep tool for ms milliseconds on s,
+// and returns once the server (writing events) has it; its outcome comes
+// on the channel.
+func sleepInFlight(t *testing.T, s *upstream.Session, events string, ms int) <-chan error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(context.Background(), "sleep", map[string]any{"ms": ms}, sb.InvokeOptions{})
+		errc <- err
+	}()
+	testserver.WaitEvent(t, events, func(ev testserver.Event) bool { return ev.Event == "call" && ev.Tool == "sleep" }, 10*time.Second)
+	return errc
+}
+
+// wantConnectionKept checks that s is still on its first connection, and
+// that a call goes through on it.
+func wantConnectionKept(t *testing.T, s *upstream.Session) {
+	t.Helper()
 	if _, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "hi"}, sb.InvokeOptions{}); err != nil {
 		t.Fatalf("the call after: %v", err)
 	}
