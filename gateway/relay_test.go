@@ -108,10 +108,10 @@ func TestRelayedProgressArrivesInOrderBeforeTheResult(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			want := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-			if up.outOfBand && len(got) > 0 && len(got) < len(want) {
+			if up.outOfBand && len(got) >= 5 && len(got) < len(want) {
 				// The standalone stream lost the race with the result
-				// for the last ones: what arrived must still be the
-				// first ones, in order.
+				// for the last ones, sent within 100 ms of it: what
+				// arrived must still be the first ones, in order.
 				want = want[:len(got)]
 			}
 			if !slices.Equal(got, want) {

@@ -161,6 +161,11 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 		if sent != nil {
 			status = sent.errorStatus()
 		}
+		if status == http.StatusBadRequest {
+			// Some servers answer a session they do not know with 400
+			// rather than 404: the lifecycle asks at once (probe).
+			l.notify(probeSoon)
+		}
 		return nil, s.callFailed(name, l, err, status)
 	}
 }

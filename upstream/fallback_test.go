@@ -349,6 +349,12 @@ func TestHTMLPageIsNotMistakenForABrokenServer(t *testing.T) {
 			wantCode: sb.CodeConnectFailed},
 		{name: "sse, 404 text/html", transport: sb.TransportSSE, handler: htmlPage(404),
 			wantCode: "http_404"},
+		// A status that refuses one message (a POST over a body limit),
+		// which the client fails alone: the page is seen all the same.
+		{name: "streamable-http, 413 text/html", transport: sb.TransportStreamableHTTP, handler: htmlPage(413),
+			wantCode: "http_413"},
+		{name: "sse, 413 text/html", transport: sb.TransportSSE, handler: htmlPage(413),
+			wantCode: "http_413"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sseOpened atomic.Bool

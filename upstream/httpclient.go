@@ -1,12 +1,10 @@
 package upstream
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -16,8 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // streamHeaderTimeout bounds how long a GET for an event stream may wait for
@@ -63,9 +59,6 @@ type roundTripper struct {
 	// captures, on a legacy SSE link, holds the results to take from the
 	// link's event stream, where the answers to its POSTs come.
 	captures *streamCaptures
-	// sse is set on a legacy SSE link, whose client takes any POST
-	// answered with an error status for a broken connection (refusal).
-	sse bool
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -176,12 +169,6 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			rec.record(resp.StatusCode)
 		}
 	}
-	if req.Method == http.MethodPost {
-		if err := t.refusal(resp); err != nil {
-			release()
-			return nil, err
-		}
-	}
 	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	resp.Body = &releaseOnClose{ReadCloser: t.bound(req, resp, stream, capture), release: release}
 	if stream && sent != nil && sent.tok != "" {
@@ -191,81 +178,6 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &lineTap{r: resp.Body, fn: t.onSSE, sse: true}
 	}
 	return resp, nil
-}
-
-// transientStatus reports whether an HTTP status refuses one request for
-// now without saying anything of the connection: the go-sdk's Streamable
-// HTTP client's set (its isTransientHTTPStatus, v1.8.0).
-func transientStatus(status int) bool {
-	switch status {
-	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
-// messageStatus reports whether an HTTP status refuses the request it
-// answers for what that request is (malformed, too large), not for
-// anything of the connection's.
-func messageStatus(status int) bool {
-	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity,
-		http.StatusRequestHeaderFieldsTooLarge:
-		return true
-	}
-	return false
-}
-
-// errorBodyPeek is how much of a refusal's body is read to find a
-// JSON-RPC error in it; an error page is read no further than that.
-const errorBodyPeek = 16 << 10
-
-// refusal returns, for the answer to a POST that refuses that one message,
-// the go-sdk's jsonrpc2.ErrRejected (matched by its code) wrapped with the
-// status, and closes the body; nil for an answer the go-sdk is to read.
-// The go-sdk takes some such answers for a broken connection, and ends the
-// link and every call in flight on it: over legacy SSE every error status,
-// over Streamable HTTP a message status (messageStatus) with no JSON-RPC
-// error in its body. One call too large for the server, or one rate
-// limited, is that call's failure alone; its send record has the status
-// (statusAnswer). Over Streamable HTTP the rest are the go-sdk's to read:
-// a transient status it refuses itself, and a JSON-RPC error it reports,
-// so the body is read only to find one and then given back whole.
-func (t *roundTripper) refusal(resp *http.Response) error {
-	switch {
-	case t.sse && transientStatus(resp.StatusCode):
-	case messageStatus(resp.StatusCode):
-		if !t.sse {
-			head, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyPeek))
-			resp.Body = &peekedBody{Reader: io.MultiReader(bytes.NewReader(head), resp.Body), Closer: resp.Body}
-			if msg, err := jsonrpc.DecodeMessage(head); err == nil {
-				if r, ok := msg.(*jsonrpc.Response); ok && r.Error != nil {
-					return nil
-				}
-			}
-		}
-	default:
-		return nil
-	}
-	// A short error page read to its end leaves the connection reusable.
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	resp.Body.Close()
-	return refusedMessage(fmt.Errorf("the server answered HTTP %s", resp.Status))
-}
-
-// refusedMessage marks err, the failure of one request, as the refusal of
-// that message alone: it wraps the go-sdk's jsonrpc2.ErrRejected (matched
-// by its code), which its clients report as the request's failure, where
-// any other error of a legacy SSE POST breaks the connection.
-func refusedMessage(err error) error {
-	return fmt.Errorf("%w: %w", err, &jsonrpc.Error{Code: codeRejected, Message: rejectedText})
-}
-
-// peekedBody is a response body whose start was read and put back.
-type peekedBody struct {
-	io.Reader
-	io.Closer
 }
 
 // bound returns resp's body, read one bounded message at a time

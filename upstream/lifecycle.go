@@ -206,7 +206,14 @@ func (s *Session) serve(ctx context.Context, l *link) *failure {
 		case <-l.dead:
 			return l.deadCause
 		case kinds := <-l.listChanged:
-			s.refresh(ctx, l, kinds)
+			if kinds&probeSoon != 0 {
+				if f := s.probe(ctx, l); f != nil {
+					return f
+				}
+			}
+			if kinds &= listAll; kinds != 0 {
+				s.refresh(ctx, l, kinds)
+			}
 		case <-health:
 			if f := s.probe(ctx, l); f != nil {
 				return f
@@ -238,6 +245,12 @@ func (s *Session) probe(ctx context.Context, l *link) *failure {
 	switch {
 	case errors.Is(err, mcp.ErrSessionMissing) || status == 404:
 		return fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
+	case status == 400:
+		// A ping has nothing in it to refuse: servers that answer a
+		// session they do not know with 400 (the Python SDK's, the
+		// TypeScript SDK's examples) mean the session is gone.
+		return fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err,
+			"the server refused the session's health probe with HTTP 400: it no longer knows the session")
 	case status == 401 || status == 403 || status == 429:
 		s.log.Warn("health probe answered with an HTTP error; not treating the server as down", "status", status)
 		return nil

@@ -27,7 +27,7 @@ type link struct {
 	session   *Session           // whose link it is, for the shared client's handlers (client.go)
 	catalog   catalog            // owned by the lifecycle goroutine
 
-	listChanged chan listKind // list_changed notifications, coalesced
+	listChanged chan listKind // list_changed notifications and probeSoon, coalesced
 	oversized   atomic.Bool   // the server sent a stdio frame over the size cap
 	calls       atomic.Int64  // tool calls in flight on this link
 	sharedBlame atomic.Bool   // other calls were in flight when the oversized frame came
@@ -47,13 +47,18 @@ type link struct {
 	registered *mcp.ClientSession // the go-sdk session it is registered under; linksMu guards it
 }
 
-// listKind is a set of lists to refresh.
+// listKind is a set of lists to refresh, and probeSoon.
 type listKind uint8
 
 const (
 	listTools listKind = 1 << iota
 	listResources
 	listPrompts
+	// probeSoon is no list: a call drew an answer that may mean the
+	// server no longer knows the session (HTTP 400), so the lifecycle
+	// probes it now rather than at the next health check.
+	probeSoon
+
 	listAll = listTools | listResources | listPrompts
 )
 

@@ -77,7 +77,6 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		}
 	}
 	if kind == sb.TransportSSE {
-		rt.sse = true
 		rt.captures = &streamCaptures{}
 		// The one event stream carries every answer: one that cannot be
 		// told apart may be the one a call waits for (bodylimit.go).
@@ -89,7 +88,8 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		}
 	}
 	pages := &pageRecorder{base: rt}
-	hc := &http.Client{Transport: s.withOAuth(pages), CheckRedirect: guard.checkRedirect}
+	refusals := messageRefusals{base: pages, sse: kind == sb.TransportSSE}
+	hc := &http.Client{Transport: s.withOAuth(refusals), CheckRedirect: guard.checkRedirect}
 	// MaxEventSize: the round-tripper bounds every event at limit already.
 	// It is set all the same: the go-sdk's Streamable HTTP client takes
 	// its zero value for "no limit" (v1.8.0), not for its default.
