@@ -172,8 +172,8 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 
 // statusAnswer classifies a call whose POST was answered with an HTTP
 // status that the go-sdk reports as no more than "rejected by transport"
-// (JSON-RPC error -32005, its own; the round-tripper's refusal makes it
-// so where the go-sdk would not): a transient status (transientStatus) or
+// (JSON-RPC error -32005, its own; the client's refusal layer makes it
+// so where the go-sdk would not, refusal.go): a transient status (transientStatus) or
 // one that refuses the message itself (messageStatus). The status tells
 // whether the call ran. It returns nil for other statuses.
 func (s *Session) statusAnswer(tool string, status int) *CallError {
@@ -263,9 +263,9 @@ func (s *Session) callFailed(tool string, l *link, err error, status int) error 
 	if ce := s.refusedCall(tool, err); ce != nil {
 		return ce
 	}
-	// The go-sdk says a transient status answer to the POST is no
-	// JSON-RPC answer (rejected; over legacy SSE, the round-tripper
-	// makes it so).
+	// A status answer to the POST that refuses this request alone is no
+	// JSON-RPC answer: the go-sdk reports it as rejected, or the client's
+	// refusal layer makes it so where the go-sdk would not (refusal.go).
 	if rejected(err) {
 		if ce := s.statusAnswer(tool, status); ce != nil {
 			return ce
