@@ -248,12 +248,14 @@ func isConnectionError(err error) bool {
 // wraps around a request that failed in the transport rather than being
 // answered: a POST that failed (its client.Do: cut short by the link's
 // close, say, whether or not it had left), one it could not prepare, an
-// answer with a transient status (429, 502, 503, 504). None is an answer
-// from the server; the call's send record (whether its POSTs left, the
-// status they drew) tells what became of the request. A server's own JSON-RPC error in an HTTP error
-// answer is wrapped with it too, but comes first in the chain, so it is
-// the one errors.As finds. The sentinel is internal to the go-sdk, so its
-// code and text are matched.
+// answer with a transient status (429, 500, 502, 503, 504); and which the
+// client's refusal layer wraps around an answer that refuses one message
+// (refusal.go). None is an answer from the server; the call's send record
+// (whether its POSTs left, the status they drew) tells what became of the
+// request. A server's own JSON-RPC error in an HTTP error answer is
+// wrapped with it too, but comes first in the chain, so it is the one
+// errors.As finds. The sentinel is internal to the go-sdk, so its code and
+// text are matched.
 func isRejected(we *jsonrpc.Error) bool {
 	return we.Code == codeRejected && we.Message == rejectedText
 }
