@@ -91,6 +91,10 @@ type SandboxInfo struct {
 	// work; Reason then says why.
 	Enabled bool   `json:"enabled"`
 	Reason  string `json:"reason,omitempty"`
+	// User is who the server runs as, e.g. "uid 999 (switchboard-sandbox)":
+	// never root; a Switchboard running as root runs its servers as an
+	// unprivileged user.
+	User string `json:"user,omitempty"`
 	// Workspace is the host directory of the workspace (HOME in the
 	// sandbox), once a process has one; WorkspaceMode is "shared" or
 	// "isolated".
@@ -101,7 +105,10 @@ type SandboxInfo struct {
 	// "cgroup" (cgroup v2), "rlimit" (memory as RLIMIT_DATA; processes
 	// cannot be limited), or "none". CPU time is always an rlimit.
 	Limits string `json:"limits,omitempty"`
-	// Unenforced lists the limits the config asks for that this machine
-	// cannot enforce, e.g. ["pids"] without a cgroup.
+	// Unenforced lists what of the limits the config asks for this
+	// machine cannot enforce: without a cgroup, "pids", and of the memory
+	// limit "memory_total" (RLIMIT_DATA bounds each process, not their
+	// sum) and "shared_memory" (MAP_SHARED and memfd_create memory, which
+	// RLIMIT_DATA does not count; /tmp and /dev/shm are bounded tmpfs).
 	Unenforced []string `json:"unenforced,omitempty"`
 }

@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	sb "github.com/switchboard-mcp/switchboard"
 )
@@ -76,30 +78,46 @@ func Env(getenv func(string) string, config map[string]string) []string {
 
 // Inherited fds of bwrap (exec.Cmd.ExtraFiles start at 3).
 const (
-	infoFD  = 3 // bwrap writes the sandbox's pid and namespaces here
-	blockFD = 4 // bwrap waits to read a byte here before it runs the command
+	infoFD    = 3 // bwrap writes the sandbox's pid and namespaces here
+	blockFD   = 4 // bwrap waits to read a byte here before it runs the command
+	seccompFD = 5 // bwrap reads the seccomp filter here (dropsPrivileges only)
 )
 
+// setpriv drops a root-built sandbox's process to the sandbox user
+// (util-linux, in /usr/bin on every distribution that has bubblewrap).
+const setpriv = "/usr/bin/setpriv"
+
 // argv returns bwrap's arguments for running c with profile p in the
-// workspace ws (a host directory). tmpfsBytes, if positive, caps the
-// sandbox's /tmp, which is memory. prefix, if set, runs before the
-// command (see limits.wrapper).
-func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string) []string {
-	a := []string{
-		// Every namespace; the network one is given back below if
-		// allowed. A PID namespace makes the sandbox's first process its
-		// init: when it dies the kernel kills everything left inside, so
-		// no grandchild outlives the server, even one that left the
-		// process group.
-		"--unshare-all",
+// workspace ws (a host directory). tmpfsBytes, if positive, caps each of
+// the sandbox's memory file systems, /tmp and /dev/shm. prefix, if set,
+// runs before the command (see limits.wrapper). drop, if set, is the
+// user a root bwrap runs the command as (see dropsPrivileges).
+func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string, drop *syscall.Credential) []string {
+	// Every namespace; the network one is given back below if allowed. A
+	// PID namespace makes the sandbox's first process its init: when it
+	// dies the kernel kills everything left inside, so no grandchild
+	// outlives the server, even one that left the process group.
+	a := []string{"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"}
+	if !p.Network {
+		a = append(a, "--unshare-net")
+	}
+	if drop == nil {
+		// Not root: bwrap needs a user namespace to build the sandbox, and
+		// in it the server can be kept from making more of them.
+		a = append(a, "--unshare-user", "--disable-userns")
+	}
+	a = append(a,
 		// The sandbox's init dies with the bwrap that Switchboard started,
 		// so a kill -9 of that one process takes the whole tree.
 		"--die-with-parent",
 		// As root, bwrap keeps every capability inside unless told not to.
-		"--cap-drop", "ALL",
-	}
-	if p.Network {
-		a = append(a, "--share-net")
+		"--cap-drop", "ALL")
+	if drop != nil {
+		// What setpriv needs to become the sandbox user; it drops them,
+		// and bwrap's no_new_privs keeps a setuid program from regaining
+		// any. The seccomp filter stands in for --disable-userns.
+		a = append(a, "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP",
+			"--seccomp", strconv.Itoa(seccompFD))
 	}
 	for _, d := range systemDirs {
 		fi, err := os.Lstat(d)
@@ -117,10 +135,16 @@ func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string) []
 		a = append(a, "--ro-bind-try", e, e)
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
-	if tmpfsBytes > 0 {
-		a = append(a, "--size", strconv.FormatInt(tmpfsBytes, 10))
+	// /tmp and /dev/shm are memory: without a cgroup nothing else would
+	// count them. World-writable and sticky, as on the host: a root bwrap
+	// makes them root's, and the server is not root.
+	for _, dir := range []string{"/tmp", "/dev/shm"} {
+		if tmpfsBytes > 0 {
+			a = append(a, "--size", strconv.FormatInt(tmpfsBytes, 10))
+		}
+		a = append(a, "--perms", "1777", "--tmpfs", dir)
 	}
-	a = append(a, "--tmpfs", "/tmp", "--bind", ws, sb.SandboxWorkspacePath)
+	a = append(a, "--bind", ws, sb.SandboxWorkspacePath)
 
 	mounts := slices.Clone(p.Mounts)
 	// The command and the working directory are the config's own: they
@@ -131,7 +155,20 @@ func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string) []
 		}
 	}
 	slices.SortStableFunc(mounts, func(x, y sb.Mount) int { return strings.Compare(x.Path, y.Path) })
-	for _, m := range mounts {
+	made := map[string]bool{"/tmp": true} // a tmpfs of its own, above
+	for i, m := range mounts {
+		if drop != nil {
+			// A root bwrap makes the missing parents of a mount point with
+			// the modes of the host's (root's 0700 home, a test's 0700
+			// directory), which the sandbox user could not enter. They are
+			// empty directories of the sandbox's own: open them.
+			for _, dir := range parents(m.Path) {
+				if !made[dir] && !Provides(dir) && !withinAny(dir, mounts[:i]) {
+					made[dir] = true
+					a = append(a, "--perms", "0755", "--dir", dir)
+				}
+			}
+		}
 		flag := "--ro-bind"
 		if m.Mode == sb.MountReadWrite {
 			flag = "--bind"
@@ -148,9 +185,36 @@ func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string) []
 	// nothing that lasts, but where a person would not expect it.
 	a = append(a, "--remount-ro", "/", "--chdir", dir,
 		"--info-fd", strconv.Itoa(infoFD), "--block-fd", strconv.Itoa(blockFD), "--")
+	if drop != nil {
+		a = append(a, setpriv, "--reuid="+strconv.FormatUint(uint64(drop.Uid), 10),
+			"--regid="+strconv.FormatUint(uint64(drop.Gid), 10), "--clear-groups",
+			"--inh-caps=-all", "--bounding-set=-all", "--")
+	}
 	a = append(a, prefix...)
 	a = append(a, c.Path)
 	return append(a, c.Args...)
+}
+
+// parents returns the directories above the absolute path p, outermost
+// first, without /.
+func parents(p string) []string {
+	var dirs []string
+	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+		dirs = append(dirs, d)
+	}
+	slices.Reverse(dirs)
+	return dirs
+}
+
+// withinAny reports whether the sandbox path p is one of the mounts' or
+// below one.
+func withinAny(p string, mounts []sb.Mount) bool {
+	for _, m := range mounts {
+		if within(p, m.Path) {
+			return true
+		}
+	}
+	return false
 }
 
 // Provides reports whether every sandbox shows the host path p without a

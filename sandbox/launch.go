@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -56,12 +57,14 @@ type Launch struct {
 	bwrap string
 	args  []string
 	env   []string
-	cred  *syscall.Credential
+	cred  *syscall.Credential // who bwrap runs as; nil: Switchboard's own user
+	user  string              // who the server runs as, for the view
 	ws    workspace
 	lim   limits
 
 	infoR, infoW   *os.File // bwrap writes the sandbox's pid to infoW
 	blockR, blockW *os.File // bwrap runs the server once blockW is written
+	seccompR       *os.File // bwrap reads the filter here; nil unless dropsPrivileges
 
 	initPID int           // host pid of the sandbox's init, once started
 	pidNS   string        // "pid:[N]", the sandbox's PID namespace, once started
@@ -85,13 +88,26 @@ func (rt *Runtime) Prepare(ctx context.Context, p Profile, c Command, env []stri
 				"the host path %s of the sandbox mount at %s cannot be used: %v", m.Host, m.Path, errors.Unwrap(err))}
 		}
 	}
+	cred, userName, err := rt.user()
+	if err != nil {
+		return nil, &CreateError{Err: err, Reason: err.Error()}
+	}
 	ws, err := rt.workspace(p)
 	if err != nil {
 		return nil, &CreateError{Err: err, Reason: err.Error()}
 	}
-	l := &Launch{p: p, bwrap: bwrap, env: env, cred: rt.Credential, ws: ws, lim: rt.limitsFor(p), oom: -1, cpu: -1}
+	l := &Launch{p: p, bwrap: bwrap, env: env, user: userName, ws: ws, lim: rt.limitsFor(p), oom: -1, cpu: -1}
+	var drop *syscall.Credential
+	if dropsPrivileges(cred) {
+		drop = cred
+	} else {
+		l.cred = cred
+	}
 	if l.infoR, l.infoW, err = os.Pipe(); err == nil {
 		l.blockR, l.blockW, err = os.Pipe()
+	}
+	if err == nil && drop != nil {
+		l.seccompR, err = filterPipe()
 	}
 	if err != nil {
 		l.Cleanup()
@@ -99,12 +115,34 @@ func (rt *Runtime) Prepare(ctx context.Context, p Profile, c Command, env []stri
 	}
 	var tmpfs int64
 	if p.MemoryMB > 0 {
-		// /tmp is a tmpfs, that is memory: without a cgroup nothing else
-		// would count it.
+		// /tmp and /dev/shm are tmpfs, that is memory: without a cgroup
+		// nothing else would count them.
 		tmpfs = p.MemoryMB << 20
 	}
-	l.args = argv(p, c, ws.dir, tmpfs, l.lim.wrapper())
+	l.args = argv(p, c, ws.dir, tmpfs, l.lim.wrapper(), drop)
 	return l, nil
+}
+
+// filterPipe returns the read end of a pipe that holds the seccomp filter
+// of a root-built sandbox, whole: it is a few hundred bytes, far below a
+// pipe's buffer, so the write cannot block.
+func filterPipe() (*os.File, error) {
+	filter := noUserNSFilter()
+	if filter == nil {
+		return nil, fmt.Errorf("no seccomp filter for %s: a root Switchboard cannot keep sandboxed servers "+
+			"from making user namespaces here", runtime.GOARCH)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(filter)
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // Cmd returns the unstarted bwrap command. The caller sets its stdio,
@@ -120,9 +158,19 @@ func (l *Launch) Cmd() *exec.Cmd {
 		Path:        l.bwrap,
 		Args:        append([]string{l.bwrap}, l.args...),
 		Env:         l.env,
-		ExtraFiles:  []*os.File{l.infoW, l.blockR}, // fds 3 and 4: infoFD, blockFD
+		ExtraFiles:  l.extraFiles(),
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Credential: l.cred},
 	}
+}
+
+// extraFiles returns bwrap's inherited fds, from 3 on: infoFD, blockFD
+// and, in a root-built sandbox, seccompFD.
+func (l *Launch) extraFiles() []*os.File {
+	files := []*os.File{l.infoW, l.blockR}
+	if l.seccompR != nil {
+		files = append(files, l.seccompR)
+	}
+	return files
 }
 
 // Args returns bwrap's arguments, for logs and tests.
@@ -143,6 +191,10 @@ func (l *Launch) Started() error {
 	l.infoW.Close()
 	l.blockR.Close()
 	l.infoW, l.blockR = nil, nil
+	if l.seccompR != nil {
+		l.seccompR.Close()
+		l.seccompR = nil
+	}
 
 	l.infoR.SetReadDeadline(time.Now().Add(startTimeout))
 	data, err := io.ReadAll(io.LimitReader(l.infoR, 64<<10))
@@ -222,19 +274,19 @@ func inNamespace(ns string) bool {
 // cgroup, the fds. A shared workspace stays, for the next server of the
 // profile.
 func (l *Launch) Cleanup() {
-	for _, f := range []*os.File{l.infoR, l.infoW, l.blockR, l.blockW} {
+	for _, f := range []*os.File{l.infoR, l.infoW, l.blockR, l.blockW, l.seccompR} {
 		if f != nil {
 			f.Close()
 		}
 	}
-	l.infoR, l.infoW, l.blockR, l.blockW = nil, nil, nil, nil
+	l.infoR, l.infoW, l.blockR, l.blockW, l.seccompR = nil, nil, nil, nil, nil
 	l.ws.remove()
 	l.lim.remove()
 }
 
 // Info describes the sandbox for the runtime view.
 func (l *Launch) Info() *sb.SandboxInfo {
-	return info(l.p, l.ws.dir, l.lim.mode, l.lim.unenforced)
+	return info(l.p, l.ws.dir, l.user, l.lim.mode, l.lim.unenforced)
 }
 
 // Plan describes the sandbox a launch of p would get here, without
@@ -246,25 +298,23 @@ func (rt *Runtime) Plan(p Profile) *sb.SandboxInfo {
 			dir = filepath.Join(state, "workspaces", p.key())
 		}
 	}
-	mode, unenforced := LimitsNone, []string(nil)
+	mode := LimitsNone
 	switch {
 	case rt.cgroupParent() != "" && (p.MemoryMB > 0 || p.Pids > 0):
 		mode = LimitsCgroup
 	case p.MemoryMB > 0 || p.CPUSeconds > 0:
 		mode = LimitsRlimit
 	}
-	if mode != LimitsCgroup && p.Pids > 0 {
-		unenforced = []string{"pids"}
-	}
-	return info(p, dir, mode, unenforced)
+	_, userName, _ := rt.user()
+	return info(p, dir, userName, mode, unenforcedBy(mode, p))
 }
 
-func info(p Profile, dir, mode string, unenforced []string) *sb.SandboxInfo {
+func info(p Profile, dir, user, mode string, unenforced []string) *sb.SandboxInfo {
 	ws := sb.WorkspaceShared
 	if p.Isolated {
 		ws = sb.WorkspaceIsolated
 	}
-	return &sb.SandboxInfo{Enabled: true, Workspace: dir, WorkspaceMode: ws, Network: p.Network, Limits: mode,
+	return &sb.SandboxInfo{Enabled: true, User: user, Workspace: dir, WorkspaceMode: ws, Network: p.Network, Limits: mode,
 		Unenforced: append([]string(nil), unenforced...)}
 }
 

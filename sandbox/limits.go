@@ -63,7 +63,7 @@ type limits struct {
 // process has one to give.
 func (rt *Runtime) limitsFor(p Profile) limits {
 	l := limits{memoryBytes: p.MemoryMB << 20, cpuSeconds: p.CPUSeconds}
-	if c := rt.Credential; c != nil && int(c.Uid) != os.Getuid() && !hasCapability(capSysResource) {
+	if c, _, _ := rt.user(); c != nil && int(c.Uid) != os.Getuid() && !hasCapability(capSysResource) {
 		l.inside = true
 	}
 	if parent := rt.cgroupParent(); parent != "" && (p.MemoryMB > 0 || p.Pids > 0) {
@@ -80,10 +80,28 @@ func (rt *Runtime) limitsFor(p Profile) limits {
 	default:
 		l.mode = LimitsNone
 	}
-	if p.Pids > 0 {
-		l.unenforced = append(l.unenforced, "pids")
-	}
+	l.unenforced = unenforcedBy(l.mode, p)
 	return l
+}
+
+// unenforcedBy lists what of p's limits the mode does not bound (the
+// values of sb.SandboxInfo.Unenforced): without a cgroup, the number of
+// processes ("pids"), and of the memory limit, shared memory
+// ("shared_memory": MAP_SHARED mappings and memfd_create files, which
+// RLIMIT_DATA does not count) and the sum over the sandbox's processes
+// ("memory_total": RLIMIT_DATA bounds each process on its own).
+func unenforcedBy(mode string, p Profile) []string {
+	if mode == LimitsCgroup {
+		return nil
+	}
+	var u []string
+	if p.MemoryMB > 0 {
+		u = append(u, "memory_total", "shared_memory")
+	}
+	if p.Pids > 0 {
+		u = append(u, "pids")
+	}
+	return u
 }
 
 // wrapper returns what runs before the server in the sandbox: a shell

@@ -95,14 +95,35 @@ func (rt *Runtime) try(ctx context.Context) (string, *UnavailableError) {
 				"(Debian, Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap; Arch: pacman -S bubblewrap; "+
 				"Alpine: apk add bubblewrap), %s", name, optOut)}
 	}
+	cred, _, err := rt.user()
+	if err != nil {
+		return "", &UnavailableError{Err: err, Reason: err.Error()}
+	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	// The namespaces and capabilities of a real sandbox, around the
+	// The namespaces, capabilities and user of a real sandbox, around the
 	// cheapest command there is.
-	cmd := exec.CommandContext(ctx, bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--", "true")
+	args := []string{"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+		"--die-with-parent", "--cap-drop", "ALL"}
+	run := []string{"true"}
+	attr := &syscall.SysProcAttr{Setsid: true}
+	if dropsPrivileges(cred) {
+		if _, err := os.Stat(setpriv); err != nil {
+			return "", &UnavailableError{Err: err, Reason: fmt.Sprintf(
+				"%s is missing: a Switchboard running as root needs it to run sandboxed servers as %s, never as root: "+
+					"install util-linux (Debian, Ubuntu: apt-get install util-linux), %s", setpriv, DefaultUser, optOut)}
+		}
+		args = append(args, "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP")
+		run = []string{setpriv, fmt.Sprintf("--reuid=%d", cred.Uid), fmt.Sprintf("--regid=%d", cred.Gid), "--clear-groups",
+			"--inh-caps=-all", "--bounding-set=-all", "--", "true"}
+	} else {
+		args = append(args, "--unshare-user", "--disable-userns")
+		attr.Credential = cred
+	}
+	args = append(append(args, "--ro-bind", "/", "/", "--"), run...)
+	cmd := exec.CommandContext(ctx, bwrap, args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: rt.Credential}
+	cmd.SysProcAttr = attr
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = time.Second
@@ -118,7 +139,7 @@ func (rt *Runtime) try(ctx context.Context) (string, *UnavailableError) {
 		said = "it did not finish within " + probeTimeout.String()
 	}
 	return "", &UnavailableError{Err: err, Reason: fmt.Sprintf("bubblewrap cannot create a sandbox here (%s): %s; %s",
-		said, namespaceHint(readSysctl, os.Geteuid() == 0 && rt.Credential == nil), optOut)}
+		said, namespaceHint(readSysctl, dropsPrivileges(cred)), optOut)}
 }
 
 // namespaceHint names the setting that most likely keeps bubblewrap from

@@ -107,40 +107,62 @@ func TestProfilesShareAWorkspaceOnlyWhenTheyLookTheSame(t *testing.T) {
 }
 
 func TestArgvShowsOnlyWhatTheProfileNames(t *testing.T) {
-	p, _ := Resolve(&sb.SandboxConfig{Network: new(false), Mounts: []sb.Mount{
-		{Host: "/srv/data", Mode: sb.MountReadWrite}, {Host: "/home/me/.config/app", Path: "/config"}}}, false)
-	a := argv(p, Command{Path: "/home/me/bin/server", Args: []string{"--flag", "x y"}, Dir: "/srv/data/project"}, "/state/ws", 1<<20, nil)
-	line := strings.Join(a, " ")
-	for _, want := range []string{
-		"--unshare-all --die-with-parent --cap-drop ALL",
-		"--ro-bind /usr /usr",
-		"--ro-bind-try /etc/resolv.conf /etc/resolv.conf",
-		"--proc /proc --dev /dev --size 1048576 --tmpfs /tmp --bind /state/ws /workspace",
-		"--ro-bind /home/me/.config/app /config",
-		"--ro-bind /home/me/bin/server /home/me/bin/server", // the command, outside every mount
-		"--bind /srv/data /srv/data",
-		"--remount-ro / --chdir /srv/data/project --info-fd 3 --block-fd 4 -- /home/me/bin/server --flag x y",
+	sandboxUser := &syscall.Credential{Uid: 999, Gid: 998}
+	for _, tc := range []struct {
+		name string
+		drop *syscall.Credential
+		want []string // beyond what both have
+	}{
+		{"as a user", nil, []string{
+			"--unshare-ipc --unshare-pid --unshare-uts --unshare-cgroup-try --unshare-net --unshare-user --disable-userns --die-with-parent --cap-drop ALL --ro-bind /usr /usr",
+			"--remount-ro / --chdir /srv/data/project --info-fd 3 --block-fd 4 -- /home/me/bin/server --flag x y",
+		}},
+		{"as root", sandboxUser, []string{
+			// No user namespace: a seccomp filter keeps the server from
+			// making one, and setpriv runs it as the sandbox user.
+			"--unshare-ipc --unshare-pid --unshare-uts --unshare-cgroup-try --unshare-net --die-with-parent --cap-drop ALL " +
+				"--cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP --seccomp 5 --ro-bind /usr /usr",
+			// The parents of a mount point are the sandbox's own, open to its user.
+			"--perms 0755 --dir /home --perms 0755 --dir /home/me --perms 0755 --dir /home/me/bin --ro-bind /home/me/bin/server /home/me/bin/server",
+			"--perms 0755 --dir /srv --bind /srv/data /srv/data",
+			"--remount-ro / --chdir /srv/data/project --info-fd 3 --block-fd 4 -- " +
+				"/usr/bin/setpriv --reuid=999 --regid=998 --clear-groups --inh-caps=-all --bounding-set=-all -- /home/me/bin/server --flag x y",
+		}},
 	} {
-		if !strings.Contains(line, want) {
-			t.Errorf("argv lacks %q:\n%s", want, line)
-		}
-	}
-	for _, never := range []string{"--share-net", "/home/me ", "/root", "/etc/shadow", "/etc/npmrc", "--bind /home"} {
-		if strings.Contains(line+" ", never) {
-			t.Errorf("argv has %q:\n%s", never, line)
-		}
-	}
-	// The working directory is inside a mount, so it is not bound again.
-	if strings.Count(line, "/srv/data/project") != 1 {
-		t.Errorf("the working directory, inside a mount, is bound again:\n%s", line)
-	}
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := Resolve(&sb.SandboxConfig{Network: new(false), Mounts: []sb.Mount{
+				{Host: "/srv/data", Mode: sb.MountReadWrite}, {Host: "/home/me/.config/app", Path: "/config"}}}, false)
+			a := argv(p, Command{Path: "/home/me/bin/server", Args: []string{"--flag", "x y"}, Dir: "/srv/data/project"}, "/state/ws", 1<<20, nil, tc.drop)
+			line := strings.Join(a, " ")
+			for _, want := range append([]string{
+				"--ro-bind-try /etc/resolv.conf /etc/resolv.conf",
+				"--proc /proc --dev /dev --size 1048576 --perms 1777 --tmpfs /tmp --size 1048576 --perms 1777 --tmpfs /dev/shm --bind /state/ws /workspace",
+				"--ro-bind /home/me/.config/app /config",
+				"--ro-bind /home/me/bin/server /home/me/bin/server", // the command, outside every mount
+				"--bind /srv/data /srv/data",
+			}, tc.want...) {
+				if !strings.Contains(line, want) {
+					t.Errorf("argv lacks %q:\n%s", want, line)
+				}
+			}
+			for _, never := range []string{"--share-net", "--unshare-all", "/home/me /home/me ", "/root", "/etc/shadow", "/etc/npmrc", "--bind /home", "--dir /tmp"} {
+				if strings.Contains(line+" ", never) {
+					t.Errorf("argv has %q:\n%s", never, line)
+				}
+			}
+			// The working directory is inside a mount, so it is not bound again.
+			if strings.Count(line, "/srv/data/project") != 1 {
+				t.Errorf("the working directory, inside a mount, is bound again:\n%s", line)
+			}
 
-	on, _ := Resolve(&sb.SandboxConfig{}, false)
-	a = argv(on, Command{Path: "/usr/bin/npx", Args: []string{"-y", "pkg"}}, "/ws", 0, []string{"/bin/sh", "-c", "x", "sh"})
-	line = strings.Join(a, " ")
-	if !strings.Contains(line, "--share-net") || strings.Contains(line, "--ro-bind /usr/bin/npx") || strings.Contains(line, "--size") ||
-		!strings.HasSuffix(line, "--chdir /workspace --info-fd 3 --block-fd 4 -- /bin/sh -c x sh /usr/bin/npx -y pkg") {
-		t.Errorf("argv of the default profile for a system command:\n%s", line)
+			on, _ := Resolve(&sb.SandboxConfig{}, false)
+			a = argv(on, Command{Path: "/usr/bin/npx", Args: []string{"-y", "pkg"}}, "/ws", 0, []string{"/bin/sh", "-c", "x", "sh"}, tc.drop)
+			line = strings.Join(a, " ")
+			if strings.Contains(line, "--unshare-net") || strings.Contains(line, "--ro-bind /usr/bin/npx") || strings.Contains(line, "--size") ||
+				!strings.HasSuffix(line, "-- /bin/sh -c x sh /usr/bin/npx -y pkg") {
+				t.Errorf("argv of the default profile for a system command:\n%s", line)
+			}
+		})
 	}
 }
 
@@ -306,8 +328,17 @@ func TestWorkspacesAreSharedByProfileAndIsolatedOnesVanish(t *testing.T) {
 	if a.dir != b.dir || a.isolated {
 		t.Errorf("two servers of one profile got %s and %s", a.dir, b.dir)
 	}
-	if fi, err := os.Stat(a.dir); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("shared workspace %v, %v; want a directory of mode 0700", fi, err)
+	// As root, the sandbox user owns it and a root bwrap without
+	// capabilities needs to enter it; no one else reaches it.
+	want := os.FileMode(0o700)
+	if os.Geteuid() == 0 {
+		want = 0o701
+	}
+	if fi, err := os.Stat(a.dir); err != nil || fi.Mode().Perm() != want {
+		t.Errorf("shared workspace %v, %v; want a directory of mode %o", fi, err, want)
+	}
+	if root, err := os.Stat(filepath.Dir(a.dir)); err != nil || root.Mode().Perm() != 0o700 {
+		t.Errorf("the workspaces' directory %v, %v; want mode 0700", root, err)
 	}
 	p.Isolated = true
 	i1, _ := rt.workspace(p)
@@ -368,6 +399,9 @@ func run(t *testing.T, rt *Runtime, p Profile, c Command, env []string) (string,
 	l.AwaitGone(time.Second)
 	if l.Alive() {
 		t.Error("a process of the sandbox outlived its init")
+	}
+	if err != nil {
+		t.Logf("stderr: %s", errOut.String())
 	}
 	return out.String(), err
 }

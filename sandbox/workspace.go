@@ -30,7 +30,9 @@ func (rt *Runtime) workspace(p Profile) (workspace, error) {
 		return workspace{}, fmt.Errorf("no directory for the sandbox workspaces (set XDG_STATE_HOME or HOME): %w", err)
 	}
 	root := filepath.Join(state, "workspaces")
-	if err := rt.mkdir(root); err != nil {
+	// Switchboard's, 0700: only the workspaces in it are the sandbox
+	// user's, so that no other user of the host reaches them.
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return workspace{}, fmt.Errorf("creating %s: %w", root, err)
 	}
 	if !p.Isolated {
@@ -41,7 +43,7 @@ func (rt *Runtime) workspace(p Profile) (workspace, error) {
 		return workspace{dir: dir}, nil
 	}
 	parent := filepath.Join(root, "isolated")
-	if err := rt.mkdir(parent); err != nil {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return workspace{}, fmt.Errorf("creating %s: %w", parent, err)
 	}
 	rt.sweepOnce.Do(func() { sweepIsolated(parent) })
@@ -75,12 +77,24 @@ func (rt *Runtime) mkdir(dir string) error {
 
 // own gives dir to the sandbox's user, when that is not Switchboard's.
 func (rt *Runtime) own(dir string) error {
-	c := rt.Credential
+	c, _, err := rt.user()
+	if err != nil {
+		return err
+	}
 	if c == nil {
 		return nil
 	}
 	if err := os.Chown(dir, int(c.Uid), int(c.Gid)); err != nil {
 		return fmt.Errorf("giving %s to uid %d: %w", dir, c.Uid, err)
+	}
+	if dropsPrivileges(c) {
+		// A root bwrap enters the workspace (--chdir) after dropping its
+		// capabilities, as a root that is not the owner: it needs the
+		// search bit. The directories above it are root's 0700, so no
+		// other user of the host gets that far.
+		if err := os.Chmod(dir, 0o701); err != nil {
+			return fmt.Errorf("opening %s to bubblewrap: %w", dir, err)
+		}
 	}
 	return nil
 }

@@ -121,6 +121,9 @@ func TestSandboxedServerCannotReadAHostPathThatIsNotMounted(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("PRIVATE KEY"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The user's own files, which the servers may read once mounted (as
+	// root, the servers run as the sandbox user, and the files are its).
+	sandboxtest.GiveToServers(t, rt, home)
 	s := startSandboxed(t, rt, sandboxed(t, nil))
 	if text, isErr := call(t, s, "read_file", map[string]any{"path": secret}); !isErr || strings.Contains(text, "PRIVATE") {
 		t.Fatalf("the sandboxed server read %s: %q", secret, text)
@@ -389,51 +392,77 @@ func TestSandboxSetupFailureIsPhaseSandboxCreate(t *testing.T) {
 	}
 }
 
-// Run as root, Switchboard can run its sandboxed servers as another user;
-// bubblewrap then needs unprivileged user namespaces, which this also
-// proves work here.
-func TestSandboxedServerRunsAsNobody(t *testing.T) {
+// A Switchboard running as root never runs a server as root (the
+// sandbox's uid 0 would be the host's for everything checked by uid, not
+// capability: /proc/sys, sysrq-trigger): by default it runs them as
+// sandbox.DefaultUser, or nobody where that user does not exist, else as
+// the user it is given. The server's workspace is that user's.
+func TestSandboxedServerOfARootSwitchboardIsNotRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("running a server as another user needs root")
+		t.Skip("the root case needs root")
 	}
 	nobody, err := user.Lookup("nobody")
 	if err != nil {
 		t.Skipf("no user nobody: %v", err)
 	}
-	uid, _ := strconv.Atoi(nobody.Uid)
-	gid, _ := strconv.Atoi(nobody.Gid)
-	// Everything nobody needs must be reachable by it: the state directory
-	// and the server's executable (the built test server lives in a
-	// directory only root can enter).
-	dir := t.TempDir()
-	os.Chmod(dir, 0o755)
-	os.Chmod(filepath.Dir(dir), 0o755) // testing's own directory for the test
-	bin := filepath.Join(dir, "testserver")
-	data, err := os.ReadFile(testserver.Binary(t))
-	if err != nil || os.WriteFile(bin, data, 0o755) != nil {
-		t.Fatal(err)
+	nobodyUID, _ := strconv.Atoi(nobody.Uid)
+	nobodyGID, _ := strconv.Atoi(nobody.Gid)
+	defaultUID := nobodyUID
+	if u, err := user.Lookup(sandbox.DefaultUser); err == nil {
+		defaultUID, _ = strconv.Atoi(u.Uid)
 	}
-	state := filepath.Join(dir, "state")
-	os.Mkdir(state, 0o755)
-	rt := &sandbox.Runtime{StateDir: state, Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-	if _, err := rt.Probe(context.Background()); err != nil {
-		t.Fatalf("bubblewrap as nobody: %v", err)
+	for _, tc := range []struct {
+		name string
+		cred *syscall.Credential
+		want int
+	}{
+		{"by default", nil, defaultUID},
+		{"as the user given", &syscall.Credential{Uid: uint32(nobodyUID), Gid: uint32(nobodyGID)}, nobodyUID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &sandbox.Runtime{StateDir: t.TempDir(), Credential: tc.cred}
+			if _, err := rt.Probe(context.Background()); err != nil {
+				t.Fatalf("bubblewrap: %v", err)
+			}
+			s := startSandboxed(t, rt, sandboxed(t, nil))
+			if got := hostUID(t, sandboxServer(t, s.Info().PID)); got != tc.want {
+				t.Errorf("the server runs as host uid %d, want %d", got, tc.want)
+			}
+			if text, isErr := call(t, s, "write_file", map[string]any{"path": sb.SandboxWorkspacePath + "/x", "text": "x"}); isErr {
+				t.Errorf("the server cannot write its workspace: %s", text)
+			}
+			if fi, err := os.Stat(filepath.Join(s.Info().Sandbox.Workspace, "x")); err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != tc.want {
+				t.Errorf("the file the server wrote: %v, %v; want it owned by uid %d", fi, err, tc.want)
+			}
+			if u := s.Info().Sandbox.User; !strings.HasPrefix(u, "uid "+strconv.Itoa(tc.want)) {
+				t.Errorf("the view says the server runs as %q, want uid %d", u, tc.want)
+			}
+		})
 	}
-	cfg := sandboxed(t, nil)
-	cfg.Command = bin
-	s := startSandboxed(t, rt, cfg)
-	status, isErr := call(t, s, "read_file", map[string]any{"path": "/proc/self/status"})
-	if isErr {
-		t.Fatal(status)
+}
+
+// sandboxServer returns the host pid of the server in the sandbox that
+// bwrap, pid, made: the first process below it that is not bwrap (bwrap
+// forks an init of its own, pid 1 of the sandbox, which runs the server).
+func sandboxServer(t *testing.T, pid int) int {
+	queue := []int{pid}
+	for range 16 {
+		if len(queue) == 0 {
+			break
+		}
+		p := queue[0]
+		queue = queue[1:]
+		if comm, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/comm"); p != pid && strings.TrimSpace(string(comm)) != "bwrap" {
+			return p
+		}
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/task/" + strconv.Itoa(p) + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			child, _ := strconv.Atoi(f)
+			queue = append(queue, child)
+		}
 	}
-	// Inside its user namespace nobody may appear under another number;
-	// what counts is the uid outside, which the host sees.
-	if got := hostUID(t, s.Info().PID); got != uid {
-		t.Errorf("the sandbox runs as uid %d, want nobody (%d)", got, uid)
-	}
-	if text, isErr := call(t, s, "write_file", map[string]any{"path": sb.SandboxWorkspacePath + "/x", "text": "x"}); isErr {
-		t.Errorf("nobody cannot write its workspace: %s", text)
-	}
+	t.Fatalf("no server below bwrap (pid %d)", pid)
+	return -1
 }
 
 // hostUID returns the real uid of pid as the host sees it.

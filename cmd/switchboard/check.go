@@ -19,6 +19,7 @@ func newCheckCommand() *cobra.Command {
 		sf             serverFlags
 		startupTimeout time.Duration
 		verbose        bool
+		sandboxUser    string
 	)
 	cmd := &cobra.Command{
 		Use:   "check (--command CMD [--arg A]... [--env K=V]... | --url URL [--header K:V]...)",
@@ -49,7 +50,11 @@ in PATH (--env PATH=..., else this shell's).`,
 				level = slog.LevelDebug
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			res, err := registry.TestSession(cmd.Context(), &cfg, &upstream.Options{Logger: log, SandboxDefault: true})
+			box, err := sandboxRuntime(sandboxUser, log)
+			if err != nil {
+				return err
+			}
+			res, err := registry.TestSession(cmd.Context(), &cfg, &upstream.Options{Logger: log, SandboxDefault: true, Sandbox: box})
 			if err != nil {
 				return err
 			}
@@ -78,5 +83,6 @@ in PATH (--env PATH=..., else this shell's).`,
 	sf.register(f, &cfg, "")
 	f.DurationVar(&startupTimeout, "startup-timeout", 0, "how long to wait for the connection (default 120s stdio, 30s remote)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every step of the session to stderr")
+	registerSandboxUser(f, &sandboxUser)
 	return cmd
 }

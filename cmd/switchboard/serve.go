@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/httpapi"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/sandbox"
 	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/web"
@@ -58,6 +59,7 @@ func newServeCommand() *cobra.Command {
 		upstreamNets       []string
 		logLevel           string
 		cpuProfile         string
+		sandboxUser        string
 		mcpFlags           endpointFlags
 		sessFlags          sessionFlags
 		replica            replicaFlags
@@ -148,9 +150,13 @@ server's max_total_timeout_ms says otherwise.`,
 			if replica.resyncInterval < 0 {
 				return fmt.Errorf("--resync-interval %s: must not be negative", replica.resyncInterval)
 			}
+			box, err := sandboxRuntime(sandboxUser, log)
+			if err != nil {
+				return err
+			}
 			gwOpts.Logger, gwOpts.Version = log, readBuildInfo().Version
 			return serve(cmd.Context(), log, serveConfig{listen: listen, dsn: dsn, auth: auth, allowedHosts: hosts,
-				allowedNetworks: nets, replica: replica, oauthKeyFile: oauthKeyFile}, gwOpts)
+				allowedNetworks: nets, replica: replica, oauthKeyFile: oauthKeyFile, sandbox: box}, gwOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -164,6 +170,7 @@ server's max_total_timeout_ms says otherwise.`,
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile (go tool pprof) of the whole run to this file when serve exits; for benchmarks")
 	registerUpstreamNetworks(f, &upstreamNets)
+	registerSandboxUser(f, &sandboxUser)
 	mcpFlags.register(f)
 	sessFlags.register(f)
 	f.StringVar(&replica.id, "replica-id", os.Getenv("SWITCHBOARD_REPLICA_ID"),
@@ -318,6 +325,7 @@ type serveConfig struct {
 	allowedNetworks []netip.Prefix // re-allowed upstream addresses
 	replica         replicaFlags
 	oauthKeyFile    string
+	sandbox         *sandbox.Runtime // nil: sandbox.System
 }
 
 func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway.Options) error {
@@ -333,7 +341,7 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	}
 	defer tokens.Close()
 
-	sessOpts := upstream.Options{AllowedNetworks: sc.allowedNetworks, SandboxDefault: true}
+	sessOpts := upstream.Options{AllowedNetworks: sc.allowedNetworks, SandboxDefault: true, Sandbox: sc.sandbox}
 	oauth, err := newOAuth(st, sc.oauthKeyFile, &sessOpts)
 	if err != nil {
 		// Only servers that require OAuth need it: they say so in their

@@ -22,6 +22,7 @@ func newStdioCommand() *cobra.Command {
 		toolset       string
 		oauthKeyFile  string
 		upstreamNets  []string
+		sandboxUser   string
 		mcpFlags      endpointFlags
 	)
 	cmd := &cobra.Command{
@@ -81,7 +82,11 @@ is read when stdio starts.`,
 				}
 				gwOpts.Toolsets = toolsets
 			}
-			sessOpts := upstream.Options{AllowedNetworks: nets, SandboxDefault: true}
+			box, err := sandboxRuntime(sandboxUser, log)
+			if err != nil {
+				return err
+			}
+			sessOpts := upstream.Options{AllowedNetworks: nets, SandboxDefault: true, Sandbox: box}
 			// The tokens "switchboard serve" keeps for OAuth servers serve here too.
 			if sessOpts.OAuth, err = newOAuth(st, oauthKeyFile, &sessOpts); err != nil {
 				log.Warn("OAuth tokens cannot be read: "+err.Error(), "error", err)
@@ -119,6 +124,7 @@ is read when stdio starts.`,
 	f.StringVar(&logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 	f.StringVar(&toolset, "toolset", "", "serve only this toolset's tools, prompts and resources")
 	registerUpstreamNetworks(f, &upstreamNets)
+	registerSandboxUser(f, &sandboxUser)
 	mcpFlags.register(f)
 	return cmd
 }

@@ -3,7 +3,9 @@ package sandboxtest
 
 import (
 	"context"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/sandbox"
@@ -23,4 +25,31 @@ func Runtime(t *testing.T) *sandbox.Runtime {
 		t.Skipf("bubblewrap does not work here: %v", err)
 	}
 	return rt
+}
+
+// GiveToServers makes the host paths, and everything below them, the
+// sandboxed servers' of rt, as a person running Switchboard as root must
+// for a mount whose files the servers read or write: a root Switchboard
+// runs them as an unprivileged user (sandbox.DefaultUser). Otherwise the
+// servers run as the test's own user, and nothing changes.
+func GiveToServers(t *testing.T, rt *sandbox.Runtime, paths ...string) {
+	t.Helper()
+	c, err := rt.User()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c == nil || int(c.Uid) == os.Getuid() {
+		return
+	}
+	for _, p := range paths {
+		err := filepath.WalkDir(p, func(path string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(path, int(c.Uid), int(c.Gid))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
