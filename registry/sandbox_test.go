@@ -198,6 +198,8 @@ func TestNPMServersWorkSandboxedThroughMCP(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "hello.txt"), []byte("hello from the host"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The servers write there (as root, they run as the sandbox user).
+	sandboxtest.GiveToServers(t, rt, data)
 	// The servers' code is a host directory like any other: mounted
 	// read-only, at its own path.
 	code := sb.Mount{Host: npm}

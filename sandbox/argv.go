@@ -119,6 +119,22 @@ func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string, dr
 		a = append(a, "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP",
 			"--seccomp", strconv.Itoa(seccompFD))
 	}
+	// A root bwrap makes the missing parents of a mount point with modes
+	// of its own choosing (0700, seen on bwrap 0.8), which the sandbox
+	// user could not enter. They are empty directories of the sandbox's:
+	// open them.
+	made := map[string]bool{"/tmp": true} // a tmpfs of its own, below
+	openParents := func(dest string, mounts []sb.Mount) {
+		if drop == nil {
+			return
+		}
+		for _, dir := range parents(dest) {
+			if !made[dir] && !Provides(dir) && !withinAny(dir, mounts) {
+				made[dir] = true
+				a = append(a, "--perms", "0755", "--dir", dir)
+			}
+		}
+	}
 	for _, d := range systemDirs {
 		fi, err := os.Lstat(d)
 		switch {
@@ -132,6 +148,7 @@ func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string, dr
 		}
 	}
 	for _, e := range etcPaths {
+		openParents(e, nil)
 		a = append(a, "--ro-bind-try", e, e)
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
@@ -155,20 +172,8 @@ func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string, dr
 		}
 	}
 	slices.SortStableFunc(mounts, func(x, y sb.Mount) int { return strings.Compare(x.Path, y.Path) })
-	made := map[string]bool{"/tmp": true} // a tmpfs of its own, above
 	for i, m := range mounts {
-		if drop != nil {
-			// A root bwrap makes the missing parents of a mount point with
-			// the modes of the host's (root's 0700 home, a test's 0700
-			// directory), which the sandbox user could not enter. They are
-			// empty directories of the sandbox's own: open them.
-			for _, dir := range parents(m.Path) {
-				if !made[dir] && !Provides(dir) && !withinAny(dir, mounts[:i]) {
-					made[dir] = true
-					a = append(a, "--perms", "0755", "--dir", dir)
-				}
-			}
-		}
+		openParents(m.Path, mounts[:i])
 		flag := "--ro-bind"
 		if m.Mode == sb.MountReadWrite {
 			flag = "--bind"
