@@ -474,11 +474,12 @@ func (r *Registry) removed(e *entry, name, msg string) {
 }
 
 // removeWorkspace removes the sandbox workspace of cfg's server, whose
-// processes are all gone (see sandbox.Runtime.RemoveWorkspace). A server
-// to which no sandbox config ever applied here has none, and is left
-// alone: its name's directory is not this registry's to touch.
+// processes are all gone (see sandbox.Runtime.RemoveWorkspace). Without
+// the default profile (an embedder's registry, most tests) a server whose
+// config has no sandbox never had one here, and its name's directory is
+// left alone: it is not this registry's to touch.
 func (r *Registry) removeWorkspace(cfg *sb.ServerConfig) {
-	if !cfg.IsStdio() || (cfg.Sandbox == nil && !r.opts.Session.SandboxDefault) {
+	if cfg.Sandbox == nil && !r.opts.Session.SandboxDefault {
 		return
 	}
 	rt := r.opts.Session.Sandbox
