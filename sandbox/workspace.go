@@ -161,9 +161,10 @@ func isProfileKey(name string) bool {
 
 // RemoveWorkspace removes the workspace of the server named server (its
 // own: sb.WorkspacePerServer), with everything in it; a server that has
-// none is no error. Call it once no process of the server runs, when the
-// server is deleted: its next process would find an empty one, and one
-// still running would go on writing into a directory that is gone.
+// none is no error. Call it when the server is deleted, once none of its
+// processes runs: one still running would go on writing into a directory
+// that is gone, and a server created again under the name would find the
+// old one's files.
 func (rt *Runtime) RemoveWorkspace(server string) error {
 	root, err := rt.workspaceRoot()
 	if err != nil {
