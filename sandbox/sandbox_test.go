@@ -438,9 +438,12 @@ func TestAServersFirstOwnWorkspaceNamesTheSharedOnesOfBefore(t *testing.T) {
 }
 
 // run launches c in a sandbox as the caller (upstream) does and returns
-// its stdout.
+// its stdout. A profile that names no server is the server "test"'s.
 func run(t *testing.T, rt *Runtime, p Profile, c Command, env []string) (string, error) {
 	t.Helper()
+	if p.Server == "" {
+		p.Server = "test"
+	}
 	l, err := rt.Prepare(context.Background(), p, c, env)
 	if err != nil {
 		t.Fatalf("Prepare: %v", err)
@@ -492,7 +495,6 @@ func TestLimitsAreOnBeforeTheServerRuns(t *testing.T) {
 func TestAProcessThatLeftTheGroupDiesWithTheSandbox(t *testing.T) {
 	rt := requireBwrap(t)
 	p, _ := Resolve(&sb.SandboxConfig{}, false)
-	p.Server = "leaver"
 	// The grandchild leaves the process group (setsid) and outlives the
 	// command; the sandbox's init takes it along.
 	out, err := run(t, rt, p, Command{Path: "/bin/sh", Args: []string{"-c", "setsid sleep 300 & echo started"}},
