@@ -95,8 +95,8 @@ type ServerConfig struct {
 // The default profile: the system directories (/usr, /bin, /lib*, /sbin
 // and the parts of /etc that programs need to run and to reach the
 // network) read-only; the user's home and the rest of the host hidden; a
-// writable workspace, which is also HOME and the working directory, at
-// [SandboxWorkspacePath]; a private /tmp; the host's network; memory
+// writable workspace of the server's own, which is also HOME and the
+// working directory, at [SandboxWorkspacePath]; a private /tmp; the host's network; memory
 // 2048 MB and 512 processes; no CPU-time limit.
 type SandboxConfig struct {
 	// Enabled: nil runs the server sandboxed where bubblewrap works on
@@ -121,8 +121,11 @@ type SandboxConfig struct {
 	// rate): 0 or -1 means none, the default, since a long-lived server
 	// accumulates CPU time for as long as it runs.
 	CPUSeconds int64 `json:"cpu_seconds,omitempty"`
-	// Workspace: "shared" (the default) keeps one workspace for every
-	// server with the same profile, so package-manager caches persist;
+	// Workspace: "per-server" (the default, also when empty) gives the
+	// server a workspace of its own, kept across its restarts and config
+	// changes and removed with it; "shared" keeps one workspace for every
+	// server with the same profile, which lets those servers run code in
+	// each other (a planted usercustomize.py, a poisoned npx cache);
 	// "isolated" gives each process a fresh one, removed when it stops.
 	Workspace SandboxWorkspace `json:"workspace,omitempty"`
 }
@@ -140,11 +143,17 @@ const (
 	MountReadWrite = "rw"
 )
 
-// SandboxWorkspace says whether servers share a workspace.
+// SandboxWorkspace says whose a sandbox's workspace is.
 type SandboxWorkspace string
 
 const (
-	// WorkspaceShared: one workspace per profile, kept across restarts.
+	// WorkspacePerServer: one workspace per server, named after it, kept
+	// across restarts and config changes, removed when the server is
+	// deleted. The default.
+	WorkspacePerServer SandboxWorkspace = "per-server"
+	// WorkspaceShared: one workspace per profile, kept across restarts
+	// and shared by every server whose sandbox looks the same (network,
+	// mounts, limits): each can write what the others run.
 	WorkspaceShared SandboxWorkspace = "shared"
 	// WorkspaceIsolated: a fresh workspace per process, removed after it.
 	// Test sessions always get one.
@@ -457,9 +466,9 @@ func (s *SandboxConfig) validate(bad func(field, format string, args ...any)) {
 	limit("sandbox.pids", s.Pids, 1, maxSandboxPids)
 	limit("sandbox.cpu_seconds", s.CPUSeconds, 1, maxSandboxCPU)
 	switch s.Workspace {
-	case "", WorkspaceShared, WorkspaceIsolated:
+	case "", WorkspacePerServer, WorkspaceShared, WorkspaceIsolated:
 	default:
-		bad("sandbox.workspace", `must be "shared" (the default) or "isolated", not %q`, s.Workspace)
+		bad("sandbox.workspace", `must be "per-server" (the default), "shared" or "isolated", not %q`, s.Workspace)
 	}
 	if len(s.Mounts) > maxSandboxMounts {
 		bad("sandbox.mounts", "has more than %d entries", maxSandboxMounts)

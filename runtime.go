@@ -96,8 +96,9 @@ type SandboxInfo struct {
 	// unprivileged user.
 	User string `json:"user,omitempty"`
 	// Workspace is the host directory of the workspace (HOME in the
-	// sandbox), once a process has one; WorkspaceMode is "shared" or
-	// "isolated".
+	// sandbox): the server's own, the profile's shared one, or, once a
+	// process has one, an isolated one. WorkspaceMode is "per-server",
+	// "shared" or "isolated" (see SandboxConfig.Workspace).
 	Workspace     string           `json:"workspace,omitempty"`
 	WorkspaceMode SandboxWorkspace `json:"workspace_mode,omitempty"`
 	Network       bool             `json:"network"`

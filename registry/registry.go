@@ -456,16 +456,39 @@ func (r *Registry) Delete(ctx context.Context, name string, version int64) error
 }
 
 // removed forgets the entry e of a server deleted from the store, stops
-// everything it ran and says so. e.mu is held.
+// everything it ran, removes its sandbox workspace and says so. e.mu is
+// held.
 func (r *Registry) removed(e *entry, name, msg string) {
-	r.mu.Lock()
-	delete(r.servers, name)
-	r.mu.Unlock()
 	e.gone = true
 	r.stopSession(e)
 	r.stopClients(e)
+	r.removeWorkspace(&e.stored.Config)
+	// The name is freed last: a server created again under it must
+	// neither find the old one's workspace nor lose its own to this
+	// removal.
+	r.mu.Lock()
+	delete(r.servers, name)
+	r.mu.Unlock()
 	r.log.Info(msg, "server", name)
 	r.subs.publish(sb.Event{Server: name, Reason: sb.ReasonDeleted, Status: sb.StatusDisabled, At: time.Now()})
+}
+
+// removeWorkspace removes the sandbox workspace of cfg's server, whose
+// processes are all gone (see sandbox.Runtime.RemoveWorkspace). Without
+// the default profile (an embedder's registry, most tests) a server whose
+// config has no sandbox never had one here, and its name's directory is
+// left alone: it is not this registry's to touch.
+func (r *Registry) removeWorkspace(cfg *sb.ServerConfig) {
+	if cfg.Sandbox == nil && !r.opts.Session.SandboxDefault {
+		return
+	}
+	rt := r.opts.Session.Sandbox
+	if rt == nil {
+		rt = sandbox.System
+	}
+	if err := rt.RemoveWorkspace(cfg.Name); err != nil {
+		r.log.Warn("removing the deleted server's sandbox workspace", "server", cfg.Name, "error", err)
+	}
 }
 
 // Restart reconnects a server with a fresh retry budget, and its per-client

@@ -103,8 +103,8 @@ func TestTestSessionRunsInAFreshIsolatedWorkspaceAndLeavesNothing(t *testing.T) 
 	rt := sandboxRuntime(t)
 	reg := sandboxRegistry(t, rt, probeServer(t, "live"))
 	live := waitConnected(t, reg, "live").Runtime.Sandbox
-	if live == nil || !live.Enabled || live.WorkspaceMode != sb.WorkspaceShared {
-		t.Fatalf("the live server's sandbox %+v; want the default profile in a shared workspace", live)
+	if live == nil || !live.Enabled || live.WorkspaceMode != sb.WorkspacePerServer {
+		t.Fatalf("the live server's sandbox %+v; want the default profile in a workspace of its own", live)
 	}
 	writeInWorkspace(t, reg, "live", "cache")
 	before := listDir(t, live.Workspace)
@@ -126,7 +126,7 @@ func TestTestSessionRunsInAFreshIsolatedWorkspaceAndLeavesNothing(t *testing.T) 
 		t.Errorf("isolated workspaces left behind: %v", left)
 	}
 	if after := listDir(t, live.Workspace); !slices.Equal(before, after) {
-		t.Errorf("the shared workspace changed from %v to %v", before, after)
+		t.Errorf("the live server's workspace changed from %v to %v", before, after)
 	}
 	// A draft that is not stored is tested the same way.
 	draft := probeServer(t, "draft", "-tools", "2")
@@ -136,7 +136,7 @@ func TestTestSessionRunsInAFreshIsolatedWorkspaceAndLeavesNothing(t *testing.T) 
 	}
 }
 
-func TestAFailingTestSessionDoesNotDisturbTheLiveServerSharingItsProfile(t *testing.T) {
+func TestAFailingTestSessionDoesNotDisturbTheLiveServer(t *testing.T) {
 	rt := sandboxRuntime(t)
 	reg := sandboxRegistry(t, rt, probeServer(t, "live"))
 	v := waitConnected(t, reg, "live")
@@ -156,7 +156,7 @@ func TestAFailingTestSessionDoesNotDisturbTheLiveServerSharingItsProfile(t *test
 			v.Runtime.PID, after.Runtime.PID, after.Runtime.Reconnects, after.Runtime.Error)
 	}
 	if got := listDir(t, v.Runtime.Sandbox.Workspace); !slices.Equal(got, []string{"cache"}) {
-		t.Errorf("the shared workspace holds %v, want just the live server's file", got)
+		t.Errorf("the live server's workspace holds %v, want just its own file", got)
 	}
 	s, _ := reg.Session("live")
 	if _, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "still here"}, sb.InvokeOptions{}); err != nil {

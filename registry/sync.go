@@ -353,6 +353,13 @@ func (r *Registry) syncEntry(ctx context.Context, e *entry, name string, version
 		return true, nil
 	}
 	prev := e.stored.Config
+	if !e.stored.CreatedAt.Equal(st.CreatedAt) {
+		// Deleted and created again elsewhere: another server under the
+		// same name, which must not inherit the old one's workspace.
+		r.stopSession(e)
+		r.stopClients(e)
+		r.removeWorkspace(&prev)
+	}
 	e.stored = st
 	r.apply(e, &prev, &st.Config)
 	r.log.Info("server changed by another replica", "server", name, "version", st.Version)

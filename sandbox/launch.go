@@ -271,8 +271,8 @@ func inNamespace(ns string) bool {
 }
 
 // Cleanup removes what the launch created: an isolated workspace, the
-// cgroup, the fds. A shared workspace stays, for the next server of the
-// profile.
+// cgroup, the fds. A server's own workspace stays, for its next process,
+// and so does a shared one, for the next server of the profile.
 func (l *Launch) Cleanup() {
 	for _, f := range []*os.File{l.infoR, l.infoW, l.blockR, l.blockW, l.seccompR} {
 		if f != nil {
@@ -289,15 +289,18 @@ func (l *Launch) Info() *sb.SandboxInfo {
 	return info(l.p, l.ws.dir, l.user, l.lim.mode, l.lim.unenforced)
 }
 
+// Legacy returns the directory of the profiles' shared workspaces if this
+// launch created the server's own workspace (its first start since
+// servers got their own) and shared ones are kept there: what the server
+// wrote before (server-memory's file, a cache) is in one of them, named
+// by the profile the server had then. It returns "" otherwise.
+func (l *Launch) Legacy() string { return l.ws.legacy }
+
 // Plan describes the sandbox a launch of p would get here, without
-// creating anything (for the view of a server that is not running).
+// creating anything (for the view of a server that is not running): the
+// workspace is the directory Prepare would use.
 func (rt *Runtime) Plan(p Profile) *sb.SandboxInfo {
-	dir := ""
-	if !p.Isolated {
-		if state, err := rt.stateDir(); err == nil {
-			dir = filepath.Join(state, "workspaces", p.key())
-		}
-	}
+	dir, _ := rt.workspaceDir(p) // "" for an isolated one, not made yet
 	mode := LimitsNone
 	switch {
 	case rt.cgroupParent() != "" && (p.MemoryMB > 0 || p.Pids > 0):
@@ -310,11 +313,7 @@ func (rt *Runtime) Plan(p Profile) *sb.SandboxInfo {
 }
 
 func info(p Profile, dir, user, mode string, unenforced []string) *sb.SandboxInfo {
-	ws := sb.WorkspaceShared
-	if p.Isolated {
-		ws = sb.WorkspaceIsolated
-	}
-	return &sb.SandboxInfo{Enabled: true, User: user, Workspace: dir, WorkspaceMode: ws, Network: p.Network, Limits: mode,
+	return &sb.SandboxInfo{Enabled: true, User: user, Workspace: dir, WorkspaceMode: p.Workspace, Network: p.Network, Limits: mode,
 		Unenforced: append([]string(nil), unenforced...)}
 }
 

@@ -34,7 +34,13 @@ type Profile struct {
 	MemoryMB   int64 // 0: no limit
 	Pids       int64 // 0: no limit
 	CPUSeconds int64 // 0: no limit
-	Isolated   bool
+	// Workspace is whose the workspace is: sb.WorkspacePerServer (the
+	// default), sb.WorkspaceShared or sb.WorkspaceIsolated; never empty.
+	Workspace sb.SandboxWorkspace
+	// Server is the name of the server (sb.IsName), which names its
+	// workspace under sb.WorkspacePerServer. Resolve leaves it empty: the
+	// caller, which knows the server, sets it.
+	Server string
 }
 
 // Resolve returns the profile of a server whose config has the sandbox
@@ -66,7 +72,10 @@ func Resolve(c *sb.SandboxConfig, applyDefault bool) (Profile, bool) {
 		MemoryMB:   limit(c.MemoryMB, DefaultMemoryMB),
 		Pids:       limit(c.Pids, DefaultPids),
 		CPUSeconds: limit(c.CPUSeconds, 0),
-		Isolated:   c.Workspace == sb.WorkspaceIsolated,
+		Workspace:  c.Workspace,
+	}
+	if p.Workspace == "" {
+		p.Workspace = sb.WorkspacePerServer
 	}
 	for _, m := range c.Mounts {
 		if m.Path == "" {
@@ -84,7 +93,7 @@ func Resolve(c *sb.SandboxConfig, applyDefault bool) (Profile, bool) {
 // ForTest returns the sandbox config of a test session of a server whose
 // config has the sandbox config c: the same profile in a fresh isolated
 // workspace, so that a test never touches, and never leaves anything in,
-// the workspace the live server shares. It is nil when the server runs
+// the workspace of the live server. It is nil when the server runs
 // unsandboxed.
 func ForTest(c *sb.SandboxConfig, applyDefault bool) *sb.SandboxConfig {
 	if _, ok := Resolve(c, applyDefault); !ok {
@@ -98,10 +107,12 @@ func ForTest(c *sb.SandboxConfig, applyDefault bool) *sb.SandboxConfig {
 	return t
 }
 
-// key names the shared workspace of the profile: servers whose sandboxes
-// look the same share one, as LangBot's Box shares a container per
-// resource profile. Required and Isolated do not change what the sandbox
-// looks like and are left out.
+// key names the shared workspace of the profile (sb.WorkspaceShared):
+// servers whose sandboxes look the same share one, as LangBot's Box shares
+// a container per resource profile. Required, Workspace and Server do not
+// change what the sandbox looks like and are left out, so that the key is
+// the one every server's workspace had before each got its own: a config
+// that asks for "shared" finds what it left there.
 func (p Profile) key() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "v1 network=%t memory=%d pids=%d cpu=%d\n", p.Network, p.MemoryMB, p.Pids, p.CPUSeconds)

@@ -32,10 +32,11 @@ import (
 // the one used when nothing else is configured. It is safe for concurrent
 // use. Its fields must not change once it is in use.
 type Runtime struct {
-	// StateDir holds the workspaces: StateDir/workspaces/<profile> for the
-	// shared ones, StateDir/workspaces/isolated/* while isolated ones
-	// live. Empty means $XDG_STATE_HOME/switchboard, else
-	// ~/.local/state/switchboard.
+	// StateDir holds the workspaces (see workspace.go):
+	// StateDir/workspaces/servers/<name> for each server's own,
+	// StateDir/workspaces/<profile> for the shared ones,
+	// StateDir/workspaces/isolated/* while isolated ones live. Empty
+	// means $XDG_STATE_HOME/switchboard, else ~/.local/state/switchboard.
 	StateDir string
 	// Bwrap is the bubblewrap executable. Empty means "bwrap", looked up
 	// on Switchboard's own PATH at every probe, so that installing it

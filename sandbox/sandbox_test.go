@@ -47,17 +47,19 @@ func TestResolveAppliesTheDefaultProfile(t *testing.T) {
 	}{
 		{"no config, no default: as before", nil, false, Profile{}, false},
 		{"no config, default applied", nil, true,
-			Profile{Network: true, MemoryMB: DefaultMemoryMB, Pids: DefaultPids}, true},
+			Profile{Network: true, MemoryMB: DefaultMemoryMB, Pids: DefaultPids, Workspace: sb.WorkspacePerServer}, true},
 		{"empty config is the default profile", &sb.SandboxConfig{}, false,
-			Profile{Network: true, MemoryMB: DefaultMemoryMB, Pids: DefaultPids}, true},
+			Profile{Network: true, MemoryMB: DefaultMemoryMB, Pids: DefaultPids, Workspace: sb.WorkspacePerServer}, true},
+		{"a workspace shared by profile only when asked for", &sb.SandboxConfig{Workspace: sb.WorkspaceShared}, false,
+			Profile{Network: true, MemoryMB: DefaultMemoryMB, Pids: DefaultPids, Workspace: sb.WorkspaceShared}, true},
 		{"opted out", &sb.SandboxConfig{Enabled: new(false), Network: new(false)}, true, Profile{}, false},
 		{"required, no limits, no network, isolated",
 			&sb.SandboxConfig{Enabled: new(true), Network: new(false), MemoryMB: -1, Pids: -1, CPUSeconds: -1, Workspace: sb.WorkspaceIsolated}, false,
-			Profile{Required: true, Isolated: true}, true},
+			Profile{Required: true, Workspace: sb.WorkspaceIsolated}, true},
 		{"mounts get their path and mode, parents first",
 			&sb.SandboxConfig{Mounts: []sb.Mount{{Host: "/srv/b", Path: "/data/sub", Mode: sb.MountReadWrite}, {Host: "/srv/a", Path: "/data"}, {Host: "/opt/x"}},
 				MemoryMB: 64, CPUSeconds: 10}, false,
-			Profile{Network: true, MemoryMB: 64, Pids: DefaultPids, CPUSeconds: 10, Mounts: []sb.Mount{
+			Profile{Network: true, MemoryMB: 64, Pids: DefaultPids, CPUSeconds: 10, Workspace: sb.WorkspacePerServer, Mounts: []sb.Mount{
 				{Host: "/srv/a", Path: "/data", Mode: sb.MountReadOnly},
 				{Host: "/srv/b", Path: "/data/sub", Mode: sb.MountReadWrite},
 				{Host: "/opt/x", Path: "/opt/x", Mode: sb.MountReadOnly}}}, true},
@@ -79,7 +81,7 @@ func TestTestSessionsGetAFreshIsolatedWorkspaceOfTheSameProfile(t *testing.T) {
 	}
 	lp, _ := Resolve(live, false)
 	tp, ok := Resolve(test, false)
-	if !ok || !tp.Isolated || tp.key() != lp.key() || tp.Network || len(tp.Mounts) != 1 {
+	if !ok || tp.Workspace != sb.WorkspaceIsolated || tp.key() != lp.key() || tp.Network || len(tp.Mounts) != 1 {
 		t.Errorf("test profile %+v; want the live profile %+v, isolated", tp, lp)
 	}
 	if tp := ForTest(nil, true); tp == nil || tp.Workspace != sb.WorkspaceIsolated {
@@ -95,11 +97,12 @@ func TestTestSessionsGetAFreshIsolatedWorkspaceOfTheSameProfile(t *testing.T) {
 
 func TestProfilesShareAWorkspaceOnlyWhenTheyLookTheSame(t *testing.T) {
 	a, _ := Resolve(&sb.SandboxConfig{}, false)
-	b, _ := Resolve(&sb.SandboxConfig{Enabled: new(true), Workspace: sb.WorkspaceIsolated}, false)
+	b, _ := Resolve(&sb.SandboxConfig{Enabled: new(true), Workspace: sb.WorkspaceShared}, false)
+	b.Server = "other"
 	c, _ := Resolve(&sb.SandboxConfig{Network: new(false)}, false)
 	d, _ := Resolve(&sb.SandboxConfig{Mounts: []sb.Mount{{Host: "/srv"}}}, false)
 	if a.key() != b.key() {
-		t.Error("required or isolated changed the profile's workspace key")
+		t.Error("required, the workspace mode or the server changed the profile's workspace key")
 	}
 	if a.key() == c.key() || a.key() == d.key() || c.key() == d.key() {
 		t.Error("different sandboxes share a workspace")
@@ -317,30 +320,96 @@ func TestCgroupIsUsedOnlyWhereItIsDelegated(t *testing.T) {
 	}
 }
 
-func TestWorkspacesAreSharedByProfileAndIsolatedOnesVanish(t *testing.T) {
+func TestEachServerHasAWorkspaceOfItsOwnWhateverItsProfile(t *testing.T) {
 	rt := &Runtime{StateDir: t.TempDir()}
 	p, _ := Resolve(&sb.SandboxConfig{}, false)
+	a, b := p, p
+	a.Server, b.Server = "alpha", "beta"
+	wa, err := rt.workspace(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, _ := rt.workspace(b)
+	if wa.dir == wb.dir || wa.isolated || filepath.Base(wa.dir) != "alpha" {
+		t.Fatalf("two servers of one profile got %s and %s; want one each, named after the server", wa.dir, wb.dir)
+	}
+	if fi, err := os.Stat(wa.dir); err != nil || fi.Mode().Perm() != workspaceMode() {
+		t.Errorf("server workspace %v, %v; want a directory of mode %o", fi, err, workspaceMode())
+	}
+	// Another profile of the same server (a mount, a limit changed) keeps
+	// the workspace, and the view names it before the server runs.
+	changed, _ := Resolve(&sb.SandboxConfig{Network: new(false), MemoryMB: 64, Mounts: []sb.Mount{{Host: "/srv"}}}, false)
+	changed.Server = "alpha"
+	if again, _ := rt.workspace(changed); again.dir != wa.dir {
+		t.Errorf("a changed profile moved the server from %s to %s", wa.dir, again.dir)
+	}
+	if plan := rt.Plan(changed); plan.Workspace != wa.dir || plan.WorkspaceMode != sb.WorkspacePerServer {
+		t.Errorf("Plan = %+v; want the workspace %s, mode per-server", plan, wa.dir)
+	}
+	// A name that is not a server's never becomes a path.
+	for _, bad := range []string{"", "..", "a/b", "../alpha", "Alpha"} {
+		p.Server = bad
+		if ws, err := rt.workspace(p); err == nil {
+			t.Errorf("server %q got the workspace %s", bad, ws.dir)
+		}
+		if err := rt.RemoveWorkspace(bad); err == nil {
+			t.Errorf("RemoveWorkspace(%q) succeeded", bad)
+		}
+	}
+
+	// Removing one server's workspace takes what a server may leave (a
+	// read-only directory) and nothing of the other's.
+	locked := filepath.Join(wa.dir, ".npm", "locked")
+	os.MkdirAll(locked, 0o700)
+	os.WriteFile(filepath.Join(locked, "f"), nil, 0o400)
+	os.Chmod(locked, 0o500)
+	if err := rt.RemoveWorkspace("alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(wa.dir); !os.IsNotExist(err) {
+		t.Errorf("the removed workspace is still there: %v", err)
+	}
+	if _, err := os.Stat(wb.dir); err != nil {
+		t.Errorf("another server's workspace went too: %v", err)
+	}
+	if err := rt.RemoveWorkspace("alpha"); err != nil {
+		t.Errorf("removing a workspace that is gone: %v", err)
+	}
+}
+
+// workspaceMode is the mode of a workspace: as root, the sandbox user
+// owns it and a root bwrap without capabilities must enter it (no one
+// else reaches it: the directory above is Switchboard's, 0700).
+func workspaceMode() os.FileMode {
+	if os.Geteuid() == 0 {
+		return 0o701
+	}
+	return 0o700
+}
+
+func TestSharedWorkspacesAreByProfileAndIsolatedOnesVanish(t *testing.T) {
+	rt := &Runtime{StateDir: t.TempDir()}
+	p, _ := Resolve(&sb.SandboxConfig{Workspace: sb.WorkspaceShared}, false)
+	p.Server = "one"
 	a, err := rt.workspace(p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Server = "two"
 	b, _ := rt.workspace(p)
-	if a.dir != b.dir || a.isolated {
-		t.Errorf("two servers of one profile got %s and %s", a.dir, b.dir)
+	if a.dir != b.dir || a.isolated || filepath.Base(a.dir) != p.key() {
+		t.Errorf("two servers sharing one profile got %s and %s", a.dir, b.dir)
 	}
-	// As root, the sandbox user owns it and a root bwrap without
-	// capabilities needs to enter it; no one else reaches it.
-	want := os.FileMode(0o700)
-	if os.Geteuid() == 0 {
-		want = 0o701
-	}
-	if fi, err := os.Stat(a.dir); err != nil || fi.Mode().Perm() != want {
-		t.Errorf("shared workspace %v, %v; want a directory of mode %o", fi, err, want)
+	if fi, err := os.Stat(a.dir); err != nil || fi.Mode().Perm() != workspaceMode() {
+		t.Errorf("shared workspace %v, %v; want a directory of mode %o", fi, err, workspaceMode())
 	}
 	if root, err := os.Stat(filepath.Dir(a.dir)); err != nil || root.Mode().Perm() != 0o700 {
 		t.Errorf("the workspaces' directory %v, %v; want mode 0700", root, err)
 	}
-	p.Isolated = true
+	if plan := rt.Plan(p); plan.Workspace != a.dir || plan.WorkspaceMode != sb.WorkspaceShared {
+		t.Errorf("Plan = %+v; want the shared workspace %s", plan, a.dir)
+	}
+	p.Workspace = sb.WorkspaceIsolated
 	i1, _ := rt.workspace(p)
 	i2, _ := rt.workspace(p)
 	if i1.dir == i2.dir || !i1.isolated {
@@ -374,10 +443,45 @@ func TestWorkspacesAreSharedByProfileAndIsolatedOnesVanish(t *testing.T) {
 	}
 }
 
+// An install from before per-server workspaces kept every server's files
+// in its profile's workspace: a server's first own workspace starts empty
+// and says where those are; its later starts say nothing.
+func TestAServersFirstOwnWorkspaceNamesTheSharedOnesOfBefore(t *testing.T) {
+	rt := &Runtime{StateDir: t.TempDir()}
+	p, _ := Resolve(&sb.SandboxConfig{}, false)
+	p.Server = "fresh"
+	if ws, _ := rt.workspace(p); ws.legacy != "" {
+		t.Errorf("with no shared workspace, legacy = %q", ws.legacy)
+	}
+	rt.RemoveWorkspace("fresh")
+	old := filepath.Join(rt.StateDir, "workspaces", p.key())
+	os.MkdirAll(filepath.Join(old, ".npm"), 0o700)
+	p.Server = "memory"
+	ws, err := rt.workspace(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.legacy != filepath.Dir(old) {
+		t.Errorf("legacy = %q, want %s", ws.legacy, filepath.Dir(old))
+	}
+	if entries, _ := os.ReadDir(ws.dir); len(entries) != 0 {
+		t.Errorf("the new workspace holds %v", entries)
+	}
+	if again, _ := rt.workspace(p); again.legacy != "" {
+		t.Errorf("a later start still says legacy %q", again.legacy)
+	}
+	if _, err := os.Stat(filepath.Join(old, ".npm")); err != nil {
+		t.Errorf("the old shared workspace was touched: %v", err)
+	}
+}
+
 // run launches c in a sandbox as the caller (upstream) does and returns
-// its stdout.
+// its stdout. A profile that names no server is the server "test"'s.
 func run(t *testing.T, rt *Runtime, p Profile, c Command, env []string) (string, error) {
 	t.Helper()
+	if p.Server == "" {
+		p.Server = "test"
+	}
 	l, err := rt.Prepare(context.Background(), p, c, env)
 	if err != nil {
 		t.Fatalf("Prepare: %v", err)

@@ -9,38 +9,112 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	sb "github.com/switchboard-mcp/switchboard"
 )
 
 // This file keeps the workspaces: the one writable directory of a
 // sandbox, which is also its HOME, so that npx and uvx find a cache there.
-// A shared workspace belongs to a profile and outlives its servers (the
-// second start of an npx server is fast); an isolated one belongs to one
-// process and is removed with it.
+// Under StateDir/workspaces:
+//
+//	servers/<name>/          a server's own (sb.WorkspacePerServer, the default)
+//	<profile>/               a profile's, shared by its servers (sb.WorkspaceShared)
+//	isolated/<pid>-<random>/ one process's (sb.WorkspaceIsolated)
+//
+// A server's own workspace outlives its processes and its config changes
+// (the second start of an npx server is fast, server-memory's file stays)
+// and goes when the server is deleted (RemoveWorkspace). It is keyed by the
+// name alone because whatever else the workspace were keyed by could
+// change under the server: a mount, a limit. Nothing writable is shared
+// between two servers unless their configs say "shared": HOME holds what
+// the next start executes (~/.local/lib/python3.X/site-packages/
+// usercustomize.py, ~/.npmrc, ~/.npm/_npx), so a workspace two servers
+// share lets each run code in the other with the other's secrets.
+//
+// A shared workspace belongs to a profile and outlives its servers. Before
+// servers had workspaces of their own, every server's workspace was its
+// profile's; those directories are left as they are (Launch.Legacy tells
+// where they are when a server first gets its own).
+
+// serversDir is the directory of the servers' own workspaces under
+// StateDir/workspaces. Profile keys are 16 hex digits and "isolated" is
+// not one, so no server name can meet another kind of workspace.
+const serversDir = "servers"
 
 // workspace is the workspace of one launch.
 type workspace struct {
 	dir      string // on the host
 	isolated bool
+	// legacy is the directory of the shared workspaces, when this launch
+	// created the server's own workspace and shared ones are kept there.
+	legacy string
+}
+
+// workspaceRoot returns StateDir/workspaces.
+func (rt *Runtime) workspaceRoot() (string, error) {
+	state, err := rt.stateDir()
+	if err != nil {
+		return "", fmt.Errorf("no directory for the sandbox workspaces (set XDG_STATE_HOME or HOME): %w", err)
+	}
+	return filepath.Join(state, "workspaces"), nil
+}
+
+// workspaceDir returns the host directory of p's workspace, without
+// creating it, for every mode but isolated (whose name is random).
+func (rt *Runtime) workspaceDir(p Profile) (string, error) {
+	root, err := rt.workspaceRoot()
+	if err != nil {
+		return "", err
+	}
+	switch p.Workspace {
+	case sb.WorkspaceShared:
+		return filepath.Join(root, p.key()), nil
+	case sb.WorkspacePerServer:
+		return serverDir(root, p.Server)
+	}
+	return "", fmt.Errorf("a workspace of mode %q has no fixed directory", p.Workspace)
+}
+
+// serverDir returns the directory of the server's own workspace under
+// root. The name becomes a path, so it must be a server name: nothing
+// that could climb out (.., /) or name another server's.
+func serverDir(root, server string) (string, error) {
+	if !sb.IsName(server) {
+		return "", fmt.Errorf("the workspace of a server needs a valid server name, not %q", server)
+	}
+	return filepath.Join(root, serversDir, server), nil
 }
 
 // workspace creates (or finds) the workspace a launch of p uses.
 func (rt *Runtime) workspace(p Profile) (workspace, error) {
-	state, err := rt.stateDir()
+	root, err := rt.workspaceRoot()
 	if err != nil {
-		return workspace{}, fmt.Errorf("no directory for the sandbox workspaces (set XDG_STATE_HOME or HOME): %w", err)
+		return workspace{}, err
 	}
-	root := filepath.Join(state, "workspaces")
 	// Switchboard's, 0700: only the workspaces in it are the sandbox
 	// user's, so that no other user of the host reaches them.
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return workspace{}, fmt.Errorf("creating %s: %w", root, err)
 	}
-	if !p.Isolated {
-		dir := filepath.Join(root, p.key())
+	if p.Workspace != sb.WorkspaceIsolated {
+		dir, err := rt.workspaceDir(p)
+		if err != nil {
+			return workspace{}, err
+		}
+		if p.Workspace == sb.WorkspacePerServer {
+			if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+				return workspace{}, fmt.Errorf("creating %s: %w", filepath.Dir(dir), err)
+			}
+		}
+		_, statErr := os.Lstat(dir)
 		if err := rt.mkdir(dir); err != nil {
 			return workspace{}, fmt.Errorf("creating the workspace %s: %w", dir, err)
 		}
-		return workspace{dir: dir}, nil
+		ws := workspace{dir: dir}
+		if p.Workspace == sb.WorkspacePerServer && errors.Is(statErr, fs.ErrNotExist) && hasShared(root) {
+			ws.legacy = root
+		}
+		return ws, nil
 	}
 	parent := filepath.Join(root, "isolated")
 	if err := os.MkdirAll(parent, 0o700); err != nil {
@@ -58,6 +132,58 @@ func (rt *Runtime) workspace(p Profile) (workspace, error) {
 		return workspace{}, err
 	}
 	return workspace{dir: dir, isolated: true}, nil
+}
+
+// hasShared reports whether root holds a profile's shared workspace.
+func hasShared(root string) bool {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.IsDir() && isProfileKey(e.Name()) {
+			return true
+		}
+	}
+	return false
+}
+
+// isProfileKey reports whether name is a key as Profile.key makes them.
+func isProfileKey(name string) bool {
+	if len(name) != 16 {
+		return false
+	}
+	for _, c := range name {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// RemoveWorkspace removes the workspace of the server named server (its
+// own: sb.WorkspacePerServer), with everything in it; a server that has
+// none is no error. Call it when the server is deleted, once none of its
+// processes runs: one still running would go on writing into a directory
+// that is gone, and a server created again under the name would find the
+// old one's files.
+func (rt *Runtime) RemoveWorkspace(server string) error {
+	root, err := rt.workspaceRoot()
+	if err != nil {
+		return err
+	}
+	dir, err := serverDir(root, server)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	removeAll(dir)
+	if _, err := os.Lstat(dir); err == nil {
+		return fmt.Errorf("the workspace %s could not be removed entirely", dir)
+	}
+	return nil
 }
 
 // mkdir creates dir, 0700 and owned by the sandbox's user, and its
@@ -99,7 +225,8 @@ func (rt *Runtime) own(dir string) error {
 	return nil
 }
 
-// remove deletes an isolated workspace; a shared one stays.
+// remove deletes an isolated workspace; a server's own and a shared one
+// stay.
 func (w workspace) remove() {
 	if w.isolated {
 		removeAll(w.dir)

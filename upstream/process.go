@@ -90,7 +90,7 @@ type process struct {
 // spawn starts the session's server: in a sandbox if its config asks for
 // one (or has none and SandboxDefault is set), else as before.
 func (s *Session) spawn(ctx context.Context) (*process, *failure) {
-	profile, ok := sandbox.Resolve(s.cfg.Sandbox, s.opts.SandboxDefault)
+	profile, ok := s.sandboxProfile()
 	if !ok {
 		return startProcess(s.cfg, s.logs)
 	}
@@ -108,7 +108,27 @@ func (s *Session) spawn(ctx context.Context) (*process, *failure) {
 			return p, f
 		}
 	}
-	return startSandboxed(ctx, s.cfg, s.logs, rt, profile)
+	p, f := startSandboxed(ctx, s.cfg, s.logs, rt, profile)
+	if p != nil && p.box != nil {
+		if old := p.box.Legacy(); old != "" {
+			// Before, a server's files were in its profile's workspace;
+			// they are not copied, since every server of the profile
+			// could write there and no one knows whose they are.
+			s.log.Warn("the server has a sandbox workspace of its own now, which starts empty; "+
+				"the workspaces servers shared by profile before are kept: copy what it needs from there",
+				"workspace", p.box.Info().Workspace, "shared_workspaces", old)
+		}
+	}
+	return p, f
+}
+
+// sandboxProfile resolves the session's sandbox profile (see
+// sandbox.Resolve), for this server: a workspace of its own is named after
+// it, and every session of the server (its per-client ones too) shares it.
+func (s *Session) sandboxProfile() (sandbox.Profile, bool) {
+	p, ok := sandbox.Resolve(s.cfg.Sandbox, s.opts.SandboxDefault)
+	p.Server = s.cfg.Name
+	return p, ok
 }
 
 func (s *Session) sandboxRuntime() *sandbox.Runtime {

@@ -108,8 +108,8 @@ func pssKB(pid int) int64 {
 
 // BenchmarkSandboxedNPXStart measures the first start of
 // `npx -y @modelcontextprotocol/server-memory` in a sandbox with an empty
-// shared workspace (npx downloads the package into the workspace's npm
-// cache), and the second start of the same profile, which finds it there.
+// workspace (npx downloads the package into the workspace's npm cache),
+// and the second start of the same server, which finds it there.
 func BenchmarkSandboxedNPXStart(b *testing.B) {
 	if os.Getenv("SWITCHBOARD_BENCH_NPX") == "" {
 		b.Skip("set SWITCHBOARD_BENCH_NPX=1 to download from the npm registry")

@@ -81,8 +81,8 @@ func TestSandboxedServerCannotWriteOutsideItsWorkspace(t *testing.T) {
 	outside := t.TempDir()
 	s := startSandboxed(t, rt, sandboxed(t, nil))
 	info := s.Info().Sandbox
-	if info == nil || !info.Enabled || info.WorkspaceMode != sb.WorkspaceShared || !strings.HasPrefix(info.Workspace, rt.StateDir) {
-		t.Fatalf("runtime sandbox view %+v; want enabled, a shared workspace under %s", info, rt.StateDir)
+	if info == nil || !info.Enabled || info.WorkspaceMode != sb.WorkspacePerServer || !strings.HasPrefix(info.Workspace, rt.StateDir) {
+		t.Fatalf("runtime sandbox view %+v; want enabled, a workspace of the server's own under %s", info, rt.StateDir)
 	}
 	for _, path := range []string{
 		filepath.Join(outside, "escaped"), // a host directory nobody mounted

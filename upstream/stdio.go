@@ -73,7 +73,7 @@ func (s *Session) dialStdio(ctx context.Context) (*link, *failure) {
 		case context.Cause(ctx) == errAttemptTimeout && s.installing():
 			return nil, fail(sb.PhaseDepInstall, sb.CodeTimeout, retryFast, err,
 				"%s (pid %d) was still installing the server when the %s startup timeout passed: a cold install can take minutes "+
-					"(raise startup_timeout_ms); a shared sandbox workspace keeps what was downloaded for the next attempt%s",
+					"(raise startup_timeout_ms); the sandbox workspace, unless isolated, keeps what was downloaded for the next attempt%s",
 				s.cfg.Command, proc.pid, s.cfg.StartupTimeout(), s.stderrHint())
 		case context.Cause(ctx) == errAttemptTimeout:
 			return nil, fail(sb.PhaseInitialize, sb.CodeTimeout, retryFast, err,
@@ -207,7 +207,7 @@ func (s *Session) sandboxView(l *link) *sb.SandboxInfo {
 	if !s.cfg.IsStdio() || s.opts.Dial != nil {
 		return nil
 	}
-	profile, ok := sandbox.Resolve(s.cfg.Sandbox, s.opts.SandboxDefault)
+	profile, ok := s.sandboxProfile()
 	if !ok {
 		if s.cfg.Sandbox == nil {
 			return nil

@@ -84,6 +84,7 @@ func TestSandboxSummary(t *testing.T) {
 		{sb.SandboxInfo{Enabled: true, Network: true, Limits: "rlimit", WorkspaceMode: "shared", Unenforced: []string{"pids"}},
 			"on (network on; limits rlimit; shared workspace; not enforced here: pids)"},
 		{sb.SandboxInfo{Enabled: true, Limits: "cgroup", WorkspaceMode: "isolated"}, "on (network off; limits cgroup; isolated workspace)"},
+		{sb.SandboxInfo{Enabled: true, Limits: "cgroup", WorkspaceMode: sb.WorkspacePerServer}, "on (network off; limits cgroup; per-server workspace)"},
 		{sb.SandboxInfo{Reason: "bwrap is not installed"}, "off (bwrap is not installed)"},
 	} {
 		if got := sandboxSummary(&tc.in); got != tc.want {
