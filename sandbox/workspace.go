@@ -194,9 +194,38 @@ func (rt *Runtime) mkdir(dir string) error {
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return nil
+			return rt.adopt(dir)
 		}
 		return err
+	}
+	return rt.own(dir)
+}
+
+// adopt gives an existing workspace, and everything in it, to the sandbox
+// user if it is not already its: one made before a root Switchboard ran
+// its servers as an unprivileged user (a package cache, server-memory's
+// file) would otherwise be root's, and the server could not use its own
+// HOME.
+func (rt *Runtime) adopt(dir string) error {
+	c, _, err := rt.user()
+	if err != nil || c == nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == c.Uid && st.Gid == c.Gid {
+		return nil
+	}
+	err = filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(c.Uid), int(c.Gid))
+	})
+	if err != nil {
+		return fmt.Errorf("giving the workspace %s to uid %d: %w", dir, c.Uid, err)
 	}
 	return rt.own(dir)
 }
