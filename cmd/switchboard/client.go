@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -20,14 +21,24 @@ import (
 )
 
 // clientFrom builds the client of a command from the persistent --addr
-// flag and the --token flag (whose defaults come from SWITCHBOARD_ADDR and
-// SWITCHBOARD_TOKEN).
+// and --daemon-uid flags and the --token flag (whose defaults come from
+// SWITCHBOARD_ADDR, SWITCHBOARD_DAEMON_UID and SWITCHBOARD_TOKEN). The
+// client sends nothing to a loopback address held by another uid than
+// --daemon-uid's (default: this user's) or root's.
 func clientFrom(cmd *cobra.Command) (*client.Client, error) {
 	addr, token, err := daemonFrom(cmd)
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(addr, token, nil)
+	var o client.Options
+	if s, _ := cmd.Flags().GetString("daemon-uid"); s != "" {
+		uid, err := strconv.Atoi(s)
+		if err != nil || uid < 0 {
+			return nil, fmt.Errorf("--daemon-uid %q: want a uid (a number)", s)
+		}
+		o.DaemonUID = &uid
+	}
+	c, err := client.New(addr, token, &o)
 	if err != nil {
 		return nil, fmt.Errorf("--addr: %w", err)
 	}
