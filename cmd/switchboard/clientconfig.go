@@ -170,7 +170,7 @@ var tokenReference = map[string]string{
 func tokenNote(which string, given bool) string {
 	what := "the daemon's credential, the contents of " + credentialHint()
 	if given {
-		what = "the token you passed with --token or SWITCHBOARD_TOKEN"
+		what = "the token you passed with --token, --token-file or SWITCHBOARD_TOKEN"
 	}
 	if which == "vscode" {
 		return "the snippet holds no credential: VS Code asks for it when it first starts the server (give it " + what + ") and keeps it in its secret storage"
@@ -229,11 +229,12 @@ type vscodeInputSpec struct {
 	Password    bool   `json:"password"`
 }
 
-// tokenGiven reports whether the command was given a token (--token or
-// SWITCHBOARD_TOKEN), not left to find the daemon's own credential.
+// tokenGiven reports whether the command was given a token (--token,
+// --token-file or SWITCHBOARD_TOKEN), not left to find the daemon's own credential.
 func tokenGiven(cmd *cobra.Command) bool {
 	t, _ := cmd.Flags().GetString("token")
-	return t != "" || os.Getenv(client.EnvToken) != ""
+	file, _ := cmd.Flags().GetString("token-file")
+	return t != "" || file != "" || os.Getenv(client.EnvToken) != ""
 }
 
 // entryName is the name of Switchboard's entry in a client's config:

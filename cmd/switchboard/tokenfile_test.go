@@ -16,7 +16,8 @@ import (
 // file of this user's of mode 0600, and requires exactly it; a file its
 // group or others may read is refused before serve listens, and so is
 // --token with --token-file; --token itself works but is warned about,
-// being on a command line every uid can read.
+// being on a command line every uid can read. The client verbs' own
+// --token-file reads the token the same way.
 func TestServeTokenFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "token")
@@ -43,6 +44,11 @@ func TestServeTokenFile(t *testing.T) {
 		t.Errorf("serve warned about --token without one:\n%s", d.serve.Logs())
 	}
 
+	// The CLI's --token-file: the same file works, an open one is refused.
+	stranger := &target{addr: d.addr} // no credential file of its own
+	stranger.ok(t, "server", "list", "--token-file", file)
+	stranger.fail(t, []string{"401"}, "server", "list")
+
 	refused := func(want string, args ...string) {
 		t.Helper()
 		cmd := daemontest.Command(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + filepath.Join(dir, "sb.db")}, args...)...)
@@ -67,6 +73,9 @@ func TestServeTokenFile(t *testing.T) {
 	refused("has mode 0644", "--token-file", open)
 	refused("--token and --token-file", "--token-file", file, "--token", "x")
 	refused("no such file", "--token-file", filepath.Join(dir, "missing"))
+
+	stranger.fail(t, []string{"has mode 0644", "chmod 600"}, "server", "list", "--token-file", open)
+	stranger.fail(t, []string{"--token and --token-file"}, "server", "list", "--token-file", file, "--token", "x")
 
 	withFlag := startServe(t, daemontest.Options{Token: "flag-token-0123456789"})
 	if !strings.Contains(withFlag.serve.Logs(), "--token is on serve's command line, where every local user can read it") {
