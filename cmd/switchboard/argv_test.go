@@ -2,7 +2,8 @@ package main
 
 // The secrets the CLI hands a browser (web's one-time login code, server
 // auth's state) are tested against the attack that found them: another
-// uid reading every process's command line while the browser opens.
+// uid reading every process's command line while the browser opens. A
+// server's secret env can be given to the CLI off its command line too.
 
 import (
 	"bufio"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
 
 // otherUID is the attacker: nobody, another uid than the test's (root).
@@ -205,4 +207,22 @@ func TestServerAuthOpenKeepsTheStateOutOfArgv(t *testing.T) {
 	if err := cmd.Wait(); err != nil || !strings.Contains(string(rest), "gh is authorized") {
 		t.Fatalf("server auth: %v, stdout %q, stderr %q", err, rest, stderr.String())
 	}
+}
+
+// TestServerAddEnvFromTheEnvironment: "server add --env K" takes K's
+// value from the CLI's own environment, so the secret is not on its
+// command line, and the server gets it; a K that is not set is refused.
+func TestServerAddEnvFromTheEnvironment(t *testing.T) {
+	d := startServe(t, daemontest.Options{})
+	out := filepath.Join(t.TempDir(), "api-key")
+	script := `printf %s "$API_KEY" > ` + out + `; exec ` + testserver.Binary(t)
+	r := d.run(t, []string{"API_KEY=" + secret}, "", "server", "add", "envsrv", "--no-sandbox", "--command", "/bin/sh",
+		"--arg", "-c", "--arg", script, "--env", "API_KEY", "--wait")
+	if r.code != 0 {
+		t.Fatalf("server add --env API_KEY: %s", r)
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != secret {
+		t.Fatalf("the server got API_KEY %q (%v), want the CLI's %q", b, err, secret)
+	}
+	d.fail(t, []string{"--env NOT_SET_ANYWHERE: NOT_SET_ANYWHERE is not set"}, "server", "add", "other", "--command", "/bin/true", "--env", "NOT_SET_ANYWHERE")
 }
