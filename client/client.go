@@ -30,11 +30,15 @@ import (
 // DefaultAddr is where "switchboard serve" listens unless told otherwise.
 const DefaultAddr = "http://127.0.0.1:7420"
 
-// The environment variables Env reads: the daemon's address and its
-// bearer token (the one "switchboard serve" reads too).
+// The environment variables of a client: the daemon's address and its
+// bearer token (the one "switchboard serve" reads too), which Env reads,
+// and the daemon's uid.
 const (
 	EnvAddr  = "SWITCHBOARD_ADDR"
 	EnvToken = "SWITCHBOARD_TOKEN"
+	// EnvDaemonUID is the uid the daemon runs as when it is not the
+	// client's (Options.DaemonUID), for the CLI.
+	EnvDaemonUID = "SWITCHBOARD_DAEMON_UID"
 )
 
 // Env returns the daemon's address and token as this user's environment
@@ -65,8 +69,17 @@ const maxErrorBody = 64 << 10
 type Options struct {
 	// HTTPClient sends every request. If nil, the client uses its own
 	// transport, which never goes through a proxy (the daemon is local or
-	// named exactly) and gives up connecting after DialTimeout.
+	// named exactly), gives up connecting after DialTimeout, and checks
+	// who holds a loopback address before sending anything to it (see
+	// DaemonUID).
 	HTTPClient *http.Client
+	// DaemonUID is the uid the daemon runs as. On a connection to a
+	// loopback address, the client's own transport sends nothing unless
+	// the socket at the other end belongs to that uid or to root (who can
+	// read this user's credential file anyway): a request fails with a
+	// *ListenerError instead (Linux; elsewhere the owner is not known and
+	// nothing is checked). If nil, this process's effective uid.
+	DaemonUID *int
 }
 
 // Client talks to one running "switchboard serve".
@@ -90,7 +103,11 @@ func New(baseURL, token string, o *Options) (*Client, error) {
 	} else {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.Proxy = nil
-		tr.DialContext = (&net.Dialer{Timeout: DialTimeout}).DialContext
+		want := os.Geteuid()
+		if o != nil && o.DaemonUID != nil {
+			want = *o.DaemonUID
+		}
+		tr.DialContext = checkedDial((&net.Dialer{Timeout: DialTimeout}).DialContext, want)
 		c.http = &http.Client{Transport: tr}
 	}
 	return c, nil

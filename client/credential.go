@@ -71,6 +71,27 @@ func ReadCredential(path string) (string, error) {
 	return tok, nil
 }
 
+// ReadTokenFile returns the token in the file at path (one line; the
+// file of --token-file), after checking that the file belongs to this
+// user and that its group and others have no access to it (mode 0600 or
+// stricter): a token others can read is known to them. Its directory is
+// not checked: a service manager hands secrets over in a directory of its
+// own. A refusal satisfies errors.Is(err, ErrUntrustedCredential).
+func ReadTokenFile(path string) (string, error) {
+	b, err := fileowner.ReadPrivate(path, maxCredential+1)
+	if errors.Is(err, fileowner.ErrNotPrivate) {
+		return "", fmt.Errorf("%w: %w", ErrUntrustedCredential, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if err := validToken(tok); err != nil {
+		return "", fmt.Errorf("the token file %s: %w", path, err)
+	}
+	return tok, nil
+}
+
 // LoadOrCreateCredential returns the token in the credential file at
 // path, generating one (32 random bytes, hex) first if there is none:
 // the directory is created with mode 0700, the file with 0600, whole or

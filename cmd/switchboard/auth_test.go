@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -351,76 +352,125 @@ func TestServeRefusesToServeWithoutACredential(t *testing.T) {
 	}
 }
 
+// clientSnippet is what client-config prints for an HTTP client.
+type clientSnippet struct {
+	Inputs []struct {
+		Type, ID string
+		Password bool
+	} `json:"inputs"`
+	Servers, MCPServers map[string]struct {
+		Type    string            `json:"type"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+}
+
 // TestClientConfig: the snippet printed for each client is JSON of the
-// shape that client reads, with the daemon's MCP URL and its credential,
-// and it works: an MCP client given that URL and header connects. Claude
-// Desktop gets "switchboard stdio" by absolute paths instead.
+// shape that client reads, with the daemon's MCP URL and a reference to
+// its credential, never the credential itself unless --embed-token asks
+// (VS Code's password input, Cursor's ${env:...}, Claude Code's ${...});
+// and it works: an MCP client given that URL and header, with the
+// reference resolved as the client resolves it, connects. --write writes
+// a new file of mode 0600. Claude Desktop gets "switchboard stdio" by
+// absolute paths, its database in the entry's env, not in its argv.
 func TestClientConfig(t *testing.T) {
 	d := startServe(t, daemontest.Options{})
 	url, auth := d.addr+"/mcp", "Bearer "+d.serve.Token
 	for _, tc := range []struct {
-		client, servers, typ string
+		client, servers, typ, ref string
 	}{
-		{"vscode", "servers", "http"},
-		{"cursor", "mcpServers", ""},
-		{"claude-code", "mcpServers", "http"},
+		{"vscode", "servers", "http", "${input:switchboard-token}"},
+		{"cursor", "mcpServers", "", "${env:SWITCHBOARD_TOKEN}"},
+		{"claude-code", "mcpServers", "http", "${SWITCHBOARD_TOKEN}"},
 	} {
 		t.Run(tc.client, func(t *testing.T) {
-			r := d.ok(t, "client-config", tc.client)
-			var cfg map[string]map[string]struct {
-				Type    string            `json:"type"`
-				URL     string            `json:"url"`
-				Headers map[string]string `json:"headers"`
+			for _, embed := range []bool{false, true} {
+				args := []string{"client-config", tc.client}
+				want := "Bearer " + tc.ref
+				if embed {
+					args, want = append(args, "--embed-token"), auth
+				}
+				r := d.ok(t, args...)
+				if !embed && strings.Contains(r.stdout, d.serve.Token) {
+					t.Fatalf("client-config %s holds the daemon's credential: %s", tc.client, r.stdout)
+				}
+				var cfg clientSnippet
+				if err := json.Unmarshal([]byte(r.stdout), &cfg); err != nil {
+					t.Fatalf("client-config %s is not JSON: %v\n%s", tc.client, err, r.stdout)
+				}
+				servers := cfg.MCPServers
+				if tc.servers == "servers" {
+					servers = cfg.Servers
+				}
+				s, ok := servers["switchboard"]
+				if !ok || s.URL != url || s.Headers["Authorization"] != want || s.Type != tc.typ {
+					t.Fatalf("%s: %s; want %s.switchboard with url %s, type %q and Authorization %q", strings.Join(args, " "), r.stdout, tc.servers, url, tc.typ, want)
+				}
+				if tc.client == "vscode" && !embed && (len(cfg.Inputs) != 1 || cfg.Inputs[0].ID != "switchboard-token" || cfg.Inputs[0].Type != "promptString" || !cfg.Inputs[0].Password) {
+					t.Fatalf("client-config vscode: the input is missing or not a password: %s", r.stdout)
+				}
+				resolved := strings.ReplaceAll(s.Headers["Authorization"], tc.ref, d.serve.Token)
+				hc := &http.Client{Transport: headerTransport{"Authorization", resolved}}
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: tc.client}, nil).Connect(context.Background(),
+					&mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil)
+				if err != nil {
+					t.Fatalf("connecting as the %s snippet says: %v", tc.client, err)
+				}
+				cs.Close()
+				hc.CloseIdleConnections()
 			}
-			if err := json.Unmarshal([]byte(r.stdout), &cfg); err != nil {
-				t.Fatalf("client-config %s is not JSON: %v\n%s", tc.client, err, r.stdout)
-			}
-			s, ok := cfg[tc.servers]["switchboard"]
-			if !ok || s.URL != url || s.Headers["Authorization"] != auth || s.Type != tc.typ {
-				t.Fatalf("client-config %s: %s; want %s.switchboard with url %s, type %q and the credential", tc.client, r.stdout, tc.servers, url, tc.typ)
-			}
-			hc := &http.Client{Transport: headerTransport{"Authorization", s.Headers["Authorization"]}}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: tc.client}, nil).Connect(context.Background(),
-				&mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil)
-			if err != nil {
-				t.Fatalf("connecting as the %s snippet says: %v", tc.client, err)
-			}
-			cs.Close()
-			hc.CloseIdleConnections()
 		})
 	}
 
-	// A bare HOST:PORT is a URL like any other, and loopback gets the
-	// credential.
+	// --write: a new file, 0600, whatever the umask; an existing one is
+	// left alone.
+	file := filepath.Join(t.TempDir(), "mcp.json")
+	r := d.ok(t, "client-config", "vscode", "--embed-token", "--write", file)
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("--write: %v, mode %v, want 0600", err, fi)
+	}
+	if b, _ := os.ReadFile(file); !strings.Contains(string(b), auth) || r.stdout != "" {
+		t.Errorf("--write wrote %q, printed %q", b, r.stdout)
+	}
+	d.fail(t, []string{"exists"}, "client-config", "vscode", "--write", file)
+
+	// A bare HOST:PORT is a URL like any other.
 	bare := strings.TrimPrefix(d.addr, "http://")
-	if r := d.ok(t, "client-config", "cursor", "--addr", bare); !strings.Contains(r.stdout, `"`+url+`"`) || !strings.Contains(r.stdout, auth) {
+	if r := d.ok(t, "client-config", "cursor", "--addr", bare); !strings.Contains(r.stdout, `"`+url+`"`) {
 		t.Errorf("client-config --addr %s: %s", bare, r)
 	}
 
-	// A daemon elsewhere gets no local credential, unless given one.
-	r := d.ok(t, "client-config", "cursor", "--addr", "http://192.0.2.7:7420")
+	// A daemon elsewhere gets no local credential; a token given is
+	// referred to as well, and embedded only when asked.
+	r = d.ok(t, "client-config", "cursor", "--addr", "http://192.0.2.7:7420")
 	if strings.Contains(r.stdout, d.serve.Token) || !strings.Contains(r.stdout, "http://192.0.2.7:7420/mcp") || !strings.Contains(r.stderr, "no credential") {
 		t.Errorf("client-config for another host: %s", r)
 	}
 	r = d.ok(t, "client-config", "cursor", "--addr", "http://192.0.2.7:7420", "--token", "remote-tok")
-	if !strings.Contains(r.stdout, `"Bearer remote-tok"`) {
+	if strings.Contains(r.stdout, "remote-tok") || !strings.Contains(r.stdout, "${env:SWITCHBOARD_TOKEN}") {
 		t.Errorf("client-config --token: %s", r)
 	}
+	r = d.ok(t, "client-config", "cursor", "--addr", "http://192.0.2.7:7420", "--token", "remote-tok", "--embed-token")
+	if !strings.Contains(r.stdout, `"Bearer remote-tok"`) {
+		t.Errorf("client-config --token --embed-token: %s", r)
+	}
 
-	// Claude Desktop: the stdio command, by absolute paths.
+	// Claude Desktop: the stdio command, by absolute paths, the database
+	// in its env.
 	r = d.ok(t, "client-config", "claude", "--db", "sqlite:rel.db")
 	var claude struct {
 		MCPServers map[string]struct {
-			Command string   `json:"command"`
-			Args    []string `json:"args"`
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
 		} `json:"mcpServers"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &claude); err != nil {
 		t.Fatalf("client-config claude is not JSON: %v\n%s", err, r.stdout)
 	}
 	s := claude.MCPServers["switchboard"]
-	if s.Command != daemontest.Binary(t) || len(s.Args) != 3 || s.Args[0] != "stdio" || s.Args[1] != "--db" ||
-		!strings.HasPrefix(s.Args[2], "sqlite:/") || !strings.HasSuffix(s.Args[2], "/rel.db") || strings.Contains(r.stdout, d.serve.Token) {
+	if db := s.Env["SWITCHBOARD_DB"]; s.Command != daemontest.Binary(t) || !slices.Equal(s.Args, []string{"stdio"}) ||
+		!strings.HasPrefix(db, "sqlite:/") || !strings.HasSuffix(db, "/rel.db") || strings.Contains(r.stdout, d.serve.Token) {
 		t.Errorf("client-config claude: %s", r.stdout)
 	}
 	contains(t, "client-config claude's note", r.stderr, "Claude Desktop")

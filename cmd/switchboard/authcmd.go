@@ -47,7 +47,11 @@ server, on every replica; auth waits for that and prints the outcome
 Run it again whenever the server is back in phase auth: the refresh token
 was revoked or expired, the authorization server forgot the registered
 client, or the server asks for more scopes (the next authorization
-requests them). --logout forgets the stored tokens and client.`,
+requests them). --logout forgets the stored tokens and client.
+
+--open gives the browser a page in a file only this user can read, which
+sends it on to the URL: the URL (its state) is never on a command line,
+where every user of the host could read it and complete the flow first.`,
 		Example: `  switchboard server auth github
   switchboard server auth github --open
   switchboard server auth github --logout`,
@@ -74,9 +78,11 @@ requests them). --logout forgets the stored tokens and client.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "Open this URL in a browser and approve (before %s):\n\n", start.ExpiresAt.Local().Format("15:04"))
 				fmt.Fprintf(out, "%s\n", start.AuthorizationURL)
 				if open {
-					if err := openBrowser(start.AuthorizationURL); err != nil {
+					page, err := openBrowser(start.AuthorizationURL)
+					if err != nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "\ncould not open a browser (%v); open the URL yourself\n", err)
 					}
+					defer page.remove(cmd.Context())
 				}
 				if noWait {
 					return nil

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -20,14 +21,24 @@ import (
 )
 
 // clientFrom builds the client of a command from the persistent --addr
-// flag and the --token flag (whose defaults come from SWITCHBOARD_ADDR and
-// SWITCHBOARD_TOKEN).
+// and --daemon-uid flags and the --token flag (whose defaults come from
+// SWITCHBOARD_ADDR, SWITCHBOARD_DAEMON_UID and SWITCHBOARD_TOKEN). The
+// client sends nothing to a loopback address held by another uid than
+// --daemon-uid's (default: this user's) or root's.
 func clientFrom(cmd *cobra.Command) (*client.Client, error) {
 	addr, token, err := daemonFrom(cmd)
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(addr, token, nil)
+	var o client.Options
+	if s, _ := cmd.Flags().GetString("daemon-uid"); s != "" {
+		uid, err := strconv.Atoi(s)
+		if err != nil || uid < 0 {
+			return nil, fmt.Errorf("--daemon-uid %q: want a uid (a number)", s)
+		}
+		o.DaemonUID = &uid
+	}
+	c, err := client.New(addr, token, &o)
 	if err != nil {
 		return nil, fmt.Errorf("--addr: %w", err)
 	}
@@ -35,7 +46,8 @@ func clientFrom(cmd *cobra.Command) (*client.Client, error) {
 }
 
 // daemonFrom returns the daemon's address and token as the command's
-// flags, the environment and, for a daemon on loopback, this user's
+// flags (--token, or --token-file's), the environment and, for a daemon
+// on loopback, this user's
 // credential file give them (client.CredentialFor). A credential file that
 // cannot be trusted is an error, not a silent 401.
 func daemonFrom(cmd *cobra.Command) (addr, token string, err error) {
@@ -47,6 +59,14 @@ func daemonFrom(cmd *cobra.Command) (addr, token string, err error) {
 		addr = client.DefaultAddr
 	}
 	token, _ = cmd.Flags().GetString("token")
+	if file, _ := cmd.Flags().GetString("token-file"); file != "" {
+		if token != "" {
+			return "", "", errors.New("--token and --token-file: pass one or the other")
+		}
+		if token, err = client.ReadTokenFile(file); err != nil {
+			return "", "", fmt.Errorf("--token-file: %w", err)
+		}
+	}
 	if token == "" {
 		token = os.Getenv(client.EnvToken)
 	}
@@ -103,7 +123,8 @@ func addTokenFlag(cmd *cobra.Command, persistent bool) {
 	if persistent {
 		f = cmd.PersistentFlags()
 	}
-	f.String("token", "", "bearer token of the API (default $SWITCHBOARD_TOKEN, else the credential \"switchboard serve\" generated for this user)")
+	f.String("token", "", "bearer token of the API (default $SWITCHBOARD_TOKEN, else the credential \"switchboard serve\" generated for this user); every local user can read a command line: prefer --token-file or SWITCHBOARD_TOKEN")
+	f.String("token-file", "", "read the bearer token from this file, which must be this user's and of mode 0600 (or stricter); instead of --token")
 }
 
 // outputFormat is the value of -o/--output: "text" (the default), "wide"

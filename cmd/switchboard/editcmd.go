@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -124,7 +125,7 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 			return nil, fmt.Errorf("--%s must not be negative", d.flag)
 		}
 	}
-	env, err := parsePairs(sf.env, "=", "--env")
+	env, err := parseEnv(sf.env, os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}

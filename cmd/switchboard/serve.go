@@ -53,6 +53,7 @@ func envOr(key, def string) string {
 func newServeCommand() *cobra.Command {
 	var (
 		listen, dsn, token string
+		tokenFile          string
 		oauthKeyFile       string
 		insecureNoAuth     bool
 		allowedHosts       []string
@@ -65,7 +66,7 @@ func newServeCommand() *cobra.Command {
 		replica            replicaFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "serve [--listen ADDR] [--db DSN] [--token T]",
+		Use:   "serve [--listen ADDR] [--db DSN] [--token-file FILE]",
 		Short: "Run the daemon: every configured server, the HTTP API and the metrics",
 		Long: `serve loads every server configured in the database, starts the enabled ones
 (at most 16 at a time, without delaying the API), and serves the HTTP API,
@@ -90,11 +91,12 @@ any other replica answers 404, and the client starts a new session.
 
 Everything but /healthz requires a credential, on every listener: whoever
 may use the API or /mcp can run any command as the user who runs serve. It
-is --token (or SWITCHBOARD_TOKEN) if given; otherwise serve generates one
-on its first start and keeps it in $XDG_CONFIG_HOME/switchboard/token
+is the one in --token-file (a file of mode 0600) or --token if given,
+else SWITCHBOARD_TOKEN's (a --token is on the command line, which every
+local user can read: serve warns about it); otherwise serve generates one on
+its first start and keeps it in $XDG_CONFIG_HOME/switchboard/token
 (~/.config/switchboard/token), a file only this user can read, where the
-CLI of the same user finds it with no configuration. "switchboard
-client-config" prints MCP client settings that carry it.
+CLI of the same user finds it with no configuration.
 --insecure-no-auth turns the credential off: then anyone who can reach
 the listener can run any command.
 
@@ -128,6 +130,13 @@ server's max_total_timeout_ms says otherwise.`,
 			}
 			// SWITCHBOARD_TOKEN is read here, not as the flag's default: a
 			// default is printed by --help, and a token must never be.
+			token, tokenWarning, err := tokenFromFlags(token, tokenFile)
+			if err != nil {
+				return err
+			}
+			if tokenWarning != "" {
+				log.Warn(tokenWarning)
+			}
 			auth, err := authFrom(token, os.Getenv("SWITCHBOARD_TOKEN"), insecureNoAuth, client.CredentialPath)
 			if err != nil {
 				return err
@@ -162,7 +171,8 @@ server's max_total_timeout_ms says otherwise.`,
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", envOr("SWITCHBOARD_LISTEN", defaultListen), "address to listen on (env SWITCHBOARD_LISTEN)")
 	f.StringVar(&dsn, "db", envOr("SWITCHBOARD_DB", defaultDB), "database: sqlite:PATH or postgres://... (env SWITCHBOARD_DB)")
-	f.StringVar(&token, "token", "", "bearer token required on the API and /mcp (env SWITCHBOARD_TOKEN; default: the generated credential)")
+	f.StringVar(&token, "token", "", "bearer token required on the API and /mcp; every local user can read a command line: prefer --token-file or SWITCHBOARD_TOKEN (default: the generated credential)")
+	f.StringVar(&tokenFile, "token-file", "", "read the bearer token from this file, which must be this user's and of mode 0600 (or stricter); instead of --token")
 	registerOAuthKeyFlag(f, &oauthKeyFile)
 	f.BoolVar(&insecureNoAuth, insecureNoAuthFlag, false, "require no credential at all: anyone who can reach the listener can run any command as this user")
 	f.StringSliceVar(&allowedHosts, "allowed-host", envList("SWITCHBOARD_ALLOWED_HOSTS"),

@@ -28,14 +28,15 @@ type serveAuth struct {
 	generated bool   // the file was created by this start
 }
 
-// authFrom decides the credential: --token, else $SWITCHBOARD_TOKEN, else
+// authFrom decides the credential: --token (or the token read from
+// --token-file), else $SWITCHBOARD_TOKEN, else
 // the credential file at credentialPath() (generated if missing, refused
 // if not private); none only with --insecure-no-auth, which a token
 // contradicts.
 func authFrom(flagToken, envToken string, insecureNoAuth bool, credentialPath func() (string, error)) (serveAuth, error) {
 	switch {
 	case insecureNoAuth && (flagToken != "" || envToken != ""):
-		return serveAuth{}, fmt.Errorf("--%s contradicts the token given with --token or SWITCHBOARD_TOKEN: pass one or the other", insecureNoAuthFlag)
+		return serveAuth{}, fmt.Errorf("--%s contradicts the token given with --token, --token-file or SWITCHBOARD_TOKEN: pass one or the other", insecureNoAuthFlag)
 	case insecureNoAuth:
 		return serveAuth{insecure: true}, nil
 	case flagToken != "":
@@ -101,4 +102,23 @@ func hostsAllowed(entries []string, listen string) ([]string, error) {
 		out = append(out, host)
 	}
 	return out, nil
+}
+
+// tokenFromFlags returns the token of --token or --token-file (at most one
+// may be given), and a warning when it came from --token: a command line
+// is readable by every local user (/proc/PID/cmdline, ps).
+func tokenFromFlags(flagToken, tokenFile string) (token, warning string, err error) {
+	switch {
+	case flagToken != "" && tokenFile != "":
+		return "", "", errors.New("--token and --token-file: pass one or the other")
+	case tokenFile != "":
+		tok, err := client.ReadTokenFile(tokenFile)
+		if err != nil {
+			return "", "", fmt.Errorf("--token-file: %w", err)
+		}
+		return tok, "", nil
+	case flagToken != "":
+		return flagToken, "--token is on serve's command line, where every local user can read it (ps, /proc/PID/cmdline): pass --token-file (a file of mode 0600) or SWITCHBOARD_TOKEN instead", nil
+	}
+	return "", "", nil
 }

@@ -66,7 +66,7 @@ func newServerAddCommand() *cobra.Command {
 		wf                      waitFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "add NAME (--command CMD [--arg A]... [--env K=V]... [--cwd DIR] | --url URL [--header K:V]... [--transport T])",
+		Use:   "add NAME (--command CMD [--arg A]... [--env K[=V]]... [--cwd DIR] | --url URL [--header K:V]... [--transport T])",
 		Short: "Configure a new server and start it",
 		Long: `add stores a new server in the running switchboard and, unless --disabled,
 starts it; with --wait it waits for the first connection attempt and prints
@@ -84,9 +84,13 @@ against this shell's directory, as "check" takes them, and sent to the
 daemon as absolute paths (a command against --cwd, if given). A command
 without a slash (npx, uvx) is looked up by the daemon in the server's PATH
 (--env PATH=..., else the daemon's own PATH, which need not be this
-shell's).`,
+shell's).
+
+--env K alone takes the value of K in this command's environment: a
+secret given so is not on the command line, which every local user can
+read while the command runs.`,
 		Example: `  switchboard server add everything --command npx --arg -y --arg @modelcontextprotocol/server-everything --wait
-  switchboard server add github --command ./github-mcp --env GITHUB_TOKEN=$GITHUB_TOKEN --call-timeout 2m
+  switchboard server add github --command ./github-mcp --env GITHUB_TOKEN --call-timeout 2m
   switchboard server add docs --url https://example.com/mcp --header "Authorization: Bearer $TOKEN"`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: cobra.NoFileCompletions,

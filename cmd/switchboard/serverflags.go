@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -27,7 +28,7 @@ type serverFlags struct {
 func (sf *serverFlags) register(f *pflag.FlagSet, cfg *sb.ServerConfig, secretNote string) {
 	f.StringVar(&cfg.Command, "command", "", "stdio server: the command to run (no shell)")
 	f.StringArrayVar(&cfg.Args, "arg", nil, "stdio server: one argument (repeat)")
-	f.StringArrayVar(&sf.env, "env", nil, "stdio server: one environment variable K=V (repeat"+secretNote+")")
+	f.StringArrayVar(&sf.env, "env", nil, "stdio server: one environment variable K=V, or K alone for the value of K in this command's environment, off the command line (repeat"+secretNote+")")
 	f.StringVar(&cfg.Cwd, "cwd", "", "stdio server: working directory")
 	f.StringVar(&cfg.URL, "url", "", "remote server: the MCP endpoint URL")
 	f.StringArrayVar(&sf.headers, "header", nil, `remote server: one header "K: V" (repeat`+secretNote+")")
@@ -56,7 +57,7 @@ func (sf *serverFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 		return fmt.Errorf("give --command (a stdio server) or --url (a remote server)")
 	}
 	var err error
-	if cfg.Env, err = parsePairs(sf.env, "=", "--env"); err != nil {
+	if cfg.Env, err = parseEnv(sf.env, os.LookupEnv); err != nil {
 		return err
 	}
 	if cfg.Headers, err = parsePairs(sf.headers, ":", "--header"); err != nil {
@@ -117,6 +118,27 @@ func parseMount(v string) (sb.Mount, error) {
 	}
 	m.Host = host
 	return m, nil
+}
+
+// parseEnv parses the --env values: K=V, or a bare K, which takes the
+// value of K in this command's own environment (lookup), as "docker run
+// -e K" does: a secret given so is not on the command line, which every
+// local user can read. A bare K that is not set is refused.
+func parseEnv(pairs []string, lookup func(string) (string, bool)) (map[string]string, error) {
+	var named []string
+	for _, p := range pairs {
+		k := strings.TrimSpace(p)
+		if strings.Contains(p, "=") || k == "" {
+			named = append(named, p)
+			continue
+		}
+		v, ok := lookup(k)
+		if !ok {
+			return nil, fmt.Errorf("--env %s: %s is not set in this environment (give K=V, or set %s)", k, k, k)
+		}
+		named = append(named, k+"="+v)
+	}
+	return parsePairs(named, "=", "--env")
 }
 
 // parsePairs parses "K<sep>V" flag values into a map.

@@ -208,6 +208,7 @@ func TestClientConfigOfAToolset(t *testing.T) {
 
 	d.fail(t, []string{"--toolset coder", "token create AGENT --scope toolset:coder"}, "client-config", "claude-code", "--toolset", "coder")
 	d.fail(t, []string{"not a toolset name"}, "client-config", "claude-code", "--toolset", "../x", "--token", secret)
+	d.fail(t, []string{"the daemon's own credential"}, "client-config", "claude-code", "--toolset", "coder", "--token", d.serve.Token)
 	r := d.ok(t, "client-config", "claude-code", "--toolset", "coder", "--token", secret)
 	var cfg struct {
 		MCPServers map[string]struct {
@@ -241,7 +242,7 @@ func TestClientConfigOfAToolset(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &claude); err != nil {
 		t.Fatalf("client-config claude --toolset is not JSON: %v\n%s", err, r.stdout)
 	}
-	if args := claude.MCPServers["switchboard-coder"].Args; len(args) != 5 || args[0] != "stdio" || args[3] != "--toolset" || args[4] != "coder" {
+	if args := claude.MCPServers["switchboard-coder"].Args; !slices.Equal(args, []string{"stdio", "--toolset", "coder"}) {
 		t.Errorf("client-config claude --toolset coder: %s", r.stdout)
 	}
 }

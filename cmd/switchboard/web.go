@@ -6,9 +6,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,7 +25,12 @@ on stdout.
 The link works once, within two minutes: opening it gives the browser a
 session (an HttpOnly, SameSite=Strict cookie and a token the page keeps)
 for 12 hours, or until serve restarts. Asking for a link takes the daemon's
-credential, so run this as the user who runs serve (or pass --token).`,
+credential, so run this as the user who runs serve (or pass --token).
+
+The browser is opened on a page in a file only this user can read, which
+sends it on to the link: the link is never on a command line, where every
+user of the host could read it. The file is removed a few seconds after
+the browser took it.`,
 		Example: `  switchboard web
   switchboard web --no-open --addr http://127.0.0.1:8080`,
 		Args: cobra.NoArgs,
@@ -46,9 +48,11 @@ credential, so run this as the user who runs serve (or pass --token).`,
 				left := time.Until(lc.ExpiresAt).Round(time.Second)
 				fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: the link logs one browser in, once, within %s\n", left)
 				if !noOpen {
-					if err := openBrowser(link); err != nil {
+					page, err := openBrowser(link)
+					if err != nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: not opening a browser (%v): open the link yourself\n", err)
 					}
+					page.remove(cmd.Context())
 				}
 				return nil
 			})
@@ -57,31 +61,4 @@ credential, so run this as the user who runs serve (or pass --token).`,
 	cmd.Flags().BoolVar(&noOpen, "no-open", false, "print the link only; do not open a browser")
 	addTokenFlag(cmd, false)
 	return cmd
-}
-
-// openBrowser hands link to the desktop's opener and does not wait for
-// the browser.
-func openBrowser(link string) error {
-	var name string
-	var args []string
-	switch runtime.GOOS {
-	case "darwin":
-		name = "open"
-	case "windows":
-		name, args = "rundll32", []string{"url.dll,FileProtocolHandler"}
-	default:
-		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
-			return fmt.Errorf("no desktop: neither DISPLAY nor WAYLAND_DISPLAY is set")
-		}
-		name = "xdg-open"
-	}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(path, append(args, link)...)
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	return cmd.Process.Release()
 }

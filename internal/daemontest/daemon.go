@@ -63,6 +63,9 @@ type Options struct {
 	// Token is the --token. If empty, serve generates its credential in
 	// ConfigDir, and the harness reads it from there ([Daemon.Token]).
 	Token string
+	// TokenFile is the --token-file, instead of Token: the harness reads
+	// the token from it once serve is up.
+	TokenFile string
 	// NoAuth passes --insecure-no-auth: the daemon requires no credential.
 	// For clients that cannot send a header (the conformance suite's CLI).
 	NoAuth bool
@@ -141,6 +144,9 @@ func StartProcess(ctx context.Context, o Options) (*Daemon, error) {
 	if o.Token != "" {
 		argv = append(argv, "--token", o.Token)
 	}
+	if o.TokenFile != "" {
+		argv = append(argv, "--token-file", o.TokenFile)
+	}
 	if o.NoAuth {
 		argv = append(argv, "--insecure-no-auth")
 	}
@@ -199,6 +205,11 @@ func StartProcess(ctx context.Context, o Options) (*Daemon, error) {
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(o.StartTimeout, DefaultStartTimeout))
 	defer cancel()
 	err := d.waitReady(ctx, serving)
+	if err == nil && d.Token == "" && o.TokenFile != "" {
+		if d.Token, err = client.ReadTokenFile(o.TokenFile); err != nil {
+			err = fmt.Errorf("serves, but its --token-file cannot be read: %w", err)
+		}
+	}
 	if err == nil && d.Token == "" && !o.NoAuth {
 		// Written before serve listens, so before it logged its address.
 		d.Token, err = client.ReadCredential(filepath.Join(o.ConfigDir, filepath.FromSlash(client.CredentialFile)))
