@@ -14,6 +14,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/sandbox/sandboxtest"
 )
 
 // addServer creates a stdio testserver through the API (setup, not what
@@ -22,10 +23,13 @@ func (p *page) addServer(name string, args ...string) {
 	p.t.Helper()
 	cfg := &sb.ServerConfig{Name: name, Transport: sb.TransportStdio, Command: testserver.Binary(p.t), Args: args}
 	// serve sandboxes stdio servers by default: a host path the test server
-	// writes (its -events file) must be mounted, read-write.
+	// writes (its -events file) must be mounted, read-write, and be the
+	// servers' (as root, serve runs them as its sandbox user).
 	for i, a := range args {
 		if a == "-events" && i+1 < len(args) {
-			cfg.Sandbox = &sb.SandboxConfig{Mounts: []sb.Mount{{Host: filepath.Dir(args[i+1]), Mode: sb.MountReadWrite}}}
+			dir := filepath.Dir(args[i+1])
+			cfg.Sandbox = &sb.SandboxConfig{Mounts: []sb.Mount{{Host: dir, Mode: sb.MountReadWrite}}}
+			sandboxtest.GiveToServeServers(p.t, dir)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)

@@ -53,3 +53,18 @@ func GiveToServers(t *testing.T, rt *sandbox.Runtime, paths ...string) {
 		}
 	}
 }
+
+// GiveToServeServers is GiveToServers for the servers of a `switchboard
+// serve` the test runs: as root, serve runs them as sandbox.DefaultUser,
+// which it creates if missing (and so does this).
+func GiveToServeServers(t *testing.T, paths ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return
+	}
+	c, err := sandbox.LookupUser(sandbox.DefaultUser, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	GiveToServers(t, &sandbox.Runtime{Credential: c}, paths...)
+}
