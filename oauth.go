@@ -153,13 +153,38 @@ type OAuthClient struct {
 // [Store] so that stores without it keep working; the sqlite and postgres
 // stores implement both. A store with a [ChangeFeed] announces every write
 // of a grant as a [ChangeOAuth].
+//
+// A grant has a version, 1 when created and one more on every write, so
+// that a write based on what a process read fails rather than overwrites
+// what another wrote since ([OAuthStore.SwapOAuthGrant]); and a refresh of
+// it may be claimed, so that of the processes that find its access token
+// expiring only one asks the authorization server, and the others wait
+// for its tokens ([OAuthStore.ClaimOAuthRefresh]): with refresh token
+// rotation, the others' requests would be refused (invalid_grant), and
+// some authorization servers then revoke the whole grant.
 type OAuthStore interface {
 	// LoadOAuthGrant returns the sealed grant of server, or ErrNotFound.
 	LoadOAuthGrant(ctx context.Context, server string) ([]byte, error)
-	// SaveOAuthGrant stores (creates or replaces) the sealed grant.
+	// LoadOAuthGrantVersion is LoadOAuthGrant with the grant's version.
+	LoadOAuthGrantVersion(ctx context.Context, server string) (sealed []byte, version int64, err error)
+	// SaveOAuthGrant stores (creates or replaces) the sealed grant,
+	// whatever its version.
 	SaveOAuthGrant(ctx context.Context, server string, sealed []byte) error
+	// SwapOAuthGrant stores the sealed grant if its stored version is
+	// still version (0: no grant is stored), and returns the new version;
+	// ErrConflict if another write came first (or the grant was deleted).
+	SwapOAuthGrant(ctx context.Context, server string, version int64, sealed []byte) (int64, error)
 	// DeleteOAuthGrant removes the grant; no grant is not an error.
 	DeleteOAuthGrant(ctx context.Context, server string) error
+
+	// ClaimOAuthRefresh claims the refresh of server's grant for holder,
+	// for ttl by the store's clock, and reports whether it got it: false
+	// while another holder's claim lasts. A claim ends when its holder
+	// releases it or its ttl passes (a holder that died).
+	ClaimOAuthRefresh(ctx context.Context, server, holder string, ttl time.Duration) (bool, error)
+	// ReleaseOAuthRefresh ends holder's claim of server's refresh, if it
+	// still holds it.
+	ReleaseOAuthRefresh(ctx context.Context, server, holder string) error
 
 	// SaveOAuthPending stores an authorization of server waiting for its
 	// callback, under id (a hash of its state parameter), until expires;

@@ -17,6 +17,24 @@ import (
 // ten minutes away). A resync, which follows every (re)connection of the
 // feed, looks at every server so, in case an announcement was missed.
 
+// followMove drops the OAuth tokens of a server whose URL changed from
+// prev's to st's, if they were granted for another origin than the new
+// URL's (upstream.OAuth.Moved): the copy this replica holds, and the
+// stored ones, before the session restarts with the new config, which then
+// waits in phase auth for an authorization at its new address. It runs
+// where the change is made (Update) and where another replica's change is
+// applied (syncEntry), so a change made in psql is followed too. A failure
+// is logged: the token source refuses to send the tokens elsewhere anyway.
+func (r *Registry) followMove(ctx context.Context, prev *sb.ServerConfig, st sb.StoredServer) {
+	o := r.opts.Session.OAuth
+	if o == nil || prev.URL == st.Config.URL {
+		return
+	}
+	if err := o.Moved(ctx, &st.Config, st.UpdatedAt); err != nil {
+		r.log.Warn("dropping the OAuth tokens of a server that moved to another address", "server", st.Config.Name, "error", err)
+	}
+}
+
 // followOAuth applies c to the servers that require OAuth, if this
 // registry's sessions keep OAuth tokens.
 func (r *Registry) followOAuth(ctx context.Context, c sb.Change) error {

@@ -353,6 +353,7 @@ func (r *Registry) Update(ctx context.Context, name string, cfg *sb.ServerConfig
 		return sb.ServerView{}, err
 	}
 	e.stored = st
+	r.followMove(ctx, &prev, st) // oauth.go
 	r.apply(e, &prev, &st.Config)
 	r.subs.publish(sb.Event{Server: name, Reason: sb.ReasonUpdated, Status: view(e).Runtime.Status, At: time.Now()})
 	return view(e), nil

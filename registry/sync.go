@@ -361,6 +361,7 @@ func (r *Registry) syncEntry(ctx context.Context, e *entry, name string, version
 		r.removeWorkspace(&prev)
 	}
 	e.stored = st
+	r.followMove(ctx, &prev, st) // oauth.go
 	r.apply(e, &prev, &st.Config)
 	r.log.Info("server changed by another replica", "server", name, "version", st.Version)
 	r.subs.publish(sb.Event{Server: name, Reason: sb.ReasonUpdated, Status: view(e).Runtime.Status, At: time.Now()})

@@ -40,37 +40,39 @@ func TestRefreshRaceBetweenReplicas(t *testing.T) {
 
 	logIn(t, o, cfg)
 
-	stale, err := o.load(ctx, cfg.Name) // what both replicas read
+	stale, version, err := o.load(ctx, cfg.Name) // what both replicas read
 	if err != nil || stale == nil {
 		t.Fatal(stale, err)
 	}
 	ts := o.source(cfg.Name)
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	first, err := ts.refresh(ctx, stale, o.client()) // the first replica: rotates
+	if err := ts.take(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer ts.give()
+	first, err := ts.refresh(ctx, stale, version, o.client()) // the first replica: rotates
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := ts.refresh(ctx, stale, o.client()) // the second, with the spent refresh token
+	second, err := ts.refresh(ctx, stale, version, o.client()) // the second, with the spent refresh token
 	if err != nil || second != first {
 		t.Fatalf("the second replica's refresh: %q, %v; want the first one's token %q", second, err, first)
 	}
-	if g, _ := o.load(ctx, cfg.Name); !usable(g) {
+	if g, _, _ := o.load(ctx, cfg.Name); !usable(g) {
 		t.Fatalf("the grant was forgotten: %+v", g)
 	}
 }
 
 // saveHook is an OAuth store that calls onSaved after each grant it
-// saves.
+// swaps in.
 type saveHook struct {
 	sb.OAuthStore
 	onSaved func()
 }
 
-func (s *saveHook) SaveOAuthGrant(ctx context.Context, server string, sealed []byte) error {
-	err := s.OAuthStore.SaveOAuthGrant(ctx, server, sealed)
+func (s *saveHook) SwapOAuthGrant(ctx context.Context, server string, version int64, sealed []byte) (int64, error) {
+	v, err := s.OAuthStore.SwapOAuthGrant(ctx, server, version, sealed)
 	s.onSaved()
-	return err
+	return v, err
 }
 
 // TestInBandGrantSavedUnderTheLock: an in-band authorization stores its
@@ -98,7 +100,7 @@ func TestInBandGrantSavedUnderTheLock(t *testing.T) {
 	// The older grant, authorized out of band; its access token is then
 	// refused (401), so that the next token request refreshes it.
 	logIn(t, o, cfg)
-	older, err := o.load(ctx, cfg.Name)
+	older, olderVersion, err := o.load(ctx, cfg.Name)
 	if err != nil || older == nil {
 		t.Fatal(older, err)
 	}
@@ -124,14 +126,16 @@ func TestInBandGrantSavedUnderTheLock(t *testing.T) {
 	)
 	st.onSaved = func() {
 		st.onSaved = func() {} // once: the in-band grant's save
-		if ts.mu.TryLock() {
+		select {
+		case ts.turn <- struct{}{}:
 			// The gap is open: the refresh that read the older grant
 			// before the save finishes in it.
-			refreshed, rerr = ts.refresh(ctx, older, hc)
-			ts.mu.Unlock()
+			refreshed, rerr = ts.refresh(ctx, older, olderVersion, hc)
+			ts.give()
 			return
+		default:
 		}
-		competing.Go(func() { refreshed, rerr = ts.token(ctx, cfg, hc) })
+		competing.Go(func() { refreshed, rerr = ts.token(ctx, cfg, cfg.URL, hc) })
 	}
 	if err := h.Authorize(ctx, resp.Request, resp); err != nil {
 		t.Fatal(err)
@@ -149,7 +153,7 @@ func TestInBandGrantSavedUnderTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	stored, err := o.load(ctx, cfg.Name)
+	stored, _, err := o.load(ctx, cfg.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +185,7 @@ func TestInBandGrantKeepsTheRegisteredClient(t *testing.T) {
 	hc := o.client()
 
 	logIn(t, o, cfg)
-	older, err := o.load(ctx, cfg.Name)
+	older, _, err := o.load(ctx, cfg.Name)
 	if err != nil || older == nil || older.Registered == nil {
 		t.Fatalf("after the out-of-band authorization: %+v, %v; want a grant with the client Switchboard registered", older, err)
 	}
@@ -199,7 +203,7 @@ func TestInBandGrantKeepsTheRegisteredClient(t *testing.T) {
 	if err := h.Authorize(ctx, resp.Request, resp); err != nil {
 		t.Fatal(err)
 	}
-	g, err := o.load(ctx, cfg.Name)
+	g, _, err := o.load(ctx, cfg.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

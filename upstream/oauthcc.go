@@ -22,7 +22,7 @@ import (
 // token.
 
 // clientCredentials discovers cfg's authorization server and gets a token
-// with the client credentials grant; the grant is stored. ts.mu is held.
+// with the client credentials grant; the grant is stored. ts's turn is held.
 func (ts *tokenSource) clientCredentials(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (string, error) {
 	prm, asm, scopes, err := discover(ctx, cfg, hc)
 	if err != nil {
@@ -39,7 +39,7 @@ func (ts *tokenSource) clientCredentials(ctx context.Context, cfg *sb.ServerConf
 	g := &sb.OAuthGrant{Resource: cfg.URL, ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, TokenURL: cc.TokenURL,
 		AuthStyle: int(cc.AuthStyle), Scopes: grantedScopes(tok, scopes), AccessToken: tok.AccessToken,
 		TokenType: tok.TokenType, Expiry: tok.Expiry}
-	if err := ts.keep(ctx, g); err != nil {
+	if err := ts.overwrite(ctx, g); err != nil {
 		return "", err
 	}
 	return g.AccessToken, nil

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -102,7 +103,7 @@ func (o *OAuth) newHandler(cfg *sb.ServerConfig, hc *http.Client, redirectURL st
 			},
 		},
 		ScopeFilter: func(discovered []string) []string {
-			g, _ := o.load(context.Background(), cfg.Name)
+			g, _, _ := o.load(context.Background(), cfg.Name)
 			return requestScopes(oc, discovered, g)
 		},
 		NewTokenSource: func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
@@ -199,7 +200,7 @@ func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL str
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
 	}
-	g, err := o.load(ctx, cfg.Name)
+	g, _, err := o.load(ctx, cfg.Name)
 	if err != nil && !errors.Is(err, sb.ErrOAuthSeal) { // a grant that does not open is replaced
 		return "", err
 	}
@@ -291,22 +292,69 @@ func registeredStyle(method string) oauth2.AuthStyle {
 }
 
 // update changes the stored grant of server (an empty one if there is
-// none, or if it does not open) with change, and stores it; the token
-// source's copy follows. It serializes with the token source's refreshes.
+// none, or if it does not open) with change, and stores it unless change
+// left it as it was; the token source's copy follows. It waits for the
+// token source's turn, so that it serializes with this process's
+// refreshes; and it stores with a compare-and-swap, read again and
+// changed again if another process wrote meanwhile, so that no write of
+// another replica is lost to it (nor, since refreshes swap too, is it
+// lost to another replica's refresh of the older grant).
 func (o *OAuth) update(ctx context.Context, server string, change func(*sb.OAuthGrant)) error {
 	ts := o.source(server)
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	g, err := o.load(ctx, server)
-	if err != nil && !errors.Is(err, sb.ErrOAuthSeal) {
+	if err := ts.take(ctx); err != nil {
 		return err
 	}
-	var next sb.OAuthGrant
-	if g != nil {
-		next = *g
+	defer ts.give()
+	for range 4 { // bounded: each round follows a write that was made meanwhile
+		g, version, err := o.load(ctx, server)
+		if err != nil && !errors.Is(err, sb.ErrOAuthSeal) {
+			return err
+		}
+		var next sb.OAuthGrant
+		if g != nil {
+			next = *g
+		}
+		change(&next)
+		if g != nil && reflect.DeepEqual(&next, g) {
+			return nil // nothing to write, nothing to announce
+		}
+		v, err := o.swap(ctx, server, version, &next)
+		if err == nil {
+			ts.set(&next, v)
+			return nil
+		}
+		if !errors.Is(err, sb.ErrConflict) {
+			return err
+		}
 	}
-	change(&next)
-	return ts.keep(ctx, &next)
+	return fmt.Errorf("the OAuth grant of %s kept changing while it was saved", server)
+}
+
+// Moved drops the tokens of cfg's server if they were granted for another
+// origin than its URL's (scheme, host, port), as they are when the URL has
+// just been changed to another host: the copy held here at once, and the
+// stored ones if they were granted before changed (when the config was
+// stored), so that a replica that applies a config older than an
+// authorization already made for the new URL does not forget it. The
+// client Switchboard registered is kept for the next authorization. The
+// tokens would not be sent anyway (token checks every use); this makes the
+// server ask for an authorization at once, on every replica, and leaves
+// no token of the old origin in the database.
+func (o *OAuth) Moved(ctx context.Context, cfg *sb.ServerConfig, changed time.Time) error {
+	ts := o.source(cfg.Name)
+	ts.mu.Lock()
+	if g := ts.grant; g != nil && !sameOrigin(g.Resource, cfg.URL) {
+		ts.grant, ts.version = nil, 0
+	}
+	if ts.handler != nil && ts.handlerURL != cfg.URL {
+		ts.handler, ts.handlerURL = nil, ""
+	}
+	ts.mu.Unlock()
+	return o.update(ctx, cfg.Name, func(g *sb.OAuthGrant) {
+		if usable(g) && !sameOrigin(g.Resource, cfg.URL) && g.AuthorizedAt.Before(changed) {
+			*g = sb.OAuthGrant{Registered: g.Registered}
+		}
+	})
 }
 
 // Complete finishes the out-of-band authorization of server whose
@@ -412,7 +460,7 @@ func checkIssuer(iss, issuer string, supported bool) error {
 
 // Status reports what is held for server.
 func (o *OAuth) Status(ctx context.Context, server string) (OAuthStatus, error) {
-	g, err := o.load(ctx, server)
+	g, _, err := o.load(ctx, server)
 	if err != nil {
 		return OAuthStatus{}, err
 	}
@@ -440,16 +488,13 @@ func (o *OAuth) Status(ctx context.Context, server string) (OAuthStatus, error) 
 // the next request reads the store: another process wrote the grant
 // (refreshed, authorized, forgot it).
 func (o *OAuth) Invalidate(server string) {
-	ts := o.source(server)
-	ts.mu.Lock()
-	ts.grant = nil
-	ts.mu.Unlock()
+	o.source(server).set(nil, 0)
 }
 
 // AuthorizedAt returns when a person authorized server for the grant
 // stored now; zero if none is usable, or it came without a person.
 func (o *OAuth) AuthorizedAt(ctx context.Context, server string) (time.Time, error) {
-	g, err := o.load(ctx, server)
+	g, _, err := o.load(ctx, server)
 	if errors.Is(err, sb.ErrOAuthSeal) || err == nil && !usable(g) {
 		return time.Time{}, nil
 	}

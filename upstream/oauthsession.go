@@ -38,7 +38,7 @@ func (s *Session) oauthGate(ctx context.Context) *failure {
 	if s.opts.OAuth.Fetcher != nil && s.cfg.OAuth.EffectiveGrant() == sb.GrantAuthorizationCode {
 		return nil // in band: the first 401 authorizes
 	}
-	_, err := s.opts.OAuth.source(s.cfg.Name).token(ctx, s.cfg, s.opts.OAuth.client())
+	_, err := s.opts.OAuth.source(s.cfg.Name).token(ctx, s.cfg, s.cfg.URL, s.opts.OAuth.client())
 	return s.oauthError(err)
 }
 
@@ -88,7 +88,7 @@ func (s *Session) oauthFailure(f *failure, err error) *failure {
 	if f.phase != sb.PhaseAuth || !errors.As(f, &se) {
 		return f
 	}
-	if g, _ := s.opts.OAuth.load(context.Background(), s.cfg.Name); g != nil && len(g.StepUp) > 0 && se.StatusCode == http.StatusForbidden {
+	if g, _, _ := s.opts.OAuth.load(context.Background(), s.cfg.Name); g != nil && len(g.StepUp) > 0 && se.StatusCode == http.StatusForbidden {
 		return s.oauthError(ts.required("the server asks for more scopes: %s", strings.Join(g.StepUp, " ")))
 	}
 	return s.oauthError(ts.required("HTTP %d from the server", se.StatusCode))

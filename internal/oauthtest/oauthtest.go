@@ -15,7 +15,8 @@
 // require (RequireScopes: a token without them gets 403 insufficient_scope),
 // revocation (Revoke, ExpireAccessTokens), forgetting its registered
 // clients (ForgetClients: then invalid_client at the token endpoint), and
-// read what it saw (Refreshes, Registrations, Requested, MCPRequests).
+// read what it saw (Refreshes, RefusedRefreshes, Registrations, Requested,
+// MCPRequests).
 package oauthtest
 
 import (
@@ -55,6 +56,7 @@ type Server struct {
 	access    map[string]*issued
 	refresh   map[string]*issued
 	refreshes int
+	reused    int // refresh tokens presented after they were used (rotated) or revoked
 	regs      int
 	mcpReqs   int
 	requested [][]string // the scopes of every authorization request
@@ -167,6 +169,15 @@ func (s *Server) Refreshes() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.refreshes
+}
+
+// RefusedRefreshes returns how many refresh grants were refused for a
+// refresh token that was used already (rotated away) or revoked: with
+// rotation, every refresh but one of replicas that refresh at once.
+func (s *Server) RefusedRefreshes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reused
 }
 
 // MCPRequests returns how many requests reached the MCP endpoints.
@@ -326,6 +337,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	case "refresh_token":
 		old := s.refresh[r.Form.Get("refresh_token")]
 		if old == nil {
+			s.reused++
 			invalid("unknown, used or revoked refresh token")
 			return
 		}

@@ -16,17 +16,27 @@ var _ switchboard.OAuthStore = (*Store)(nil)
 // LoadOAuthGrant returns the sealed OAuth grant of server, or
 // [switchboard.ErrNotFound].
 func (s *Store) LoadOAuthGrant(ctx context.Context, server string) ([]byte, error) {
-	var sealed []byte
+	sealed, _, err := s.LoadOAuthGrantVersion(ctx, server)
+	return sealed, err
+}
+
+// LoadOAuthGrantVersion returns the sealed OAuth grant of server and its
+// version, or [switchboard.ErrNotFound].
+func (s *Store) LoadOAuthGrantVersion(ctx context.Context, server string) ([]byte, int64, error) {
+	var (
+		sealed  []byte
+		version int64
+	)
 	err := s.retried(ctx, func() error {
-		return s.pool.QueryRow(ctx, `SELECT sealed FROM oauth_grants WHERE server = $1`, server).Scan(&sealed)
+		return s.pool.QueryRow(ctx, `SELECT sealed, version FROM oauth_grants WHERE server = $1`, server).Scan(&sealed, &version)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, switchboard.ErrNotFound
+		return nil, 0, switchboard.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: load oauth grant %q: %w", server, err)
+		return nil, 0, fmt.Errorf("postgres: load oauth grant %q: %w", server, err)
 	}
-	return sealed, nil
+	return sealed, version, nil
 }
 
 // SaveOAuthGrant stores the sealed OAuth grant of server, replacing any.
@@ -34,12 +44,72 @@ func (s *Store) SaveOAuthGrant(ctx context.Context, server string, sealed []byte
 	err := s.retried(ctx, func() error {
 		_, err := s.pool.Exec(ctx,
 			`INSERT INTO oauth_grants (server, sealed, updated_at) VALUES ($1, $2, now())
-			 ON CONFLICT (server) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
+			 ON CONFLICT (server) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at,
+			 version = oauth_grants.version + 1`,
 			server, sealed)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: save oauth grant %q: %w", server, err)
+	}
+	return nil
+}
+
+// SwapOAuthGrant stores the sealed OAuth grant of server if its version
+// is still version (0: none is stored), in one statement, and returns the
+// new version; [switchboard.ErrConflict] otherwise. Of two replicas that
+// read one version, one writes.
+func (s *Store) SwapOAuthGrant(ctx context.Context, server string, version int64, sealed []byte) (int64, error) {
+	var next int64
+	err := s.retried(ctx, func() error {
+		if version == 0 {
+			return s.pool.QueryRow(ctx,
+				`INSERT INTO oauth_grants (server, sealed, updated_at) VALUES ($1, $2, now())
+				 ON CONFLICT (server) DO NOTHING RETURNING version`, server, sealed).Scan(&next)
+		}
+		return s.pool.QueryRow(ctx,
+			`UPDATE oauth_grants SET sealed = $1, updated_at = now(), version = version + 1
+			 WHERE server = $2 AND version = $3 RETURNING version`, sealed, server, version).Scan(&next)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("%w: the oauth grant of %q was written meanwhile", switchboard.ErrConflict, server)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("postgres: save oauth grant %q: %w", server, err)
+	}
+	return next, nil
+}
+
+// ClaimOAuthRefresh claims the refresh of server's grant for holder for
+// ttl by the database's clock, unless another holder's claim has not
+// expired, in one statement: of replicas claiming at once, one gets it.
+// Nothing is held meanwhile (no connection, no lock): a replica waiting
+// for another's refresh costs the pool nothing.
+func (s *Store) ClaimOAuthRefresh(ctx context.Context, server, holder string, ttl time.Duration) (bool, error) {
+	var n int64
+	err := s.retried(ctx, func() error {
+		tag, err := s.pool.Exec(ctx,
+			`INSERT INTO oauth_refreshes (server, holder, expires_at) VALUES ($1, $2, now() + $3::float8 * interval '1 second')
+			 ON CONFLICT (server) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+			 WHERE oauth_refreshes.expires_at <= now() OR oauth_refreshes.holder = excluded.holder`,
+			server, holder, ttl.Seconds())
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("postgres: claim oauth refresh %q: %w", server, err)
+	}
+	return n == 1, nil
+}
+
+// ReleaseOAuthRefresh ends holder's claim of server's refresh.
+func (s *Store) ReleaseOAuthRefresh(ctx context.Context, server, holder string) error {
+	err := s.retried(ctx, func() error {
+		_, err := s.pool.Exec(ctx, `DELETE FROM oauth_refreshes WHERE server = $1 AND holder = $2`, server, holder)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: release oauth refresh %q: %w", server, err)
 	}
 	return nil
 }

@@ -45,6 +45,8 @@ func Run(t *testing.T, newDB func(t *testing.T) OpenFunc) {
 		{"Tokens", testTokens},
 		{"ChangeFeedReportsToolsetsAndTokens", testToolsetTokenFeed},
 		{"OAuthGrants", testOAuthGrants},
+		{"OAuthGrantVersions", testOAuthGrantVersions},
+		{"OAuthRefreshClaims", testOAuthRefreshClaims},
 		{"OAuthPending", testOAuthPending},
 		{"ChangeFeedReportsOAuthGrants", testOAuthFeed},
 	}
