@@ -209,7 +209,7 @@ func (s *Session) sandboxView(l *link) *sb.SandboxInfo {
 	}
 	profile, ok := sandbox.Resolve(s.cfg.Sandbox, s.opts.SandboxDefault)
 	if !ok {
-		if s.cfg.Sandbox == nil {
+		if s.cfg.Sandbox.Derived() { // nothing of its own: no default applies here
 			return nil
 		}
 		return &sb.SandboxInfo{Enabled: false, Reason: `turned off in the config ("sandbox": {"enabled": false})`}

@@ -10,6 +10,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/sandbox"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -44,7 +45,8 @@ in PATH (--env PATH=..., else this shell's).`,
 				return err
 			}
 			cfg.StartupTimeoutMS = startupTimeout.Milliseconds()
-			level := slog.LevelWarn + 1 // quiet unless asked: the result is printed below
+			sandbox.Apply(&cfg, sandbox.HostOf()) // as server add would store it
+			level := slog.LevelWarn + 1           // quiet unless asked: the result is printed below
 			if verbose {
 				level = slog.LevelDebug
 			}
