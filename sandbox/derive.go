@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -480,4 +481,30 @@ func readHead(p string, n int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a regular file", p)
 	}
 	return io.ReadAll(io.LimitReader(f, n))
+}
+
+// pathInText finds absolute paths in a message: after a space, a quote, a
+// parenthesis, a colon or an equals sign, up to the next of those.
+var pathInText = regexp.MustCompile(`(?:^|[\s'"(:=` + "`" + `])(/[^\s'"():,;` + "`" + `]+)`)
+
+// HiddenPath returns a path that one of lines (a server's last stderr
+// lines, "No such file or directory", "Cannot find module '/x'") names,
+// that exists on the host, and that a sandbox of profile p does not show:
+// most likely what the server failed on. It returns "" if there is none.
+// The last line is looked at first, and the last path in a line.
+func (p Profile) HiddenPath(lines []string) string {
+	for i := len(lines) - 1; i >= 0; i-- {
+		found := pathInText.FindAllStringSubmatch(lines[i], -1)
+		for j := len(found) - 1; j >= 0; j-- { // "x: exec: y: not found" failed on y
+			m := found[j]
+			c := filepath.Clean(strings.TrimRight(m[1], "."))
+			if c == "/" || Provides(c) || visible(c, p.Mounts) {
+				continue
+			}
+			if _, err := os.Lstat(c); err == nil {
+				return c
+			}
+		}
+	}
+	return ""
 }

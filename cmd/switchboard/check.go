@@ -45,8 +45,9 @@ in PATH (--env PATH=..., else this shell's).`,
 				return err
 			}
 			cfg.StartupTimeoutMS = startupTimeout.Milliseconds()
-			sandbox.Apply(&cfg, sandbox.HostOf()) // as server add would store it
-			level := slog.LevelWarn + 1           // quiet unless asked: the result is printed below
+			// The derived mounts server add would store.
+			sandbox.Apply(&cfg, sandbox.HostOf())
+			level := slog.LevelWarn + 1 // quiet unless asked: the result is printed below
 			if verbose {
 				level = slog.LevelDebug
 			}
