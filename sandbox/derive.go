@@ -392,6 +392,8 @@ func (d *deriver) refusal(p string) string {
 	for _, dir := range slices.Sorted(maps.Keys(d.host.Private)) {
 		what := d.host.Private[dir]
 		switch {
+		case p == dir:
+			return fmt.Sprintf("it is %s", what)
 		case within(p, dir):
 			return fmt.Sprintf("it is inside %s, %s", dir, what)
 		case within(dir, p):
