@@ -114,10 +114,30 @@ func Derive(cfg *sb.ServerConfig, h Host) (mounts, refused []sb.DerivedMount) {
 	if exe := lookCommand(cfg.Command, d.path, cfg.Cwd); exe != "" {
 		d.executable(exe, "the command", 0)
 	}
+	script := interpreters[strings.TrimRight(filepath.Base(cfg.Command), "0123456789.")]
 	for i, a := range cfg.Args {
+		if script && !strings.HasPrefix(a, "-") {
+			// The script an interpreter runs imports what is beside it
+			// (its package, its node_modules): its tree, as a command's.
+			script = false
+			if p := filepath.Clean(a); filepath.IsAbs(a) && !Provides(p) && isFile(p) {
+				d.tree(p, fmt.Sprintf("the script of argument %d", i+1))
+				continue
+			}
+		}
 		d.arg(i, a)
 	}
 	return d.result()
+}
+
+// interpreters are the commands whose first argument that is not a flag
+// is a script they run (python3.11 and node20 count by their stem).
+var interpreters = map[string]bool{"node": true, "nodejs": true, "python": true, "python3": true, "pypy3": true,
+	"deno": true, "bun": true, "ruby": true, "perl": true, "php": true, "sh": true, "bash": true}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // deriver collects the mounts of one config.

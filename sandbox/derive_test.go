@@ -108,6 +108,7 @@ func TestDeriveFindsWhatACommandRuns(t *testing.T) {
 	nvmBin := filepath.Join(home, ".nvm/versions/node/v20.1.0/bin")
 	for _, tc := range []struct {
 		name, command string
+		args          []string
 		env           map[string]string
 		want          []string
 		refused       []string
@@ -134,9 +135,14 @@ func TestDeriveFindsWhatACommandRuns(t *testing.T) {
 		{name: "inside the config directory", command: home + "/.config/evil/server",
 			refused: []string{home + "/.config/evil/server"}},
 		{name: "system command", command: "sh"},
+		{name: "script of an interpreter in node_modules", command: "node",
+			args: []string{"--enable-source-maps", root + "/proj/node_modules/pkg-x/dist/index.js", root + "/venv/pyvenv.cfg"},
+			want: []string{root + "/proj/node_modules", root + "/venv/pyvenv.cfg"}},
+		{name: "script of an interpreter in the home directory", command: "python3", args: []string{home + "/server.py"},
+			want: []string{home + "/server.py"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := &sb.ServerConfig{Name: "x", Transport: sb.TransportStdio, Command: tc.command, Env: tc.env}
+			cfg := &sb.ServerConfig{Name: "x", Transport: sb.TransportStdio, Command: tc.command, Args: tc.args, Env: tc.env}
 			mounts, refused := Derive(cfg, testHost(root))
 			if got := hosts(mounts); !slices.Equal(got, tc.want) {
 				t.Errorf("mounts = %q (%v), want %q", got, mounts, tc.want)
