@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/registry"
 )
 
@@ -219,4 +220,36 @@ func derives(v sb.ServerView, host string) bool {
 		}
 	}
 	return false
+}
+
+// The registry's private directories (serve's database directory) are
+// never derived, nor anything inside them; every write works the mounts
+// out afresh, and a request cannot choose them.
+func TestDerivedMountsAreRecomputedOnEveryWriteAndRefusePrivateDirs(t *testing.T) {
+	private, data := t.TempDir(), t.TempDir()
+	reg := registry.New(sqlitetest.Store(t), &registry.Options{PrivateDirs: []string{private}})
+	if err := reg.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Shutdown(context.Background()) })
+	off := false
+	cfg := &sb.ServerConfig{Name: "x", Transport: sb.TransportStdio, Command: "sh", Enabled: &off,
+		Args:    []string{private, data},
+		Sandbox: &sb.SandboxConfig{DerivedMounts: []sb.DerivedMount{{Host: "/etc", Why: "asked for"}}}}
+	v, err := reg.Create(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := v.Sandbox; s == nil || len(s.DerivedMounts) != 1 || s.DerivedMounts[0].Host != data ||
+		len(s.RefusedMounts) != 1 || s.RefusedMounts[0].Host != private {
+		t.Fatalf("sandbox %+v; want %s derived and %s refused, and not the /etc the request named", v.Sandbox, data, private)
+	}
+	cfg = v.ServerConfig.Clone()
+	cfg.Args = nil
+	if v, err = reg.Update(context.Background(), "x", cfg, v.Version); err != nil {
+		t.Fatal(err)
+	}
+	if v.Sandbox != nil {
+		t.Errorf("with no arguments left, sandbox %+v; want none", v.Sandbox)
+	}
 }

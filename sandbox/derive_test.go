@@ -13,7 +13,7 @@ import (
 // tree makes files under root: each key is a path relative to root; a
 // value starting with "->" makes a symlink to the rest, any other a file
 // with that content (executable), "/" a directory.
-func tree(t *testing.T, root string, files map[string]string) {
+func tree(t testing.TB, root string, files map[string]string) {
 	t.Helper()
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range files {
@@ -231,5 +231,25 @@ func TestApplyKeepsADefaultConfigDefault(t *testing.T) {
 	Apply(cfg, h)
 	if len(cfg.Sandbox.DerivedMounts) != 0 {
 		t.Errorf("an unsandboxed server got derived mounts: %+v", cfg.Sandbox.DerivedMounts)
+	}
+}
+
+// BenchmarkDerive measures one write's derivation for a project-local npm
+// server with a directory argument (links followed, the #! read, the
+// argument stat'ed).
+func BenchmarkDerive(b *testing.B) {
+	root := b.TempDir()
+	tree(b, root, map[string]string{
+		"proj/node_modules/.bin/mcp-x":          "->../pkg-x/dist/index.js",
+		"proj/node_modules/pkg-x/dist/index.js": "#!/usr/bin/env node\n",
+		"data/a.txt":                            "",
+	})
+	cfg := &sb.ServerConfig{Name: "x", Transport: sb.TransportStdio, Command: root + "/proj/node_modules/.bin/mcp-x",
+		Args: []string{root + "/data"}}
+	h := HostOf()
+	for b.Loop() {
+		if m, _ := Derive(cfg, h); len(m) != 2 {
+			b.Fatalf("mounts %v", m)
+		}
 	}
 }
