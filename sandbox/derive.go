@@ -6,9 +6,11 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -36,17 +38,23 @@ type Host struct {
 	// never mounted, nor any directory that holds it; what is inside it
 	// may be.
 	Home string
+	// Homes are the home directories of the machine's other people (root
+	// and the accounts of /etc/passwd with a uid of 1000 or more), refused
+	// as Home is: a daemon running as a service user must not mount the
+	// home of the desktop user whose import named it.
+	Homes []string
 	// Private maps directories that are never mounted, nor anything
 	// inside or above them, to what they are ("the user's config
 	// directory").
 	Private map[string]string
 }
 
-// HostOf returns the Host of this process: its home directory, with the
-// user's config, state and credential directories private (~/.config,
-// ~/.local/state, ~/.ssh, ~/.gnupg, ~/.aws, and $XDG_CONFIG_HOME and
-// $XDG_STATE_HOME where set), and each of own (Switchboard's state
-// directory, its database's directory) private too.
+// HostOf returns the Host of this process: its home directory and those
+// of the machine's people, each with its config, state and credential
+// directories private (~/.config, ~/.local/state, ~/.ssh, ~/.gnupg,
+// ~/.aws, and $XDG_CONFIG_HOME and $XDG_STATE_HOME where set), and each of
+// own (Switchboard's state directory, its database's directory) private
+// too.
 func HostOf(own ...string) Host {
 	h := Host{Private: map[string]string{}}
 	private := func(dir, what string) {
@@ -54,13 +62,29 @@ func HostOf(own ...string) Host {
 			h.Private[filepath.Clean(dir)] = what
 		}
 	}
-	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+	home, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(home) {
+		if u, err := user.Current(); err == nil {
+			home = u.HomeDir // a service started without HOME
+		}
+	}
+	if filepath.IsAbs(home) && filepath.Clean(home) != "/" {
 		h.Home = filepath.Clean(home)
-		private(filepath.Join(home, ".config"), "the user's config directory")
-		private(filepath.Join(home, ".local", "state"), "the user's state directory")
-		private(filepath.Join(home, ".ssh"), "the user's SSH keys")
-		private(filepath.Join(home, ".gnupg"), "the user's GnuPG keys")
-		private(filepath.Join(home, ".aws"), "the user's AWS credentials")
+	}
+	for _, d := range passwdHomes() {
+		if d != h.Home {
+			h.Homes = append(h.Homes, d)
+		}
+	}
+	for _, d := range append([]string{h.Home}, h.Homes...) {
+		if d == "" {
+			continue
+		}
+		private(filepath.Join(d, ".config"), "the user's config directory")
+		private(filepath.Join(d, ".local", "state"), "the user's state directory")
+		private(filepath.Join(d, ".ssh"), "the user's SSH keys")
+		private(filepath.Join(d, ".gnupg"), "the user's GnuPG keys")
+		private(filepath.Join(d, ".aws"), "the user's AWS credentials")
 	}
 	private(os.Getenv("XDG_CONFIG_HOME"), "the user's config directory")
 	private(os.Getenv("XDG_STATE_HOME"), "the user's state directory")
@@ -68,6 +92,32 @@ func HostOf(own ...string) Host {
 		private(d, "Switchboard's own directory (its state or its database)")
 	}
 	return h
+}
+
+// passwdHomes returns the home directories of root and of the accounts of
+// /etc/passwd with a uid of at least 1000 (people, not services), except
+// nobody's.
+func passwdHomes() []string {
+	b, err := readHead("/etc/passwd", 4<<20)
+	if err != nil {
+		return nil
+	}
+	var homes []string
+	for line := range strings.Lines(string(b)) {
+		f := strings.Split(strings.TrimSpace(line), ":")
+		if len(f) < 7 {
+			continue
+		}
+		uid, err := strconv.Atoi(f[2])
+		home := filepath.Clean(f[5])
+		if err != nil || uid != 0 && (uid < 1000 || uid == 65534) || !filepath.IsAbs(f[5]) || home == "/" {
+			continue
+		}
+		if !slices.Contains(homes, home) {
+			homes = append(homes, home)
+		}
+	}
+	return homes
 }
 
 // Apply sets the derived and refused mounts of cfg from its command and
@@ -408,6 +458,14 @@ func (d *deriver) refusal(p string) string {
 		return "it is the home directory"
 	case d.host.Home != "" && within(d.host.Home, p):
 		return "it holds the home directory " + d.host.Home
+	}
+	for _, h := range d.host.Homes {
+		switch {
+		case p == h:
+			return "it is a user's home directory"
+		case within(h, p):
+			return "it holds the home directory " + h
+		}
 	}
 	for _, dir := range slices.Sorted(maps.Keys(d.host.Private)) {
 		what := d.host.Private[dir]

@@ -46,7 +46,7 @@ func tree(t testing.TB, root string, files map[string]string) {
 // directories and root/state (Switchboard's) private.
 func testHost(root string) Host {
 	home := filepath.Join(root, "home")
-	return Host{Home: home, Private: map[string]string{
+	return Host{Home: home, Homes: []string{filepath.Join(root, "people", "me")}, Private: map[string]string{
 		filepath.Join(home, ".config"):         "the user's config directory",
 		filepath.Join(home, ".local", "state"): "the user's state directory",
 		filepath.Join(home, ".ssh"):            "the user's SSH keys",
@@ -163,18 +163,19 @@ func TestDeriveMountsPathArgumentsAndRefusesTheDangerousOnes(t *testing.T) {
 		"home/.config/x":       "",
 		"state/switchboard.db": "",
 		"data/in/b.txt":        "b",
+		"people/me/x":          "",
 		"other/c.txt":          "c",
 	})
 	cfg := &sb.ServerConfig{Name: "fs", Transport: sb.TransportStdio, Command: "npx",
 		Args: []string{"-y", "@modelcontextprotocol/server-filesystem",
 			home + "/files", home, home + "/.ssh", "/", root + "/state", "--root=" + root + "/data",
 			root + "/data/in", "/usr/share", root + "/missing", "relative/path", root + "/other/c.txt",
-			home + "/files/"}}
+			home + "/files/", root + "/people/me", root + "/people"}}
 	mounts, refused := Derive(cfg, testHost(root))
 	if got, want := hosts(mounts), []string{root + "/data", home + "/files", root + "/other/c.txt"}; !slices.Equal(got, want) {
 		t.Errorf("mounts = %q, want %q", got, want)
 	}
-	if got, want := hosts(refused), []string{"/", root + "/home", home + "/.ssh", root + "/state"}; !slices.Equal(got, want) {
+	if got, want := hosts(refused), []string{"/", root + "/home", home + "/.ssh", root + "/people", root + "/people/me", root + "/state"}; !slices.Equal(got, want) {
 		t.Errorf("refused = %q, want %q", got, want)
 	}
 	for _, r := range refused {
