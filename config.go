@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/url"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -108,8 +109,21 @@ type SandboxConfig struct {
 	// need it); false leaves the server a loopback interface of its own.
 	Network *bool `json:"network,omitempty"`
 	// Mounts are the host paths the server may see, beyond the system
-	// directories.
+	// directories: the user's own, as written.
 	Mounts []Mount `json:"mounts,omitempty"`
+	// DerivedMounts are the host paths the server's command needs, found
+	// from it when the config is written (see sandbox.Derive): the
+	// resolved executable's tree, the interpreter behind a shim or a
+	// venv, a runtime's install root, and the absolute host paths among
+	// the arguments. Always read-only (a mount in Mounts at the same path
+	// widens one). Computed, never taken from a request: every write
+	// replaces them.
+	DerivedMounts []DerivedMount `json:"derived_mounts,omitempty"`
+	// RefusedMounts are the paths derivation would have mounted but
+	// refuses to (the user's home, config or state directories,
+	// Switchboard's own, /), each with the reason. Computed like
+	// DerivedMounts.
+	RefusedMounts []DerivedMount `json:"refused_mounts,omitempty"`
 	// MemoryMB caps the server's memory: 0 means the default (2048), -1
 	// none.
 	MemoryMB int64 `json:"memory_mb,omitempty"`
@@ -135,6 +149,26 @@ type Mount struct {
 	Host string `json:"host"`           // absolute path on the host
 	Path string `json:"path,omitempty"` // absolute path in the sandbox; empty means Host
 	Mode string `json:"mode,omitempty"` // MountReadOnly (the default) or MountReadWrite
+}
+
+// DerivedMount is a host path that derivation mounts read-only at the
+// same path in a sandbox, or refuses to, and why.
+type DerivedMount struct {
+	Host string `json:"host"`
+	Why  string `json:"why"` // what needs it ("the command's package tree"), or why it is refused
+}
+
+// Derived reports whether s says nothing of its own: every field the
+// user sets is zero and only the computed ones (DerivedMounts,
+// RefusedMounts) may be set. Such a config is the default profile where
+// the embedder applies it, as if it were nil. A nil s is derived.
+func (s *SandboxConfig) Derived() bool {
+	if s == nil {
+		return true
+	}
+	own := *s
+	own.DerivedMounts, own.RefusedMounts = nil, nil
+	return reflect.DeepEqual(own, SandboxConfig{}) && (s.DerivedMounts != nil || s.RefusedMounts != nil)
 }
 
 // Mount modes.
@@ -473,6 +507,14 @@ func (s *SandboxConfig) validate(bad func(field, format string, args ...any)) {
 	if len(s.Mounts) > maxSandboxMounts {
 		bad("sandbox.mounts", "has more than %d entries", maxSandboxMounts)
 	}
+	if len(s.DerivedMounts) > maxSandboxMounts || len(s.RefusedMounts) > maxSandboxMounts {
+		bad("sandbox.derived_mounts", "has more than %d entries", maxSandboxMounts)
+	}
+	for i, m := range s.DerivedMounts {
+		if !path.IsAbs(m.Host) || path.Clean(m.Host) != m.Host || m.Host == "/" || strings.ContainsRune(m.Host, 0) {
+			bad(fmt.Sprintf("sandbox.derived_mounts[%d]", i), "host must be an absolute path other than /, not %q", m.Host)
+		}
+	}
 	seen := map[string]bool{}
 	for i, m := range s.Mounts {
 		field := fmt.Sprintf("sandbox.mounts[%d]", i)
@@ -539,6 +581,8 @@ func (s *SandboxConfig) Clone() *SandboxConfig {
 		out.Network = &v
 	}
 	out.Mounts = slices.Clone(s.Mounts)
+	out.DerivedMounts = slices.Clone(s.DerivedMounts)
+	out.RefusedMounts = slices.Clone(s.RefusedMounts)
 	return &out
 }
 

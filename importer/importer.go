@@ -44,14 +44,18 @@
 //     skip the entry. A plain ${NAME} is left as written, since it may be
 //     meant for a shell the server's command runs.
 //   - Names are normalised to Switchboard's rule (see [Result.Renamed]).
-//   - Imported servers get the default sandbox profile (no "sandbox"
-//     field), which hides the host beyond the system directories. So that
-//     a server told to work on a host path (a filesystem server's root, a
-//     config file) can still see it, every argument that is an absolute
-//     path existing on this machine, alone or as --flag=PATH, becomes a
-//     mount at the same path: read-write for a directory, read-only for a
-//     file. Paths the sandbox shows anyway (/usr, /bin, /lib*) or
-//     provides itself (/proc, /dev, /) are left out.
+//   - Imported servers get the default sandbox profile, which hides the
+//     host beyond the system directories, with the derived mounts that
+//     server add would give them (sandbox.Apply): what the command runs
+//     (a node_modules tree, an interpreter behind a shim, a venv), and
+//     every argument that is an absolute path existing on this machine,
+//     alone or as --flag=PATH, read-only. Paths the sandbox shows anyway
+//     or provides itself are left out. The home directory, the user's
+//     config and state directories and / are never mounted, however the
+//     file names them (${userHome} included): they are listed in the
+//     config's refused mounts instead.
+//   - ${env:NAME} values are copied into the config; [Result.FromEnv]
+//     says which, and where, so that a summary can show them masked.
 //   - Unknown fields (autoApprove, timeout, description, ...) are ignored.
 //
 // Entries that cannot be imported are listed in [Result.Skipped] with a
@@ -114,6 +118,11 @@ type Result struct {
 	// or when its normalised form is taken, which adds "-2", "-3", ....
 	// Keys that already follow the rule keep their name. Nil if none.
 	Renamed map[string]string
+	// FromEnv lists, by imported name, the ${env:NAME} variables whose
+	// values (from the importing process's environment) the config holds,
+	// and where: a summary shows them, masked, before they are stored. Nil
+	// if none.
+	FromEnv map[string][]EnvUse
 }
 
 // Skipped is one entry of the file that was not imported.
@@ -205,7 +214,8 @@ var quotedChar = regexp.MustCompile(`character '(?:\\.|[^'])*' `)
 // parser converts the entries of one file.
 type parser struct {
 	src        source
-	vscode     bool // VS Code dialect: "type": "http" means remote
+	host       sandbox.Host // whose home and private directories derivation refuses
+	vscode     bool         // VS Code dialect: "type": "http" means remote
 	x          *expander
 	sawEnvFile bool // an entry has "envFile", which Claude Desktop lacks
 }
@@ -228,7 +238,7 @@ func parse(data []byte, src source) (*Result, error) {
 		return nil, ErrUnknownFormat // valid JSON, but not an object
 	}
 
-	p := &parser{src: src, x: newExpander(src.workspace)}
+	p := &parser{src: src, host: sandbox.HostOf(), x: newExpander(src.workspace)}
 	var list json.RawMessage
 	var field string
 	ms, hasMS := top["mcpServers"]
@@ -257,6 +267,7 @@ func parse(data []byte, src source) (*Result, error) {
 	}
 
 	res := &Result{}
+	fromEnv := map[*switchboard.ServerConfig][]EnvUse{}
 	var imported []*switchboard.ServerConfig
 	var keys []string
 	for _, key := range slices.Sorted(maps.Keys(entries)) {
@@ -266,6 +277,7 @@ func parse(data []byte, src source) (*Result, error) {
 			continue
 		}
 		cfg, reason := p.convert(entries[key])
+		uses := p.x.take()
 		if reason == "" {
 			cfg.Name = name // valid by construction; the final name may add a suffix
 			if err := cfg.Validate(); err != nil {
@@ -278,8 +290,17 @@ func parse(data []byte, src source) (*Result, error) {
 		}
 		imported = append(imported, cfg)
 		keys = append(keys, key)
+		if len(uses) > 0 {
+			fromEnv[cfg] = uses
+		}
 	}
 	res.Servers, res.Renamed = imported, assignNames(imported, keys)
+	for cfg, uses := range fromEnv {
+		if res.FromEnv == nil {
+			res.FromEnv = map[string][]EnvUse{}
+		}
+		res.FromEnv[cfg.Name] = uses
+	}
 
 	switch {
 	case p.vscode:
@@ -451,9 +472,7 @@ func (p *parser) convert(raw json.RawMessage) (*switchboard.ServerConfig, string
 		cfg.Env = env
 	}
 	if transport == switchboard.TransportStdio {
-		if mounts := hostMounts(cfg.Args, os.Stat); len(mounts) > 0 {
-			cfg.Sandbox = &switchboard.SandboxConfig{Mounts: mounts}
-		}
+		sandbox.Apply(cfg, p.host)
 	}
 	if len(headers) > 0 {
 		cfg.Headers = headers
@@ -463,36 +482,6 @@ func (p *parser) convert(raw json.RawMessage) (*switchboard.ServerConfig, string
 		cfg.Enabled = &enabled
 	}
 	return cfg, ""
-}
-
-// hostMounts returns a mount for every argument that names an existing
-// absolute host path (see the package doc), in the order of the args.
-func hostMounts(args []string, stat func(string) (os.FileInfo, error)) []switchboard.Mount {
-	var mounts []switchboard.Mount
-	seen := map[string]bool{}
-	for _, a := range args {
-		if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
-			a = v
-		}
-		if !filepath.IsAbs(a) {
-			continue
-		}
-		p := filepath.Clean(a)
-		if seen[p] || sandbox.Provides(p) {
-			continue
-		}
-		fi, err := stat(p)
-		if err != nil {
-			continue
-		}
-		seen[p] = true
-		mode := switchboard.MountReadOnly
-		if fi.IsDir() {
-			mode = switchboard.MountReadWrite
-		}
-		mounts = append(mounts, switchboard.Mount{Host: p, Mode: mode})
-	}
-	return mounts
 }
 
 // transport picks the Switchboard transport from "type" and which of

@@ -32,6 +32,22 @@ type expander struct {
 	lookupEnv func(string) (string, bool) // os.LookupEnv
 	home      func() (string, error)      // os.UserHomeDir
 	sawCursor bool                        // a Cursor-only variable was resolved
+	used      []EnvUse                    // the ${env:NAME} resolved since the last take
+}
+
+// EnvUse is one ${env:NAME} that an import resolved: the value of the
+// importing process's variable Var was copied into the field Where
+// ("env TOKEN", "args[2]", "header Authorization") of a stored config.
+type EnvUse struct {
+	Where string `json:"where"`
+	Var   string `json:"var"`
+}
+
+// take returns the ${env:...} uses resolved since it was last called.
+func (x *expander) take() []EnvUse {
+	u := x.used
+	x.used = nil
+	return u
 }
 
 func newExpander(workspace string) *expander {
@@ -84,6 +100,7 @@ func (x *expander) lookup(name, where string) (val string, ok bool, reason strin
 			return "", false, fmt.Sprintf("%s uses ${env:%s}, but %s is not set in the environment of the import; set it and import again", where, arg, arg)
 		}
 		x.sawCursor = true
+		x.used = append(x.used, EnvUse{Where: where, Var: arg})
 		return v, true, ""
 	case hasColon && prefix == "input":
 		return "", false, fmt.Sprintf("%s uses ${input:%s}, which VS Code asks for when the server starts; replace it with the value or with ${env:NAME} and import again", where, arg)

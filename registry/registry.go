@@ -56,6 +56,11 @@ type Options struct {
 	// Followers are kept in step with the store by RunSync beside the
 	// servers (the toolsets and the tokens, which Load does not read).
 	Followers []Follower
+	// PrivateDirs are directories that no server's derived mounts may
+	// show, nor anything inside or above them (serve's state directory,
+	// its database's), beside the user's home, config and state
+	// directories, which never are (see sandbox.HostOf).
+	PrivateDirs []string
 }
 
 // Registry is the set of configured servers. It is safe for concurrent use.
@@ -225,6 +230,14 @@ func (r *Registry) get(name string) (*entry, error) {
 	return e, nil
 }
 
+// derive sets cfg's derived mounts (sandbox.Apply): every write computes
+// them afresh from the command and arguments it stores, so that the
+// stored config says what its sandbox will show, and a request cannot
+// choose them.
+func (r *Registry) derive(cfg *sb.ServerConfig) {
+	sandbox.Apply(cfg, sandbox.HostOf(r.opts.PrivateDirs...))
+}
+
 // ErrClosed is returned after Shutdown.
 var ErrClosed = sb.NewError(sb.CodeShuttingDown, "registry is shut down")
 
@@ -280,6 +293,7 @@ func (r *Registry) Create(ctx context.Context, cfg *sb.ServerConfig) (sb.ServerV
 	if err != nil {
 		return sb.ServerView{}, err
 	}
+	r.derive(cfg)
 	if err := cfg.Validate(); err != nil {
 		return sb.ServerView{}, err
 	}
@@ -345,6 +359,7 @@ func (r *Registry) Update(ctx context.Context, name string, cfg *sb.ServerConfig
 	if err != nil {
 		return sb.ServerView{}, err
 	}
+	r.derive(cfg)
 	if err := cfg.Validate(); err != nil {
 		return sb.ServerView{}, err
 	}
@@ -373,6 +388,7 @@ func (r *Registry) SetEnabled(ctx context.Context, name string, enabled bool) (s
 	}
 	cfg := prev.Clone()
 	cfg.Enabled = &enabled
+	r.derive(cfg)
 	st, err := r.store.Update(ctx, cfg, e.stored.Version)
 	if err != nil {
 		return sb.ServerView{}, err
@@ -560,6 +576,7 @@ func (r *Registry) TestConfig(ctx context.Context, cfg *sb.ServerConfig) (api.Te
 	if err != nil {
 		return api.TestResult{}, err
 	}
+	r.derive(cfg)
 	o := r.opts.Session
 	o.Logger = r.log.With("test_session", randomID())
 	return TestSession(ctx, cfg, &o)

@@ -28,8 +28,9 @@ type Profile struct {
 	// bubblewrap works, and unsandboxed (saying so) where it does not.
 	Required bool
 	Network  bool
-	// Mounts have Path and Mode filled in and are sorted by Path, so that
-	// a mount inside another comes after it.
+	// Mounts are the config's own and its derived ones (read-only at
+	// their own paths), with Path and Mode filled in, sorted by Path so
+	// that a mount inside another comes after it.
 	Mounts     []sb.Mount
 	MemoryMB   int64 // 0: no limit
 	Pids       int64 // 0: no limit
@@ -48,10 +49,12 @@ type Profile struct {
 // off, or c is nil and applyDefault is false (the embedder has not asked
 // for the default profile: see upstream.Options.SandboxDefault).
 func Resolve(c *sb.SandboxConfig, applyDefault bool) (Profile, bool) {
+	if c.Derived() && !applyDefault {
+		// Nothing of the user's own: derived mounts alone do not ask for
+		// a sandbox the embedder does not apply by default.
+		return Profile{}, false
+	}
 	if c == nil {
-		if !applyDefault {
-			return Profile{}, false
-		}
 		c = &sb.SandboxConfig{}
 	}
 	if c.Enabled != nil && !*c.Enabled {
@@ -85,6 +88,14 @@ func Resolve(c *sb.SandboxConfig, applyDefault bool) (Profile, bool) {
 			m.Mode = sb.MountReadOnly
 		}
 		p.Mounts = append(p.Mounts, m)
+	}
+	// Derived mounts are read-only at their own path; a mount of the
+	// user's at the same path wins (that is how "--mount HOST:rw" widens
+	// one).
+	for _, d := range c.DerivedMounts {
+		if !slices.ContainsFunc(p.Mounts, func(m sb.Mount) bool { return m.Path == d.Host }) {
+			p.Mounts = append(p.Mounts, sb.Mount{Host: d.Host, Path: d.Host, Mode: sb.MountReadOnly})
+		}
 	}
 	slices.SortFunc(p.Mounts, func(a, b sb.Mount) int { return strings.Compare(a.Path, b.Path) })
 	return p, true

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Prepares the sandbox tests (sandbox/, upstream/, registry/): installs
 # bubblewrap if bwrap is missing, and installs the npm servers the tests
-# run sandboxed, @modelcontextprotocol/server-memory and
-# @modelcontextprotocol/server-filesystem, into a cache outside the
-# repository. Idempotent: a cache at the right versions is reused.
+# run sandboxed, @modelcontextprotocol/server-memory,
+# @modelcontextprotocol/server-filesystem and
+# @modelcontextprotocol/server-everything, into a cache outside the
+# repository (a project of its own: the tests run them from its
+# node_modules/.bin links, as a project-local install is run). Idempotent: a cache at the right versions is reused.
 #
 #   source scripts/sandbox-setup.sh     # exports the variables below
 #   eval "$(scripts/sandbox-setup.sh)"  # the same from a script
@@ -13,8 +15,7 @@
 #   SWITCHBOARD_SANDBOX_REQUIRED  1: the sandbox tests fail, not skip,
 #                                 when bubblewrap does not work
 #   SWITCHBOARD_SANDBOX_NPM       the directory whose node_modules holds
-#                                 both servers (it is mounted read-only
-#                                 into their sandboxes)
+#                                 the servers
 #
 # Needs apt-get (when bwrap is missing; run as root), node (>= 18) and
 # npm. The cache is $SWITCHBOARD_SANDBOX_CACHE, else
@@ -23,7 +24,7 @@
 # stdout.
 
 _sb_sandbox_setup() {
-	local version=2026.8.31 # of both servers
+	local version=2026.8.31 # of every server
 	local cache pkg installed tool
 
 	if ! command -v bwrap >/dev/null 2>&1; then
@@ -54,7 +55,7 @@ _sb_sandbox_setup() {
 	done
 	cache="${SWITCHBOARD_SANDBOX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/switchboard-sandbox}"
 	mkdir -p "$cache" || return 1
-	for pkg in @modelcontextprotocol/server-memory @modelcontextprotocol/server-filesystem; do
+	for pkg in @modelcontextprotocol/server-memory @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-everything; do
 		installed="$(node -p 'require(process.argv[1]).version' "$cache/node_modules/$pkg/package.json" 2>/dev/null || true)"
 		if [ "$installed" != "$version" ]; then
 			echo "sandbox-setup: installing $pkg@$version into $cache" >&2

@@ -55,6 +55,16 @@ func Open(ctx context.Context, dsn string) (switchboard.Store, error) {
 	}
 }
 
+// SQLiteFile returns the database file that a SQLite dsn names, or "" for
+// any other dsn.
+func SQLiteFile(dsn string) string {
+	kind, target, err := parse(dsn)
+	if err != nil || kind != backendSQLite {
+		return ""
+	}
+	return target
+}
+
 // parse tells which backend dsn names, and what to pass it: the file path
 // for SQLite, the whole URL for PostgreSQL.
 func parse(dsn string) (backend, string, error) {

@@ -172,7 +172,12 @@ func startSandboxed(ctx context.Context, cfg *sb.ServerConfig, logs io.Writer, r
 	path, err := lookPath(cfg.Command, envValue(env, "PATH"), cfg.Cwd)
 	if err != nil {
 		f := classifySpawn(cfg.Command, err)
-		if f.code == sb.CodeCommandNotFound {
+		switch {
+		case f.code != sb.CodeCommandNotFound:
+		case strings.Contains(cfg.Command, "/"):
+			// A path is not looked up on any PATH: it is missing here.
+			f.msg = fmt.Sprintf("%s: no such file on this machine", cfg.Command)
+		default:
 			f.msg = fmt.Sprintf("%s: command not found on the sandbox's PATH (%s): install it in a system directory, "+
 				"give its absolute path, or mount its directory and set PATH in env", cfg.Command, envValue(env, "PATH"))
 		}
@@ -196,6 +201,55 @@ func startSandboxed(ctx context.Context, cfg *sb.ServerConfig, logs io.Writer, r
 		return nil, fail(sb.PhaseSandboxCreate, sb.CodeSandboxCreate, retrySlow, err, "setting up the sandbox of %s: %v", cfg.Command, err)
 	}
 	return launch(box.Cmd(), cfg.Command, logs, box)
+}
+
+// hiddenPathHint says, for a sandboxed server that exited with exitErr
+// and the stderr lines tail, which host path it most likely failed on
+// because the sandbox does not show it, and the flag that shows it; "" if
+// nothing says it failed on a path. Inside a sandbox, a bare "No such
+// file or directory" (or a shell's exit 127, Node's "Cannot find module")
+// reads as if the file were missing on the host, when it is only hidden.
+func (s *Session) hiddenPathHint(exitErr error, tail []string) string {
+	code := -1
+	if ee, ok := errors.AsType[*exec.ExitError](exitErr); ok {
+		code = ee.ExitCode()
+	}
+	if code != 126 && code != 127 && !mentionsMissingPath(tail) {
+		return ""
+	}
+	profile, ok := sandbox.Resolve(s.cfg.Sandbox, s.opts.SandboxDefault)
+	if !ok {
+		return ""
+	}
+	// The command and the working directory are shown even when no mount
+	// covers them (sandbox.Command).
+	for _, shown := range []string{s.cfg.Command, s.cfg.Cwd} {
+		if filepath.IsAbs(shown) {
+			profile.Mounts = append(profile.Mounts, sb.Mount{Host: shown, Path: shown, Mode: sb.MountReadOnly})
+		}
+	}
+	if hidden := profile.HiddenPath(tail); hidden != "" {
+		return fmt.Sprintf("; the sandbox does not show %s, which exists on the host: mount it with --mount %s", hidden, hidden)
+	}
+	if code == 126 || code == 127 {
+		return "; the sandbox shows only the system directories and the server's mounts: " +
+			"if it needs another host path, mount it with --mount PATH"
+	}
+	return ""
+}
+
+// mentionsMissingPath reports whether a server's last stderr lines say
+// that a file it looked for is not there.
+func mentionsMissingPath(tail []string) bool {
+	for _, line := range tail {
+		l := strings.ToLower(line)
+		for _, w := range []string{"no such file or directory", "enoent", "cannot find module", ": not found", "can't open file"} {
+			if strings.Contains(l, w) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func checkCwd(cwd string) *failure {

@@ -546,3 +546,54 @@ func TestSessionFeaturesWorkInsideTheSandbox(t *testing.T) {
 		t.Errorf("after a restart the old bwrap %d is still running", pid)
 	}
 }
+
+// A sandboxed server that fails on a host path its sandbox does not show
+// is told so: the error names the path and the flag that shows it. A
+// command given as a path that is missing is not said to be missing from
+// the sandbox's PATH.
+func TestSandboxedSpawnFailingOnAHiddenPathNamesIt(t *testing.T) {
+	rt := sandboxRuntime(t)
+	dir := t.TempDir()
+	helper := filepath.Join(dir, "lib", "helper.sh")
+	run := filepath.Join(dir, "run.sh")
+	if err := os.MkdirAll(filepath.Dir(helper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(helper, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The command itself is shown (bound at its own path); what it runs
+	// next is not.
+	if err := os.WriteFile(run, []byte("#!/bin/sh\nexec "+helper+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, command string
+		want, not     []string
+	}{
+		{"hidden helper", run, []string{"exited with status 127", "the sandbox does not show " + helper, "--mount " + helper}, nil},
+		{"missing absolute command", filepath.Join(dir, "absent"), []string{"no such file on this machine"}, []string{"PATH"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &sb.ServerConfig{Name: "hidden", Transport: sb.TransportStdio, Command: tc.command,
+				Sandbox: &sb.SandboxConfig{Enabled: new(true)}, Retry: &sb.RetryConfig{MaxAttempts: 1, SlowRetryMS: 60_000}}
+			s, _ := newSession(t, cfg, &upstream.Options{Sandbox: rt, HealthInterval: -1})
+			s.Start(context.Background())
+			e := s.Info().Error
+			if e == nil {
+				t.Fatal("the server connected")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(e.Message, w) {
+					t.Errorf("message %q does not say %q", e.Message, w)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(e.Message, w) {
+					t.Errorf("message %q says %q", e.Message, w)
+				}
+			}
+			t.Logf("message: %s", e.Message)
+		})
+	}
+}

@@ -132,15 +132,19 @@ func (s *Session) exitFailure(phase sb.Phase, p *process, when string) *failure 
 		}
 		desc = sandbox.DescribeExit(p.exitErr)
 	}
+	hidden := ""
+	if p.box != nil {
+		hidden = s.hiddenPathHint(p.exitErr, tail)
+	}
 	if phase == sb.PhaseSpawn && isPackageManager(s.cfg.Command, s.cfg.Args) && installFailed(tail) {
 		return fail(sb.PhaseDepInstall, sb.CodeDepInstallFailed, retryFast, p.exitErr,
-			"%s (pid %d) could not install the server and %s%s", s.cfg.Command, p.pid, desc, s.stderrHint())
+			"%s (pid %d) could not install the server and %s%s%s", s.cfg.Command, p.pid, desc, s.stderrHint(), hidden)
 	}
 	msg := fmt.Sprintf("%s (pid %d) %s", s.cfg.Command, p.pid, desc)
 	if when != "" {
 		msg += " " + when
 	}
-	return fail(phase, sb.CodeProcessExited, retryFast, p.exitErr, "%s%s", msg, s.stderrHint())
+	return fail(phase, sb.CodeProcessExited, retryFast, p.exitErr, "%s%s%s", msg, s.stderrHint(), hidden)
 }
 
 // installing reports whether a server that has not answered initialize
@@ -209,7 +213,7 @@ func (s *Session) sandboxView(l *link) *sb.SandboxInfo {
 	}
 	profile, ok := s.sandboxProfile()
 	if !ok {
-		if s.cfg.Sandbox == nil {
+		if s.cfg.Sandbox.Derived() { // nothing of its own: no default applies here
 			return nil
 		}
 		return &sb.SandboxInfo{Enabled: false, Reason: `turned off in the config ("sandbox": {"enabled": false})`}

@@ -10,6 +10,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/sandbox"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -45,6 +46,8 @@ in PATH (--env PATH=..., else this shell's).`,
 				return err
 			}
 			cfg.StartupTimeoutMS = startupTimeout.Milliseconds()
+			// The derived mounts server add would store.
+			sandbox.Apply(&cfg, sandbox.HostOf())
 			level := slog.LevelWarn + 1 // quiet unless asked: the result is printed below
 			if verbose {
 				level = slog.LevelDebug

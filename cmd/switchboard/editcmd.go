@@ -35,14 +35,15 @@ func newServerEditCommand() *cobra.Command {
 arguments, env values and headers, the timeouts, and the stored secrets.
 --env K=V and --header "K: V" set one value each (--unset-env K and
 --unset-header K remove one); --arg replaces the whole argument list
-(--clear-args empties it); --command on a remote server makes it a stdio
+(--clear-args empties it), --mount the sandbox's own mounts; --command on a remote server makes it a stdio
 server, --url on a stdio server a remote one.
 
 Secrets (env and header values) stay as stored only while they go where
 they went: an edit that changes the command, the arguments or the URL's
 origin must give each of them again (--env K=V), or the daemon refuses it
 naming the field. Relative paths are taken against this shell's directory,
-as "server add" takes them.
+as "server add" takes them. The derived mounts are worked out afresh from
+the edited command and arguments (see "server add --help") and printed.
 
 The edit is based on the version read: if someone changed the server in
 between, nothing is changed and edit says so; run it again. A change of
@@ -77,6 +78,7 @@ waits for the new connection attempt and prints its outcome.`,
 				if aw != nil {
 					if !asJSON {
 						fmt.Fprintf(out, "edited %s (version %d)\n", v.Name, v.Version)
+						printMounts(out, v.Sandbox)
 					}
 					return aw.finish(cmd.Context(), out, asJSON, v.Name, &v.ServerConfig, &v)
 				}
@@ -84,6 +86,7 @@ waits for the new connection attempt and prints its outcome.`,
 					return printJSON(out, v)
 				}
 				fmt.Fprintf(out, "edited %s (version %d, status %s)\n", v.Name, v.Version, v.Runtime.Status)
+				printMounts(out, v.Sandbox)
 				return nil
 			})
 		},
@@ -102,7 +105,7 @@ waits for the new connection attempt and prints its outcome.`,
 
 // editFlagNames are the flags that change something.
 var editFlagNames = []string{"command", "arg", "env", "cwd", "url", "header", "transport", "protocol",
-	"unset-env", "unset-header", "clear-args", "startup-timeout", "call-timeout", "max-total"}
+	"unset-env", "unset-header", "clear-args", "startup-timeout", "call-timeout", "max-total", "mount"}
 
 // edit returns the change the flags given ask for, to apply to the
 // server's config as read: only flags given on the command line count.
@@ -132,6 +135,14 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 	headers, err := parsePairs(sf.headers, ":", "--header")
 	if err != nil {
 		return nil, err
+	}
+	var mounts []sb.Mount
+	for _, v := range sf.mounts {
+		m, err := parseMount(v)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, m)
 	}
 	// Paths are resolved here, in the user's directory; a relative
 	// command is taken against a --cwd given with it, else against the
@@ -171,6 +182,14 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 		}
 		if changed("protocol") {
 			cfg.ProtocolVersion = given.ProtocolVersion
+		}
+		if changed("mount") {
+			// The mounts given replace the config's own; the derived
+			// ones are the daemon's to work out again.
+			if cfg.Sandbox == nil {
+				cfg.Sandbox = &sb.SandboxConfig{}
+			}
+			cfg.Sandbox.Mounts = mounts
 		}
 		if err := setPairs(&cfg.Env, env, ef.unsetEnv, "--unset-env", "env variable"); err != nil {
 			return err

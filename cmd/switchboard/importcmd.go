@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,6 +30,35 @@ type importReport struct {
 	Skipped  []importSkip      `json:"skipped"`
 	Renamed  map[string]string `json:"renamed"` // new name -> name in the file
 	Failed   []importFailure   `json:"failed"`
+	// Servers says, for each server imported (or that would be), what of
+	// this machine it takes: the env values copied from this process's
+	// environment (masked) and every mount its sandbox gets or is refused.
+	Servers []importedServer `json:"servers"`
+}
+
+// importedServer is what one imported server takes from this machine.
+type importedServer struct {
+	Name string `json:"name"`
+	// Env is the server's env, every value masked ("***").
+	Env map[string]string `json:"env,omitempty"`
+	// FromEnv are the ${env:NAME} of the file whose values were copied.
+	FromEnv []importer.EnvUse `json:"from_env,omitempty"`
+	// Mounts are the config's own; DerivedMounts and RefusedMounts as
+	// stored (or, dry, as derived here).
+	Mounts        []sb.Mount        `json:"mounts,omitempty"`
+	DerivedMounts []sb.DerivedMount `json:"derived_mounts,omitempty"`
+	RefusedMounts []sb.DerivedMount `json:"refused_mounts,omitempty"`
+}
+
+// takes returns what the server of cfg (the stored view's config, or the
+// parsed one when dry) takes from this machine.
+func takes(cfg *sb.ServerConfig, fromEnv []importer.EnvUse) importedServer {
+	m := cfg.Masked()
+	s := importedServer{Name: cfg.Name, Env: m.Env, FromEnv: fromEnv}
+	if m.Sandbox != nil {
+		s.Mounts, s.DerivedMounts, s.RefusedMounts = m.Sandbox.Mounts, m.Sandbox.DerivedMounts, m.Sandbox.RefusedMounts
+	}
+	return s
 }
 
 // importSkip is an entry that was not imported, and why; "exists" when a
@@ -62,7 +93,15 @@ input VS Code would prompt for, an unset ${env:NAME}, no command or url)
 are skipped with the reason, as are servers whose name is already
 configured ("exists"): import never replaces a server. Other refusals are
 reported as failures and make the exit status non-zero, after the rest
-was imported. --dry-run reports what would happen and changes nothing.`,
+was imported. --dry-run reports what would happen and changes nothing.
+
+Each server's summary lists its env (values masked, and which came from
+this shell's environment through ${env:NAME}) and every mount its sandbox
+gets: the derived ones, read-only (what its command runs, and arguments
+that are host paths), and those refused. The home directory, the user's
+config and state directories, serve's database directory and / are never
+mounted, however the file names them (${userHome} included). Use
+--dry-run to read the summary before anything is stored.`,
 		Example: `  switchboard import ~/Library/Application\ Support/Claude/claude_desktop_config.json
   switchboard import .vscode/mcp.json --dry-run
   switchboard import ~/.cursor/mcp.json --disabled`,
@@ -108,7 +147,8 @@ was imported. --dry-run reports what would happen and changes nothing.`,
 // cannot be reached or refuses every request alike (a wrong token).
 func runImport(cmd *cobra.Command, c *client.Client, file string, res *importer.Result, dry bool) (*importReport, error) {
 	rep := &importReport{File: file, Format: res.Format, DryRun: dry,
-		Imported: []string{}, Skipped: []importSkip{}, Renamed: map[string]string{}, Failed: []importFailure{}}
+		Imported: []string{}, Skipped: []importSkip{}, Renamed: map[string]string{}, Failed: []importFailure{},
+		Servers: []importedServer{}}
 	for _, s := range res.Skipped {
 		rep.Skipped = append(rep.Skipped, importSkip{Name: s.Name, Reason: s.Reason})
 	}
@@ -125,16 +165,20 @@ func runImport(cmd *cobra.Command, c *client.Client, file string, res *importer.
 	for _, cfg := range res.Servers {
 		name := cfg.Name
 		var err error
+		stored := cfg
 		switch {
 		case dry && existing[name]:
 			err = sb.ErrExists
 		case !dry:
-			_, err = c.CreateServer(cmd.Context(), cfg)
+			var v sb.ServerView
+			v, err = c.CreateServer(cmd.Context(), cfg)
+			stored = &v.ServerConfig // the daemon's derived mounts
 		}
 		var ae *client.Error
 		switch {
 		case err == nil:
 			rep.Imported = append(rep.Imported, name)
+			rep.Servers = append(rep.Servers, takes(stored, res.FromEnv[name]))
 			if orig, ok := res.Renamed[name]; ok {
 				rep.Renamed[name] = orig
 			}
@@ -192,5 +236,53 @@ func printImportReport(out io.Writer, rep *importReport, res *importer.Result) {
 		}
 		tw.Flush()
 	}
+	for _, s := range rep.Servers {
+		printTakes(out, s)
+	}
 	fmt.Fprintf(out, "%s %d, skipped %d, failed %d\n", imported, len(rep.Imported), len(rep.Skipped), len(rep.Failed))
+}
+
+// printTakes prints what an imported server takes from this machine: its
+// env, masked, and its mounts, one a line; nothing if it takes nothing.
+func printTakes(out io.Writer, s importedServer) {
+	var lines []string
+	from := map[string]string{}
+	for _, u := range s.FromEnv {
+		if k, ok := strings.CutPrefix(u.Where, "env "); ok {
+			from[k] = u.Var
+		} else {
+			lines = append(lines, fmt.Sprintf("%s: the value of $%s from this environment", u.Where, u.Var))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		line := fmt.Sprintf("env %s=%s", k, s.Env[k])
+		if v, ok := from[k]; ok {
+			line += fmt.Sprintf(" (the value of $%s from this environment)", v)
+		}
+		lines = append(lines, line)
+	}
+	for _, m := range s.Mounts {
+		mode, dst := orDefault(m.Mode, sb.MountReadOnly), orDefault(m.Path, m.Host)
+		lines = append(lines, fmt.Sprintf("mount %s at %s (%s, the file's own)", m.Host, dst, mode))
+	}
+	for _, m := range s.DerivedMounts {
+		lines = append(lines, fmt.Sprintf("mount %s (ro, derived: %s)", m.Host, m.Why))
+	}
+	for _, m := range s.RefusedMounts {
+		lines = append(lines, fmt.Sprintf("not mounted %s (%s)", m.Host, m.Why))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "%s:\n", s.Name)
+	for _, l := range lines {
+		fmt.Fprintf(out, "  %s\n", strings.ReplaceAll(l, "\n", " "))
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

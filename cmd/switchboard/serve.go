@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -359,8 +360,14 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 		log.Warn("OAuth tokens cannot be kept: "+err.Error(), "error", err)
 	}
 	sessOpts.OAuth = oauth
+	var private []string // no server's derived mounts show the database
+	if f := store.SQLiteFile(sc.dsn); f != "" {
+		if abs, err := filepath.Abs(f); err == nil {
+			private = append(private, filepath.Dir(abs))
+		}
+	}
 	reg := registry.New(st, &registry.Options{Logger: log, ReplicaID: sc.replica.id, Session: sessOpts,
-		Followers: []registry.Follower{toolsets, tokens}})
+		Followers: []registry.Follower{toolsets, tokens}, PrivateDirs: private})
 	m := metrics.New(reg)
 	m.ReportReplica(reg.ReplicaInfo().ID, func() time.Time { return reg.ReplicaInfo().LastSync })
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))

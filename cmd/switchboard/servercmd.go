@@ -88,7 +88,18 @@ shell's).
 
 --env K alone takes the value of K in this command's environment: a
 secret given so is not on the command line, which every local user can
-read while the command runs.`,
+read while the command runs.
+
+A stdio server runs sandboxed (see --no-sandbox), where only the system
+directories and its mounts are visible. The daemon derives the mounts its
+command needs when it stores the config, read-only: the package tree a
+node_modules/.bin link leads into, the interpreter behind a pyenv or asdf
+shim, a venv, an nvm, volta or uv install, a #! interpreter, and every
+argument that is an absolute host path (a filesystem server's
+directories). They are printed below the "added" line and by "server
+show". The home directory, the user's config and state directories, the
+daemon's database directory and / are never derived: they are listed as
+refused. --mount HOST:rw makes a derived mount writable.`,
 		Example: `  switchboard server add everything --command npx --arg -y --arg @modelcontextprotocol/server-everything --wait
   switchboard server add github --command ./github-mcp --env GITHUB_TOKEN --call-timeout 2m
   switchboard server add docs --url https://example.com/mcp --header "Authorization: Bearer $TOKEN"`,
@@ -135,6 +146,7 @@ read while the command runs.`,
 				if aw != nil {
 					if !asJSON {
 						fmt.Fprintf(out, "added %s (%s)\n", v.Name, v.Transport)
+						printMounts(out, v.Sandbox)
 					}
 					return aw.finish(cmd.Context(), out, asJSON, v.Name, &cfg, &v)
 				}
@@ -142,6 +154,7 @@ read while the command runs.`,
 					return printJSON(out, v)
 				}
 				fmt.Fprintf(out, "added %s (%s, status %s)\n", v.Name, v.Transport, v.Runtime.Status)
+				printMounts(out, v.Sandbox)
 				return nil
 			})
 		},
@@ -299,6 +312,16 @@ func printServerView(out io.Writer, v *sb.ServerView, now time.Time) {
 	}
 	if r := v.Retry; r != nil {
 		row("retry", fmt.Sprintf("max_attempts=%d delays_ms=%v slow_retry_ms=%d", r.MaxAttempts, r.DelaysMS, r.SlowRetryMS))
+	}
+	if s := v.Sandbox; s != nil && s.Enabled != nil {
+		row("sandbox", map[bool]string{true: "required", false: "off"}[*s.Enabled])
+	}
+	for i, l := range mountLines(v.Sandbox) {
+		if i == 0 {
+			row("mounts", l)
+		} else {
+			row("", l)
+		}
 	}
 	row("version", strconv.FormatInt(v.Version, 10))
 	row("created", formatTime(v.CreatedAt, now))

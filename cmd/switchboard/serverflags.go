@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,8 @@ func (sf *serverFlags) register(f *pflag.FlagSet, cfg *sb.ServerConfig, secretNo
 	f.StringVar(&sf.transport, "transport", string(sb.TransportRemote), "remote server: remote, streamable-http or sse")
 	f.StringVar(&cfg.ProtocolVersion, "protocol", "", `protocol version to pin, e.g. "2025-11-25" (default: auto)`)
 	f.StringArrayVar(&sf.mounts, "mount", nil,
-		`stdio server: a host path its sandbox may see, HOST[:PATH][:ro|rw] (read-only unless rw; repeat)`)
+		`stdio server: a host path its sandbox may see, HOST[:PATH][:ro|rw] (read-only unless rw; repeat); `+
+			`HOST:rw widens a derived mount of HOST`)
 	f.BoolVar(&sf.noSandbox, "no-sandbox", false, `stdio server: run it unsandboxed ("sandbox": {"enabled": false})`)
 	sf.oauth.register(f, secretNote)
 }
@@ -156,4 +158,40 @@ func parsePairs(pairs []string, sep, flag string) (map[string]string, error) {
 		m[k] = strings.TrimSpace(v)
 	}
 	return m, nil
+}
+
+// mountLines says, one line each, what of the host a stdio server's
+// sandbox shows: the config's own mounts, the derived ones (read-only,
+// what its command runs and the arguments that are host paths) and those
+// derivation refused. None for a config that has none.
+func mountLines(s *sb.SandboxConfig) []string {
+	if s == nil {
+		return nil
+	}
+	var lines []string
+	for _, m := range s.Mounts {
+		mode := m.Mode
+		if mode == "" {
+			mode = sb.MountReadOnly
+		}
+		at := ""
+		if m.Path != "" && m.Path != m.Host {
+			at = " at " + m.Path
+		}
+		lines = append(lines, fmt.Sprintf("%s%s (%s, --mount)", m.Host, at, mode))
+	}
+	for _, m := range s.DerivedMounts {
+		lines = append(lines, fmt.Sprintf("%s (ro, derived: %s)", m.Host, m.Why))
+	}
+	for _, m := range s.RefusedMounts {
+		lines = append(lines, fmt.Sprintf("not %s (%s)", m.Host, m.Why))
+	}
+	return lines
+}
+
+// printMounts prints mountLines under the line of an add or an edit.
+func printMounts(out io.Writer, s *sb.SandboxConfig) {
+	for _, l := range mountLines(s) {
+		fmt.Fprintf(out, "  mount %s\n", l)
+	}
 }
