@@ -74,7 +74,13 @@ type Once struct {
 func (o *Once) Path() (string, error) {
 	o.once.Do(func() {
 		if o.dir, o.err = os.MkdirTemp("", o.Name+"-bin-"); o.err == nil {
-			o.path, o.err = Build(o.Pkg, filepath.Join(o.dir, o.Name))
+			// Open to every user, as an installed program is: a root
+			// Switchboard runs its sandboxed servers as an unprivileged
+			// user, which must be able to enter the directory that a
+			// derived mount shows it.
+			if o.err = os.Chmod(o.dir, 0o755); o.err == nil {
+				o.path, o.err = Build(o.Pkg, filepath.Join(o.dir, o.Name))
+			}
 		}
 	})
 	return o.path, o.err
