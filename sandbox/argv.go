@@ -82,12 +82,14 @@ const (
 
 // argv returns bwrap's arguments for running c with profile p in the
 // workspace ws (a host directory). tmpfsBytes, if positive, caps the
-// sandbox's /tmp, which is memory. prefix, if set, runs before the
-// command (see limits.wrapper).
-func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string) []string {
+// sandbox's /tmp, which is memory. netArgs are the network's (see
+// network.args). prefix, if set, runs before the command (see
+// network.wrapper and limits.wrapper).
+func argv(p Profile, c Command, ws string, tmpfsBytes int64, netArgs, prefix []string) []string {
 	a := []string{
-		// Every namespace; the network one is given back below if
-		// allowed. A PID namespace makes the sandbox's first process its
+		// Every namespace, the network one included: with network on,
+		// user-mode networking is attached to it from outside
+		// (network.go). A PID namespace makes the sandbox's first process its
 		// init: when it dies the kernel kills everything left inside, so
 		// no grandchild outlives the server, even one that left the
 		// process group.
@@ -97,9 +99,6 @@ func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string) []
 		"--die-with-parent",
 		// As root, bwrap keeps every capability inside unless told not to.
 		"--cap-drop", "ALL",
-	}
-	if p.Network {
-		a = append(a, "--share-net")
 	}
 	for _, d := range systemDirs {
 		fi, err := os.Lstat(d)
@@ -116,6 +115,7 @@ func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string) []
 	for _, e := range etcPaths {
 		a = append(a, "--ro-bind-try", e, e)
 	}
+	a = append(a, netArgs...)
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
 	if tmpfsBytes > 0 {
 		a = append(a, "--size", strconv.FormatInt(tmpfsBytes, 10))

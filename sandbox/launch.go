@@ -59,6 +59,7 @@ type Launch struct {
 	cred  *syscall.Credential
 	ws    workspace
 	lim   limits
+	net   *network
 
 	infoR, infoW   *os.File // bwrap writes the sandbox's pid to infoW
 	blockR, blockW *os.File // bwrap runs the server once blockW is written
@@ -89,7 +90,11 @@ func (rt *Runtime) Prepare(ctx context.Context, p Profile, c Command, env []stri
 	if err != nil {
 		return nil, &CreateError{Err: err, Reason: err.Error()}
 	}
-	l := &Launch{p: p, bwrap: bwrap, env: env, cred: rt.Credential, ws: ws, lim: rt.limitsFor(p), oom: -1, cpu: -1}
+	net, err := rt.networkFor(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	l := &Launch{p: p, bwrap: bwrap, env: env, cred: rt.Credential, ws: ws, lim: rt.limitsFor(p), net: net, oom: -1, cpu: -1}
 	if l.infoR, l.infoW, err = os.Pipe(); err == nil {
 		l.blockR, l.blockW, err = os.Pipe()
 	}
@@ -103,7 +108,7 @@ func (rt *Runtime) Prepare(ctx context.Context, p Profile, c Command, env []stri
 		// would count it.
 		tmpfs = p.MemoryMB << 20
 	}
-	l.args = argv(p, c, ws.dir, tmpfs, l.lim.wrapper())
+	l.args = argv(p, c, ws.dir, tmpfs, net.args(), append(net.wrapper(), l.lim.wrapper()...))
 	return l, nil
 }
 
@@ -167,6 +172,9 @@ func (l *Launch) Started() error {
 		// server run without its limits. The caller kills it first.
 		return &CreateError{Err: err, Reason: err.Error()}
 	}
+	if err := l.net.attach(info.ChildPID); err != nil {
+		return &CreateError{Err: err, Reason: err.Error()}
+	}
 	if _, err := l.blockW.Write([]byte{1}); err != nil {
 		return &CreateError{Err: err, Reason: "bubblewrap exited before running the server"}
 	}
@@ -228,13 +236,16 @@ func (l *Launch) Cleanup() {
 		}
 	}
 	l.infoR, l.infoW, l.blockR, l.blockW = nil, nil, nil, nil
+	l.net.stop()
 	l.ws.remove()
 	l.lim.remove()
 }
 
 // Info describes the sandbox for the runtime view.
 func (l *Launch) Info() *sb.SandboxInfo {
-	return info(l.p, l.ws.dir, l.lim.mode, l.lim.unenforced)
+	i := info(l.p, l.ws.dir, l.lim.mode, l.lim.unenforced)
+	i.NetworkAllowed = append([]string(nil), l.net.allowed...)
+	return i
 }
 
 // Plan describes the sandbox a launch of p would get here, without
@@ -264,8 +275,8 @@ func info(p Profile, dir, mode string, unenforced []string) *sb.SandboxInfo {
 	if p.Isolated {
 		ws = sb.WorkspaceIsolated
 	}
-	return &sb.SandboxInfo{Enabled: true, Workspace: dir, WorkspaceMode: ws, Network: p.Network, Limits: mode,
-		Unenforced: append([]string(nil), unenforced...)}
+	return &sb.SandboxInfo{Enabled: true, Workspace: dir, WorkspaceMode: ws, Network: p.Network,
+		NetworkAllow: append([]string(nil), p.Allow...), Limits: mode, Unenforced: append([]string(nil), unenforced...)}
 }
 
 // Stderr returns w with a watch on what passes: the caller copies the
@@ -392,11 +403,12 @@ func DescribeExit(err error) string {
 }
 
 // SetupFailure returns bubblewrap's own complaint among a sandboxed
-// process's last stderr lines ("bwrap: Can't find source path ..."): the
-// sandbox could not be built, so the server never ran.
+// process's last stderr lines ("bwrap: Can't find source path ..."), or
+// that of the sandbox's network rule loader (network.go): the sandbox
+// could not be built, so the server never ran.
 func SetupFailure(tail []string) (string, bool) {
 	for i := len(tail) - 1; i >= 0; i-- {
-		if strings.HasPrefix(tail[i], "bwrap: ") {
+		if strings.HasPrefix(tail[i], "bwrap: ") || strings.HasPrefix(tail[i], ruleLoaderSays) {
 			return tail[i], true
 		}
 	}

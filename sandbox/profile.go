@@ -28,6 +28,8 @@ type Profile struct {
 	// bubblewrap works, and unsandboxed (saying so) where it does not.
 	Required bool
 	Network  bool
+	// Allow is the network allowlist as configured; empty: everything.
+	Allow []string
 	// Mounts have Path and Mode filled in and are sorted by Path, so that
 	// a mount inside another comes after it.
 	Mounts     []sb.Mount
@@ -62,11 +64,14 @@ func Resolve(c *sb.SandboxConfig, applyDefault bool) (Profile, bool) {
 	}
 	p := Profile{
 		Required:   c.Enabled != nil && *c.Enabled,
-		Network:    c.Network == nil || *c.Network,
+		Network:    c.Network == nil || !c.Network.Off,
 		MemoryMB:   limit(c.MemoryMB, DefaultMemoryMB),
 		Pids:       limit(c.Pids, DefaultPids),
 		CPUSeconds: limit(c.CPUSeconds, 0),
 		Isolated:   c.Workspace == sb.WorkspaceIsolated,
+	}
+	if c.Network != nil && !c.Network.Off {
+		p.Allow = slices.Clone(c.Network.Allow)
 	}
 	for _, m := range c.Mounts {
 		if m.Path == "" {
@@ -107,6 +112,9 @@ func (p Profile) key() string {
 	fmt.Fprintf(h, "v1 network=%t memory=%d pids=%d cpu=%d\n", p.Network, p.MemoryMB, p.Pids, p.CPUSeconds)
 	for _, m := range p.Mounts {
 		fmt.Fprintf(h, "mount %q %q %s\n", m.Host, m.Path, m.Mode)
+	}
+	for _, a := range p.Allow {
+		fmt.Fprintf(h, "allow %q\n", a)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -13,6 +13,7 @@
 package sandbox
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -46,6 +47,13 @@ type Runtime struct {
 	// and process limits. Empty means: detect one (see limits.go); "none"
 	// means never use cgroups, only rlimits.
 	Cgroup string
+	// Slirp4netns is the slirp4netns executable that gives a sandbox with
+	// network on its user-mode network (network.go). Empty means
+	// "slirp4netns", looked up on PATH at every launch.
+	Slirp4netns string
+	// Resolver resolves the host names of network allowlists when a
+	// sandbox is created. Nil means net.DefaultResolver.
+	Resolver *net.Resolver
 
 	probeMu sync.Mutex                  // serialises trials
 	probe   atomic.Pointer[probeResult] // the last outcome; nil before the first
@@ -54,6 +62,10 @@ type Runtime struct {
 	cgDir  string // "" when no usable cgroup was found
 
 	sweepOnce sync.Once // removal of isolated workspaces left by a crash
+
+	resolvOnce sync.Once // the resolv.conf of sandboxes with network
+	resolvPath string
+	resolvErr  error
 }
 
 // System is the Runtime of sessions that configure none.

@@ -50,9 +50,9 @@ func TestResolveAppliesTheDefaultProfile(t *testing.T) {
 			Profile{Network: true, MemoryMB: DefaultMemoryMB, Pids: DefaultPids}, true},
 		{"empty config is the default profile", &sb.SandboxConfig{}, false,
 			Profile{Network: true, MemoryMB: DefaultMemoryMB, Pids: DefaultPids}, true},
-		{"opted out", &sb.SandboxConfig{Enabled: new(false), Network: new(false)}, true, Profile{}, false},
+		{"opted out", &sb.SandboxConfig{Enabled: new(false), Network: &sb.SandboxNetwork{Off: true}}, true, Profile{}, false},
 		{"required, no limits, no network, isolated",
-			&sb.SandboxConfig{Enabled: new(true), Network: new(false), MemoryMB: -1, Pids: -1, CPUSeconds: -1, Workspace: sb.WorkspaceIsolated}, false,
+			&sb.SandboxConfig{Enabled: new(true), Network: &sb.SandboxNetwork{Off: true}, MemoryMB: -1, Pids: -1, CPUSeconds: -1, Workspace: sb.WorkspaceIsolated}, false,
 			Profile{Required: true, Isolated: true}, true},
 		{"mounts get their path and mode, parents first",
 			&sb.SandboxConfig{Mounts: []sb.Mount{{Host: "/srv/b", Path: "/data/sub", Mode: sb.MountReadWrite}, {Host: "/srv/a", Path: "/data"}, {Host: "/opt/x"}},
@@ -72,7 +72,7 @@ func TestResolveAppliesTheDefaultProfile(t *testing.T) {
 }
 
 func TestTestSessionsGetAFreshIsolatedWorkspaceOfTheSameProfile(t *testing.T) {
-	live := &sb.SandboxConfig{Network: new(false), Mounts: []sb.Mount{{Host: "/srv"}}}
+	live := &sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}, Mounts: []sb.Mount{{Host: "/srv"}}}
 	test := ForTest(live, false)
 	if live.Workspace != "" {
 		t.Fatal("ForTest changed the live config")
@@ -96,7 +96,7 @@ func TestTestSessionsGetAFreshIsolatedWorkspaceOfTheSameProfile(t *testing.T) {
 func TestProfilesShareAWorkspaceOnlyWhenTheyLookTheSame(t *testing.T) {
 	a, _ := Resolve(&sb.SandboxConfig{}, false)
 	b, _ := Resolve(&sb.SandboxConfig{Enabled: new(true), Workspace: sb.WorkspaceIsolated}, false)
-	c, _ := Resolve(&sb.SandboxConfig{Network: new(false)}, false)
+	c, _ := Resolve(&sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}}, false)
 	d, _ := Resolve(&sb.SandboxConfig{Mounts: []sb.Mount{{Host: "/srv"}}}, false)
 	if a.key() != b.key() {
 		t.Error("required or isolated changed the profile's workspace key")
@@ -107,9 +107,9 @@ func TestProfilesShareAWorkspaceOnlyWhenTheyLookTheSame(t *testing.T) {
 }
 
 func TestArgvShowsOnlyWhatTheProfileNames(t *testing.T) {
-	p, _ := Resolve(&sb.SandboxConfig{Network: new(false), Mounts: []sb.Mount{
+	p, _ := Resolve(&sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}, Mounts: []sb.Mount{
 		{Host: "/srv/data", Mode: sb.MountReadWrite}, {Host: "/home/me/.config/app", Path: "/config"}}}, false)
-	a := argv(p, Command{Path: "/home/me/bin/server", Args: []string{"--flag", "x y"}, Dir: "/srv/data/project"}, "/state/ws", 1<<20, nil)
+	a := argv(p, Command{Path: "/home/me/bin/server", Args: []string{"--flag", "x y"}, Dir: "/srv/data/project"}, "/state/ws", 1<<20, nil, nil)
 	line := strings.Join(a, " ")
 	for _, want := range []string{
 		"--unshare-all --die-with-parent --cap-drop ALL",
@@ -136,9 +136,13 @@ func TestArgvShowsOnlyWhatTheProfileNames(t *testing.T) {
 	}
 
 	on, _ := Resolve(&sb.SandboxConfig{}, false)
-	a = argv(on, Command{Path: "/usr/bin/npx", Args: []string{"-y", "pkg"}}, "/ws", 0, []string{"/bin/sh", "-c", "x", "sh"})
+	a = argv(on, Command{Path: "/usr/bin/npx", Args: []string{"-y", "pkg"}}, "/ws", 0,
+		[]string{"--ro-bind", "/state/network/resolv.conf", "/etc/resolv.conf"}, []string{"/bin/sh", "-c", "x", "sh"})
 	line = strings.Join(a, " ")
-	if !strings.Contains(line, "--share-net") || strings.Contains(line, "--ro-bind /usr/bin/npx") || strings.Contains(line, "--size") ||
+	// Network on is a namespace of the sandbox's own too, with its
+	// resolv.conf bound over the host's.
+	if strings.Contains(line, "--share-net") ||
+		!strings.Contains(line, "--ro-bind-try /etc/timezone /etc/timezone --ro-bind /state/network/resolv.conf /etc/resolv.conf --proc") || strings.Contains(line, "--ro-bind /usr/bin/npx") || strings.Contains(line, "--size") ||
 		!strings.HasSuffix(line, "--chdir /workspace --info-fd 3 --block-fd 4 -- /bin/sh -c x sh /usr/bin/npx -y pkg") {
 		t.Errorf("argv of the default profile for a system command:\n%s", line)
 	}
