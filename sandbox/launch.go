@@ -108,7 +108,7 @@ func (rt *Runtime) Prepare(ctx context.Context, p Profile, c Command, env []stri
 		// would count it.
 		tmpfs = p.MemoryMB << 20
 	}
-	l.args = argv(p, c, ws.dir, tmpfs, net.args(), append(net.wrapper(), l.lim.wrapper()...))
+	l.args = argv(p, c, ws.dir, tmpfs, net.args(), l.lim.wrapper())
 	return l, nil
 }
 
@@ -403,12 +403,11 @@ func DescribeExit(err error) string {
 }
 
 // SetupFailure returns bubblewrap's own complaint among a sandboxed
-// process's last stderr lines ("bwrap: Can't find source path ..."), or
-// that of the sandbox's network rule loader (network.go): the sandbox
-// could not be built, so the server never ran.
+// process's last stderr lines ("bwrap: Can't find source path ..."): the
+// sandbox could not be built, so the server never ran.
 func SetupFailure(tail []string) (string, bool) {
 	for i := len(tail) - 1; i >= 0; i-- {
-		if strings.HasPrefix(tail[i], "bwrap: ") || strings.HasPrefix(tail[i], ruleLoaderSays) {
+		if strings.HasPrefix(tail[i], "bwrap: ") {
 			return tail[i], true
 		}
 	}

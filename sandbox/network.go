@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	sb "github.com/switchboard-mcp/switchboard"
 )
 
@@ -41,17 +43,22 @@ import (
 // Debian ships it as a small package of its own.
 //
 // An allowlist ("network": {"allow": [...]}) is an nftables ruleset in
-// the sandbox's namespace, loaded before the server runs: an output chain
-// that drops everything but the sandbox's loopback, DNS to the forwarder
-// and the destinations listed, host names resolved here when the sandbox
-// is created. The server cannot change it: it has no capability in the
-// namespace. Switchboard loads it from outside (nsenter into the network
-// namespace) when bwrap runs as root; bwrap run by another user owns a
-// user namespace whose capabilities a process that joins it keeps only
-// until it executes a program, so there the sandbox's first command loads
-// the rules with the two capabilities bwrap was told to keep
-// (CAP_NET_ADMIN, and CAP_SETPCAP to empty the bounding set), then drops
-// every capability and executes the server.
+// the sandbox's namespace, loaded from outside (nsenter, nft) before the
+// server runs: an output chain that drops everything but the sandbox's
+// loopback, DNS to the forwarder and the destinations listed, host names
+// resolved here when the sandbox is created. The server cannot change it:
+// it has no capability in the namespace.
+//
+// Who may enter the namespace: bwrap run as root makes namespaces root
+// may enter. bwrap run by another user (an ordinary user's serve, or
+// Runtime.Credential) makes them owned by a user namespace of that user's,
+// which slirp4netns and nsenter join, as that user, to gain the right.
+// That is not the user namespace the sandbox's init is in: to mount
+// /dev/pts bwrap maps the user to 0 in a first user namespace, which owns
+// the network namespace, and runs the sandbox in a second one below it,
+// where joining gives no right over the network. The first is found from
+// the network namespace itself (NS_GET_USERNS); being root there, nft
+// keeps its capabilities across exec.
 
 // slirp4netns's network (its defaults: --cidr 10.0.2.0/24).
 const (
@@ -59,10 +66,6 @@ const (
 	slirpTap = "tap0"
 	slirpMTU = "65520" // the largest slirp4netns takes, for throughput
 )
-
-// ruleLoaderSays starts the line the sandbox's rule loader writes to
-// stderr when the rules cannot be loaded (see SetupFailure).
-const ruleLoaderSays = "switchboard sandbox: "
 
 // resolveTimeout bounds the resolution of an allowlist's host names.
 const resolveTimeout = 10 * time.Second
@@ -72,11 +75,10 @@ type network struct {
 	on      bool
 	allowed []string // the allowlist as enforced, for the view
 	rules   string   // the nftables ruleset; "" without an allowlist
-	inside  bool     // the sandbox's first command loads rules (loader)
 
-	slirpBin, nsenter, nft, setpriv string
-	resolv                          string // host file bound at /etc/resolv.conf
-	cred                            *syscall.Credential
+	slirpBin, nsenter, nft string
+	resolv                 string // host file bound at /etc/resolv.conf
+	cred                   *syscall.Credential
 
 	slirp *exec.Cmd // once attached
 	exitW *os.File  // slirp4netns exits once this is closed
@@ -108,29 +110,14 @@ func (rt *Runtime) networkFor(ctx context.Context, p Profile) (*network, error) 
 	if len(p.Allow) == 0 {
 		return n, nil
 	}
-	n.inside = rt.bwrapUID() != 0
-	tools := []struct {
-		bin  *string
-		name string
-		pkg  string
-		need bool
-	}{
-		{&n.nft, "nft", "nftables", true},
-		{&n.nsenter, "nsenter", "util-linux", !n.inside},
-		{&n.setpriv, "setpriv", "util-linux", n.inside},
-	}
-	for _, tool := range tools {
-		if !tool.need {
-			continue
-		}
+	for _, tool := range []struct {
+		bin       *string
+		name, pkg string
+	}{{&n.nft, "nft", "nftables"}, {&n.nsenter, "nsenter", "util-linux"}} {
 		if *tool.bin, err = lookTool(tool.name); err != nil {
 			return nil, &UnavailableError{Err: err, Reason: fmt.Sprintf(
 				"%s is not installed, and the sandbox's network allowlist needs it: install %s (apt-get install %s), "+
 					`or drop the allowlist ("network": true)`, tool.name, tool.pkg, tool.pkg)}
-		}
-		if n.inside && !visible(*tool.bin, nil) {
-			return nil, &CreateError{Reason: fmt.Sprintf("%s is at %s, outside the system directories, where the sandbox cannot run it "+
-				"to load the network allowlist", tool.name, *tool.bin)}
 		}
 	}
 	allow, err := rt.resolveAllow(ctx, p.Allow)
@@ -153,14 +140,6 @@ func lookTool(name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
-}
-
-// bwrapUID is the host uid bubblewrap runs as.
-func (rt *Runtime) bwrapUID() int {
-	if rt.Credential != nil {
-		return int(rt.Credential.Uid)
-	}
-	return os.Geteuid()
 }
 
 // resolvedAllow is an allowlist entry with its host name resolved.
@@ -207,8 +186,6 @@ func (rt *Runtime) resolveAllow(ctx context.Context, entries []string) ([]resolv
 
 // rules returns the nftables ruleset that lets the sandbox reach only its
 // loopback, the DNS forwarder and allow, and allow as the view shows it.
-// A packet the chain drops on its way out fails the server's connect or
-// send at once with EPERM, not after a timeout.
 func rules(allow []resolvedAllow) (string, []string) {
 	var b strings.Builder
 	b.WriteString("table inet switchboard {\n\tchain output {\n\t\ttype filter hook output priority 0; policy drop;\n")
@@ -235,6 +212,9 @@ func rules(allow []resolvedAllow) (string, []string) {
 		}
 		shown = append(shown, s)
 	}
+	// Refused, not only dropped: TCP ignores a dropped SYN and retries
+	// until the connect times out; a reset fails it at once.
+	b.WriteString("\t\tmeta l4proto tcp reject with tcp reset\n\t\treject with icmpx admin-prohibited\n")
 	b.WriteString("\t}\n}\n")
 	return b.String(), shown
 }
@@ -285,26 +265,7 @@ func (n *network) args() []string {
 	if !n.on {
 		return nil
 	}
-	a := []string{"--ro-bind", n.resolv, "/etc/resolv.conf"}
-	if n.rules != "" && n.inside {
-		// After --cap-drop ALL: bwrap applies them in order.
-		a = append(a, "--cap-add", "CAP_NET_ADMIN", "--cap-add", "CAP_SETPCAP")
-	}
-	return a
-}
-
-// wrapper returns what runs first in the sandbox when the sandbox loads
-// its rules itself: a shell that loads them and executes the rest of the
-// command line with no capability left; else nothing. The rules follow
-// the script as $1; nothing of them is parsed by the shell.
-func (n *network) wrapper() []string {
-	if n.rules == "" || !n.inside {
-		return nil
-	}
-	script := `printf '%s' "$1" | ` + n.nft + ` -f - || { echo "` + ruleLoaderSays +
-		`the network allowlist could not be loaded (nft exited $?)" >&2; exit 125; }; shift; exec ` + n.setpriv +
-		` --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@"`
-	return []string{"/bin/sh", "-c", script, "sh", n.rules}
+	return []string{"--ro-bind", n.resolv, "/etc/resolv.conf"}
 }
 
 // attach gives the sandbox whose init is pid its network: it starts
@@ -315,21 +276,27 @@ func (n *network) attach(pid int) error {
 	if !n.on {
 		return nil
 	}
-	if err := awaitLoopback(pid, time.Now().Add(startTimeout)); err != nil {
+	if err := awaitNamespace(pid, time.Now().Add(startTimeout)); err != nil {
 		return err
 	}
-	nsDir := "/proc/" + strconv.Itoa(pid) + "/ns/"
+	netns := "/proc/" + strconv.Itoa(pid) + "/ns/net"
+	owner, err := netnsOwner(netns)
+	if err != nil {
+		return err
+	}
+	if owner != nil {
+		defer owner.Close()
+	}
 	args := []string{"--configure", "--mtu=" + slirpMTU, "--disable-host-loopback",
 		"--ready-fd=3", "--exit-fd=4", "--netns-type=path"}
 	var cred *syscall.Credential
-	if ownUserNS(pid) {
-		// A namespace of bwrap's user's: slirp4netns joins the user
-		// namespace first, for the right to enter the network one, as
-		// that user.
-		args = append(args, "--userns-path="+nsDir+"user")
-		cred = n.cred
+	extra := []*os.File(nil)
+	if owner != nil {
+		// fd 5 in slirp4netns, which opens the path itself.
+		args = append(args, "--userns-path=/proc/self/fd/5")
+		cred, extra = n.cred, []*os.File{owner}
 	}
-	args = append(args, nsDir+"net", slirpTap)
+	args = append(args, netns, slirpTap)
 
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
@@ -352,7 +319,7 @@ func (n *network) attach(pid int) error {
 		Path:       n.slirpBin,
 		Args:       append([]string{n.slirpBin}, args...),
 		Env:        []string{"PATH=" + defaultPath},
-		ExtraFiles: []*os.File{readyW, exitR}, // fds 3 and 4
+		ExtraFiles: append([]*os.File{readyW, exitR}, extra...), // fds 3, 4 (and 5)
 		// Pdeathsig as a second guard beside --exit-fd.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred},
 	}
@@ -383,8 +350,8 @@ func (n *network) attach(pid int) error {
 		}
 		return fmt.Errorf("slirp4netns could not give the sandbox its network: %s%s", said, tunHint(said))
 	}
-	if n.rules != "" && !n.inside {
-		if err := n.loadRules(pid); err != nil {
+	if n.rules != "" {
+		if err := n.loadRules(netns, owner); err != nil {
 			n.stop()
 			return err
 		}
@@ -392,41 +359,87 @@ func (n *network) attach(pid int) error {
 	return nil
 }
 
-// awaitLoopback waits until bwrap has brought up the sandbox's loopback.
-// bwrap reports the sandbox's init before its child has set up the
-// namespace, and sets up the loopback over netlink there: slirp4netns
-// configuring the same namespace at the same time made one of them fail
-// (bwrap: "loopback: Failed RTM_NEWADDR"), one start in a few. The
-// kernel puts 127.0.0.1 in the namespace's local routing table once the
-// address is there and the link is up, the last step of bwrap's.
-func awaitLoopback(pid int, deadline time.Time) error {
-	fib := "/proc/" + strconv.Itoa(pid) + "/net/fib_trie"
+// nsGetUserns is NS_GET_USERNS, the ioctl(2) on a namespace that opens
+// the user namespace owning it.
+const nsGetUserns = 0xb701
+
+// netnsOwner returns the user namespace that owns the network namespace
+// at path, or nil if that is this process's own.
+func netnsOwner(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("bubblewrap exited before setting up the sandbox's network: %w", err)
+	}
+	defer f.Close()
+	fd, err := unix.IoctlRetInt(int(f.Fd()), nsGetUserns)
+	if err != nil {
+		return nil, fmt.Errorf("finding the owner of the sandbox's network namespace: %w", err)
+	}
+	owner := os.NewFile(uintptr(fd), "userns")
+	var theirs, ours unix.Stat_t
+	if unix.Fstat(fd, &theirs) == nil && unix.Stat("/proc/self/ns/user", &ours) == nil && theirs.Ino == ours.Ino && theirs.Dev == ours.Dev {
+		owner.Close()
+		return nil, nil
+	}
+	return owner, nil
+}
+
+// awaitNamespace waits until bwrap has set up what the network's helpers
+// need of the sandbox: its loopback and its user mapping. bwrap reports
+// the sandbox's init before its child has set up the namespaces. The
+// child brings up the loopback over netlink: slirp4netns configuring the
+// same namespace at the same time made one of them fail (bwrap:
+// "loopback: Failed RTM_NEWADDR"), one start in a few; the kernel puts
+// 127.0.0.1 in the namespace's local routing table once the address is
+// there and the link is up, the last step of bwrap's. Unprivileged, the
+// child then writes its uid map: until it has, a user joining the
+// namespace is nobody there, and nft run in it has no capability.
+func awaitNamespace(pid int, deadline time.Time) error {
+	dir := "/proc/" + strconv.Itoa(pid)
 	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
-		b, err := os.ReadFile(fib)
+		fib, err := os.ReadFile(dir + "/net/fib_trie")
+		var uidMap []byte
+		if err == nil {
+			uidMap, err = os.ReadFile(dir + "/uid_map")
+		}
 		switch {
 		case err != nil:
 			return fmt.Errorf("bubblewrap exited before setting up the sandbox's network: %w", err)
-		case bytes.Contains(b, []byte("127.0.0.1")):
+		case bytes.Contains(fib, []byte("127.0.0.1")) && len(bytes.TrimSpace(uidMap)) > 0:
 			return nil
 		case time.Now().After(deadline):
-			return fmt.Errorf("bubblewrap did not bring up the sandbox's loopback within %s", startTimeout)
+			return fmt.Errorf("bubblewrap did not set up the sandbox's network namespace within %s", startTimeout)
 		}
 		time.Sleep(wait)
 	}
 }
 
-// loadRules loads the allowlist into the network namespace of pid from
-// outside, as root.
-func (n *network) loadRules(pid int) error {
+// loadRules loads the allowlist into the network namespace at netns.
+// With owner set, nsenter joins that user namespace first, as n.cred or
+// this process's user, which is root there.
+func (n *network) loadRules(netns string, owner *os.File) error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, n.nsenter, "-t", strconv.Itoa(pid), "-n", n.nft, "-f", "-")
+	args := []string{"--net=" + netns}
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	var extra []*os.File
+	// Root, with no other user to run as, may enter every namespace as it
+	// is; joining a user namespace bwrap run as root made would instead
+	// leave it with that namespace's capabilities, short of nft's.
+	if owner != nil && (n.cred != nil || os.Geteuid() != 0) {
+		// The user is uid 0 there already (bwrap's first mapping): no
+		// setgroups, which that namespace denies.
+		args = append([]string{"--user=/proc/self/fd/3", "--preserve-credentials"}, args...)
+		attr.Credential, extra = n.cred, []*os.File{owner}
+	}
+	cmd := exec.CommandContext(ctx, n.nsenter, append(args, "--", n.nft, "-f", "-")...)
 	cmd.Env = []string{"PATH=" + defaultPath}
 	cmd.Stdin = strings.NewReader(n.rules)
+	cmd.ExtraFiles, cmd.SysProcAttr = extra, attr
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		said := lastLine(out.String())
+		said := said3(out.String())
 		if said == "" {
 			said = err.Error()
 		}
@@ -444,14 +457,6 @@ func tunHint(said string) string {
 	}
 	return " (slirp4netns opens /dev/net/tun as the sandbox's user: it must exist and be mode 0666, as distributions ship it; " +
 		"in a container, pass it in, e.g. docker run --device /dev/net/tun)"
-}
-
-// ownUserNS reports whether pid is in a user namespace other than this
-// process's.
-func ownUserNS(pid int) bool {
-	theirs, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/user")
-	ours, err2 := os.Readlink("/proc/self/ns/user")
-	return err == nil && err2 == nil && theirs != ours
 }
 
 // stop ends slirp4netns and reaps it. The sandbox's network goes with it.

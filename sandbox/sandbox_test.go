@@ -20,7 +20,12 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if what := os.Getenv(netProbeEnv); what != "" {
+		os.Exit(netProbe(what))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // requireBwrap returns a Runtime with its workspaces in a temporary
 // directory, after checking that bubblewrap works here; without it the
