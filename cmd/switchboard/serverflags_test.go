@@ -64,3 +64,29 @@ func TestMountFlagsBecomeTheSandboxMounts(t *testing.T) {
 		}
 	}
 }
+
+func TestAllowFlagsBecomeTheSandboxNetworkAllowlist(t *testing.T) {
+	cfg, err := applyFlags(t, "--command", "npx", "--allow", "api.github.com:443", "--allow", "10.1.2.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &sb.SandboxConfig{Network: &sb.SandboxNetwork{Allow: []string{"api.github.com:443", "10.1.2.0/24"}}}
+	if !reflect.DeepEqual(cfg.Sandbox, want) {
+		t.Errorf("sandbox %+v, want %+v", cfg.Sandbox, want)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("the config the flags make is invalid: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--url", "https://x.example/mcp", "--allow", "a.example"}, "--command servers"},
+		{[]string{"--command", "x", "--allow", "a.example", "--no-sandbox"}, "one or the other"},
+		{[]string{"--command", "x", "--allow", "a.example:99999"}, "--allow \"a.example:99999\": the port"},
+	} {
+		if _, err := applyFlags(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%v: %v; want an error saying %q", tc.args, err, tc.says)
+		}
+	}
+}
