@@ -72,8 +72,8 @@ type Launch struct {
 }
 
 // Prepare sets up a sandbox for c with profile p and returns it, ready to
-// start: it probes bubblewrap, creates the workspace and the cgroup, and
-// builds the bwrap command line. env is the server's environment (see
+// start: it probes bubblewrap, creates the workspace and the cgroup,
+// prepares the network (network.go), and builds the bwrap command line. env is the server's environment (see
 // Env). The error is an *UnavailableError or a *CreateError.
 func (rt *Runtime) Prepare(ctx context.Context, p Profile, c Command, env []string) (*Launch, error) {
 	bwrap, err := rt.Probe(ctx)
@@ -92,6 +92,7 @@ func (rt *Runtime) Prepare(ctx context.Context, p Profile, c Command, env []stri
 	}
 	net, err := rt.networkFor(ctx, p)
 	if err != nil {
+		ws.remove()
 		return nil, err
 	}
 	l := &Launch{p: p, bwrap: bwrap, env: env, cred: rt.Credential, ws: ws, lim: rt.limitsFor(p), net: net, oom: -1, cpu: -1}

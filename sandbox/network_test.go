@@ -208,11 +208,14 @@ func TestNetworkOnDoesNotReachTheHostsLoopbackOrAbstractSockets(t *testing.T) {
 func TestMissingSlirp4netnsSaysWhatToInstall(t *testing.T) {
 	rt := requireBwrap(t)
 	rt.Slirp4netns = filepath.Join(t.TempDir(), "slirp4netns")
-	p, _ := Resolve(&sb.SandboxConfig{}, false)
+	p, _ := Resolve(&sb.SandboxConfig{Workspace: sb.WorkspaceIsolated}, false)
 	_, err := rt.Prepare(context.Background(), p, Command{Path: "/bin/true"}, nil)
 	var u *UnavailableError
 	if !errors.As(err, &u) || !strings.Contains(u.Reason, "apt-get install slirp4netns") || !strings.Contains(u.Reason, `"network": false`) {
 		t.Fatalf("Prepare = %v; want an *UnavailableError naming the package and the way out", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(rt.StateDir, "workspaces", "isolated")); len(entries) != 0 {
+		t.Errorf("the failed launch left its isolated workspace: %v", entries)
 	}
 	// Network off needs no helper.
 	p, _ = Resolve(&sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}}, false)
