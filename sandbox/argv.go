@@ -84,7 +84,7 @@ const (
 // workspace ws (a host directory). tmpfsBytes, if positive, caps the
 // sandbox's /tmp, which is memory. netArgs are the network's (see
 // network.args). prefix, if set, runs before the command (see
-// network.wrapper and limits.wrapper).
+// limits.wrapper).
 func argv(p Profile, c Command, ws string, tmpfsBytes int64, netArgs, prefix []string) []string {
 	a := []string{
 		// Every namespace, the network one included: with network on,

@@ -481,14 +481,3 @@ func said3(s string) string {
 	}
 	return strings.Join(lines, "; ")
 }
-
-// lastLine returns the last non-empty line of s, trimmed.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return l
-		}
-	}
-	return ""
-}
