@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/proc"
 )
 
 // These tests run this test binary in real sandboxes as a network probe
@@ -154,6 +155,77 @@ func listen(t *testing.T, addr string) (net.Listener, chan struct{}) {
 		}
 	}()
 	return ln, accepted
+}
+
+// netHolderEnv, set to a state directory, makes this test binary stand
+// for a Switchboard that holds one sandbox with network on: it starts
+// one, prints "SLIRP_PID BWRAP_PID" and waits on stdin to be killed.
+const netHolderEnv = "SANDBOX_NET_HOLDER"
+
+func netHolder(state string) int {
+	rt := &Runtime{StateDir: state}
+	p, _ := Resolve(&sb.SandboxConfig{Workspace: sb.WorkspaceIsolated}, false)
+	l, err := rt.Prepare(context.Background(), p, Command{Path: "/bin/sleep", Args: []string{"300"}}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	cmd := l.Cmd()
+	if err := cmd.Start(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if err := l.Started(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println(l.net.slirp.Process.Pid, cmd.Process.Pid)
+	os.Stdin.Read(make([]byte, 1))
+	return 0
+}
+
+// TestSlirp4netnsDoesNotOutliveAKilledSwitchboard: a Switchboard killed
+// with SIGKILL runs no Cleanup; slirp4netns must go anyway (its exit fd
+// closes), and so does the sandbox (bwrap --die-with-parent).
+func TestSlirp4netnsDoesNotOutliveAKilledSwitchboard(t *testing.T) {
+	requireBwrap(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := exec.Command(self)
+	holder.Env = append(os.Environ(), netHolderEnv+"="+t.TempDir())
+	stdin, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var slirp, bwrap int
+	n, err := fmt.Fscan(out, &slirp, &bwrap)
+	if n != 2 {
+		holder.Process.Kill()
+		holder.Wait()
+		t.Fatalf("the holder did not start its sandbox: %v", err)
+	}
+	if !proc.Alive(slirp) || !proc.Alive(bwrap) {
+		t.Fatalf("slirp4netns (%d) or bwrap (%d) is not running", slirp, bwrap)
+	}
+	holder.Process.Kill()
+	holder.Wait()
+	proc.WaitWhile(30*time.Second, func() bool { return proc.Alive(slirp) || proc.Alive(bwrap) })
+	for what, pid := range map[string]int{"slirp4netns": slirp, "bwrap": bwrap} {
+		if proc.Alive(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("%s (pid %d) outlived the Switchboard that started it", what, pid)
+		}
+	}
 }
 
 // awaitAccept waits for the accept of a connection the probe made. A

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if what := os.Getenv(netProbeEnv); what != "" {
 		os.Exit(netProbe(what))
 	}
+	if state := os.Getenv(netHolderEnv); state != "" {
+		os.Exit(netHolder(state))
+	}
 	goleak.VerifyTestMain(m)
 }
 
