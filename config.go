@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/netip"
 	"net/url"
 	"path"
 	"reflect"
@@ -97,17 +98,19 @@ type ServerConfig struct {
 // and the parts of /etc that programs need to run and to reach the
 // network) read-only; the user's home and the rest of the host hidden; a
 // writable workspace of the server's own, which is also HOME and the
-// working directory, at [SandboxWorkspacePath]; a private /tmp; the host's network; memory
-// 2048 MB and 512 processes; no CPU-time limit.
+// working directory, at [SandboxWorkspacePath]; a private /tmp; a network
+// namespace of its own with user-mode networking (the internet and DNS,
+// not the host's loopback or its abstract unix sockets); memory 2048 MB
+// and 512 processes; no CPU-time limit.
 type SandboxConfig struct {
 	// Enabled: nil runs the server sandboxed where bubblewrap works on
 	// this machine and unsandboxed where it does not (the runtime view
 	// says which); true runs it sandboxed or not at all (phase
 	// sandbox_unavailable); false runs it unsandboxed.
 	Enabled *bool `json:"enabled,omitempty"`
-	// Network: nil or true shares the host's network (package managers
-	// need it); false leaves the server a loopback interface of its own.
-	Network *bool `json:"network,omitempty"`
+	// Network: nil (the default) or {} is the internet through user-mode
+	// networking; see [SandboxNetwork] for false and an allowlist.
+	Network *SandboxNetwork `json:"network,omitempty"`
 	// Mounts are the host paths the server may see, beyond the system
 	// directories: the user's own, as written.
 	Mounts []Mount `json:"mounts,omitempty"`
@@ -142,6 +145,141 @@ type SandboxConfig struct {
 	// each other (a planted usercustomize.py, a poisoned npx cache);
 	// "isolated" gives each process a fresh one, removed when it stops.
 	Workspace SandboxWorkspace `json:"workspace,omitempty"`
+}
+
+// SandboxNetwork is what of the network a sandboxed server reaches. In
+// JSON it is true (the zero value: the internet and DNS through user-mode
+// networking, from a network namespace of the sandbox's own, so that
+// nothing listening on the host's loopback or on an abstract unix socket
+// is reachable), false (Off: a loopback interface of its own, nothing
+// outside), or {"allow": [...]}: the internet as with true, but only the
+// destinations listed (and DNS), as [ParseNetworkAllow] reads them.
+type SandboxNetwork struct {
+	Off   bool
+	Allow []string
+}
+
+// MarshalJSON writes n as false, true or {"allow": [...]}.
+func (n SandboxNetwork) MarshalJSON() ([]byte, error) {
+	switch {
+	case n.Off:
+		return []byte("false"), nil
+	case len(n.Allow) == 0:
+		return []byte("true"), nil
+	}
+	return json.Marshal(struct {
+		Allow []string `json:"allow"`
+	}{n.Allow})
+}
+
+// UnmarshalJSON reads true, false or {"allow": [...]}. An empty allow
+// list is refused: it would read as "nothing" to one person and "no
+// list" to another.
+func (n *SandboxNetwork) UnmarshalJSON(b []byte) error {
+	var on bool
+	if err := json.Unmarshal(b, &on); err == nil {
+		*n = SandboxNetwork{Off: !on}
+		return nil
+	}
+	var obj struct {
+		Allow []string `json:"allow"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&obj); err != nil {
+		return fmt.Errorf(`sandbox network must be true, false or {"allow": ["host[:port]", "cidr[:port]", ...]}: %w`, err)
+	}
+	if obj.Allow != nil && len(obj.Allow) == 0 {
+		return fmt.Errorf(`sandbox network {"allow": []} allows nothing: write false for no network, true for all of it`)
+	}
+	*n = SandboxNetwork{Allow: obj.Allow}
+	return nil
+}
+
+// NetworkAllow is one entry of a sandbox's network allowlist: a host name
+// (resolved when the sandbox is created) or an IPv4 prefix, and a port (0
+// for every port).
+type NetworkAllow struct {
+	Host   string       // a DNS name; empty when Prefix is set
+	Prefix netip.Prefix // an IPv4 address (/32) or network
+	Port   uint16
+}
+
+// hostnameRE is a DNS name: dot-separated labels of letters, digits and
+// inner hyphens.
+var hostnameRE = regexp.MustCompile(`^(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?))*$`)
+
+// ParseNetworkAllow reads an allowlist entry: HOST, HOST:PORT, an IPv4
+// address, ADDRESS:PORT, a CIDR (10.1.2.0/24) or CIDR:PORT. The sandbox's
+// user-mode network is IPv4, so IPv6 is refused rather than ignored.
+func ParseNetworkAllow(s string) (NetworkAllow, error) {
+	var a NetworkAllow
+	target := s
+	if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		if strings.Count(s, ":") > 1 || strings.HasPrefix(s, "[") {
+			return a, fmt.Errorf("%q is IPv6; the sandbox's network is IPv4 only", s)
+		}
+		port, err := parsePort(s[i+1:])
+		if err != nil {
+			return a, fmt.Errorf("%q: %v", s, err)
+		}
+		target, a.Port = s[:i], port
+	}
+	if p, err := netip.ParsePrefix(target); err == nil {
+		if !p.Addr().Is4() {
+			return a, fmt.Errorf("%q is not an IPv4 network", s)
+		}
+		if p.Masked() != p {
+			return a, fmt.Errorf("%q has host bits set; the network is %s", s, p.Masked())
+		}
+		a.Prefix = p
+		return a, nil
+	}
+	if ip, err := netip.ParseAddr(target); err == nil {
+		if !ip.Is4() {
+			return a, fmt.Errorf("%q is not an IPv4 address", s)
+		}
+		a.Prefix = netip.PrefixFrom(ip, 32)
+		return a, nil
+	}
+	if strings.Contains(target, "/") {
+		return a, fmt.Errorf("%q is not a network such as 10.1.2.0/24", s)
+	}
+	if last := target[strings.LastIndexByte(target, '.')+1:]; len(target) > 253 || !hostnameRE.MatchString(target) ||
+		strings.Trim(last, "0123456789") == "" {
+		return a, fmt.Errorf("%q is not a host name, an IPv4 address or a CIDR, each with an optional :PORT", s)
+	}
+	a.Host = strings.ToLower(target)
+	return a, nil
+}
+
+func parsePort(s string) (uint16, error) {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' || n > 65535 {
+			return 0, fmt.Errorf("the port must be a number from 1 to 65535")
+		}
+		n = n*10 + int(c-'0')
+	}
+	if s == "" || n < 1 || n > 65535 {
+		return 0, fmt.Errorf("the port must be a number from 1 to 65535")
+	}
+	return uint16(n), nil
+}
+
+// String writes a as ParseNetworkAllow reads it.
+func (a NetworkAllow) String() string {
+	s := a.Host
+	if s == "" {
+		s = a.Prefix.String()
+		if a.Prefix.IsSingleIP() {
+			s = a.Prefix.Addr().String()
+		}
+	}
+	if a.Port != 0 {
+		s += ":" + fmt.Sprint(a.Port)
+	}
+	return s
 }
 
 // Mount makes a host path visible in a sandbox.
@@ -207,6 +345,7 @@ const (
 	maxSandboxPids     = 1 << 22
 	maxSandboxCPU      = 1 << 31
 	maxSandboxMounts   = 64
+	maxSandboxAllow    = 64
 )
 
 // SessionScope says who shares a server's upstream session.
@@ -504,6 +643,19 @@ func (s *SandboxConfig) validate(bad func(field, format string, args ...any)) {
 	default:
 		bad("sandbox.workspace", `must be "per-server" (the default), "shared" or "isolated", not %q`, s.Workspace)
 	}
+	if n := s.Network; n != nil {
+		if n.Off && len(n.Allow) > 0 {
+			bad("sandbox.network", "is off and has an allowlist; give one or the other")
+		}
+		if len(n.Allow) > maxSandboxAllow {
+			bad("sandbox.network.allow", "has more than %d entries", maxSandboxAllow)
+		}
+		for i, e := range n.Allow {
+			if _, err := ParseNetworkAllow(e); err != nil {
+				bad(fmt.Sprintf("sandbox.network.allow[%d]", i), "%v", err)
+			}
+		}
+	}
 	if len(s.Mounts) > maxSandboxMounts {
 		bad("sandbox.mounts", "has more than %d entries", maxSandboxMounts)
 	}
@@ -577,8 +729,7 @@ func (s *SandboxConfig) Clone() *SandboxConfig {
 		out.Enabled = &v
 	}
 	if s.Network != nil {
-		v := *s.Network
-		out.Network = &v
+		out.Network = &SandboxNetwork{Off: s.Network.Off, Allow: slices.Clone(s.Network.Allow)}
 	}
 	out.Mounts = slices.Clone(s.Mounts)
 	out.DerivedMounts = slices.Clone(s.DerivedMounts)

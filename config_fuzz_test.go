@@ -31,6 +31,8 @@ func FuzzValidateConfig(f *testing.F) {
 		`{"name":"x","transport":"stdio","command":"x","retry":{"max_attempts":-1,"delays_ms":[-5]},"startup_timeout_ms":-1}`,
 		`{"name":"x","transport":"stdio","command":"x","env":{},"args":[],"retry":{}}`,
 		`{"name":"x","transport":"websocket"}`,
+		`{"name":"x","transport":"stdio","command":"x","sandbox":{"network":{"allow":["a.example:443","10.0.0.0/8","192.0.2.1:53"]}}}`,
+		`{"name":"x","transport":"stdio","command":"x","sandbox":{"network":false}}`,
 		`null`,
 		`[]`,
 	} {

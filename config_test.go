@@ -38,7 +38,7 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 		{"unknown scope", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", SessionScope: "per-user"}, []string{"session_scope"}},
 		{"default sandbox", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: &SandboxConfig{}}, nil},
 		{"full sandbox", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: &SandboxConfig{
-			Network: new(bool), MemoryMB: 256, Pids: 64, CPUSeconds: 30, Workspace: WorkspaceIsolated,
+			Network: &SandboxNetwork{Off: true}, MemoryMB: 256, Pids: 64, CPUSeconds: 30, Workspace: WorkspaceIsolated,
 			Mounts: []Mount{{Host: "/srv/data", Mode: MountReadWrite}, {Host: "/etc/app.conf", Path: "/opt/app.conf"}}}}, nil},
 		{"sandbox without limits", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: &SandboxConfig{
 			MemoryMB: -1, Pids: -1, CPUSeconds: -1}}, nil},
@@ -53,6 +53,16 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 			{Host: "/srv", Path: "/srv2", Mode: "rwx"}, {Path: "/x"}}}},
 			[]string{"sandbox.mounts[0]", "sandbox.mounts[1]", "sandbox.mounts[2]", "sandbox.mounts[3]", "sandbox.mounts[4]",
 				"sandbox.mounts[6]", "sandbox.mounts[7]", "sandbox.mounts[8]"}},
+		{"network allowlist", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: &SandboxConfig{
+			Network: &SandboxNetwork{Allow: []string{"api.github.com:443", "example.org", "10.1.2.0/24", "10.1.3.0/24:5432", "192.0.2.7", "192.0.2.8:80"}}}}, nil},
+		{"bad network allowlist", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: &SandboxConfig{
+			Network: &SandboxNetwork{Allow: []string{"api.github.com:0", "api.github.com:https", "[::1]:443", "2001:db8::/32",
+				"10.1.2.3/24", "10.1.2", "-bad.example", "a b", "example.org:443", "10.0.0.0/8:70000"}}}},
+			[]string{"sandbox.network.allow[0]", "sandbox.network.allow[1]", "sandbox.network.allow[2]", "sandbox.network.allow[3]",
+				"sandbox.network.allow[4]", "sandbox.network.allow[5]", "sandbox.network.allow[6]", "sandbox.network.allow[7]",
+				"sandbox.network.allow[9]"}},
+		{"network off with an allowlist", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: &SandboxConfig{
+			Network: &SandboxNetwork{Off: true, Allow: []string{"example.org"}}}}, []string{"sandbox.network"}},
 		{"bad retry", ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Retry: &RetryConfig{MaxAttempts: -1, DelaysMS: []int64{-5}}},
 			[]string{"retry.max_attempts", "retry.delays_ms[0]"}},
 	} {
@@ -132,13 +142,13 @@ func TestCloneIsDeep(t *testing.T) {
 	on := true
 	c := &ServerConfig{Name: "a", Enabled: &on, Args: []string{"x"}, Env: map[string]string{"K": "v"},
 		Headers: map[string]string{"H": "v"}, Retry: &RetryConfig{DelaysMS: []int64{1}},
-		Sandbox: &SandboxConfig{Enabled: new(true), Network: new(true), Mounts: []Mount{{Host: "/a"}}}}
+		Sandbox: &SandboxConfig{Enabled: new(true), Network: &SandboxNetwork{Allow: []string{"a.example"}}, Mounts: []Mount{{Host: "/a"}}}}
 	d := c.Clone()
 	*d.Enabled = false
 	d.Args[0], d.Env["K"], d.Headers["H"], d.Retry.DelaysMS[0] = "y", "w", "w", 2
-	*d.Sandbox.Enabled, *d.Sandbox.Network, d.Sandbox.Mounts[0].Host = false, false, "/b"
+	*d.Sandbox.Enabled, d.Sandbox.Network.Allow[0], d.Sandbox.Mounts[0].Host = false, "b.example", "/b"
 	if !*c.Enabled || c.Args[0] != "x" || c.Env["K"] != "v" || c.Headers["H"] != "v" || c.Retry.DelaysMS[0] != 1 ||
-		!*c.Sandbox.Enabled || !*c.Sandbox.Network || c.Sandbox.Mounts[0].Host != "/a" {
+		!*c.Sandbox.Enabled || c.Sandbox.Network.Allow[0] != "a.example" || c.Sandbox.Mounts[0].Host != "/a" {
 		t.Fatalf("Clone shares memory with the original: %+v", c)
 	}
 }
@@ -154,7 +164,10 @@ func TestSandboxConfigSurvivesJSON(t *testing.T) {
 		{nil, ""},
 		{&SandboxConfig{}, `"sandbox":{}`},
 		{&SandboxConfig{Enabled: new(false)}, `"sandbox":{"enabled":false}`},
-		{&SandboxConfig{Network: new(false), Mounts: []Mount{{Host: "/srv", Mode: MountReadWrite}}, Workspace: WorkspaceIsolated},
+		{&SandboxConfig{Network: &SandboxNetwork{}}, `"sandbox":{"network":true}`},
+		{&SandboxConfig{Network: &SandboxNetwork{Allow: []string{"api.github.com:443", "10.1.2.0/24"}}},
+			`"sandbox":{"network":{"allow":["api.github.com:443","10.1.2.0/24"]}}`},
+		{&SandboxConfig{Network: &SandboxNetwork{Off: true}, Mounts: []Mount{{Host: "/srv", Mode: MountReadWrite}}, Workspace: WorkspaceIsolated},
 			`"sandbox":{"network":false,"mounts":[{"host":"/srv","mode":"rw"}],"workspace":"isolated"}`},
 	} {
 		in := ServerConfig{Name: "a", Transport: TransportStdio, Command: "x", Sandbox: tc.in}
@@ -211,5 +224,39 @@ func TestConfigRefusesInvalidUTF8(t *testing.T) {
 	var ve *ValidationError
 	if err := cfg.Validate(); !errors.As(err, &ve) || !strings.Contains(err.Error(), "command: must be valid UTF-8") || !strings.Contains(err.Error(), "args: must be valid UTF-8") {
 		t.Fatalf("Validate = %v", err)
+	}
+}
+
+// The network field reads as true, false or an allowlist object, and
+// refuses what would be read two ways.
+func TestSandboxNetworkJSON(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want *SandboxNetwork
+	}{
+		{`true`, &SandboxNetwork{}},
+		{`false`, &SandboxNetwork{Off: true}},
+		{`{"allow":["example.org:443"]}`, &SandboxNetwork{Allow: []string{"example.org:443"}}},
+		{`{}`, &SandboxNetwork{}},
+		{`{"allow":[]}`, nil},
+		{`{"allow":["x"],"deny":["y"]}`, nil},
+		{`"on"`, nil},
+	} {
+		var c SandboxConfig
+		err := json.Unmarshal([]byte(`{"network":`+tc.in+`}`), &c)
+		switch {
+		case tc.want == nil && err == nil:
+			t.Errorf("%s read as %+v; want an error", tc.in, c.Network)
+		case tc.want != nil && (err != nil || !reflect.DeepEqual(c.Network, tc.want)):
+			t.Errorf("%s read as %+v, %v; want %+v", tc.in, c.Network, err, tc.want)
+		}
+	}
+	for in, want := range map[string]string{
+		"API.GitHub.com:443": "api.github.com:443", "10.1.2.0/24": "10.1.2.0/24", "192.0.2.7/32:80": "192.0.2.7:80", "192.0.2.7": "192.0.2.7",
+	} {
+		a, err := ParseNetworkAllow(in)
+		if err != nil || a.String() != want {
+			t.Errorf("ParseNetworkAllow(%q) = %v, %v; want %s", in, a, err, want)
+		}
 	}
 }

@@ -101,7 +101,16 @@ type SandboxInfo struct {
 	// "shared" or "isolated" (see SandboxConfig.Workspace).
 	Workspace     string           `json:"workspace,omitempty"`
 	WorkspaceMode SandboxWorkspace `json:"workspace_mode,omitempty"`
-	Network       bool             `json:"network"`
+	// Network says whether the server reaches anything outside the
+	// sandbox (through user-mode networking, never the host's loopback);
+	// NetworkAllow is its allowlist as configured, and NetworkAllowed, for
+	// a running process, what that was enforced as: each entry with the
+	// IPv4 addresses its host name resolved to when the sandbox was
+	// created, e.g. "api.github.com:443 = 140.82.112.6". Without an
+	// allowlist every destination is reachable.
+	Network        bool     `json:"network"`
+	NetworkAllow   []string `json:"network_allow,omitempty"`
+	NetworkAllowed []string `json:"network_allowed,omitempty"`
 	// Limits says how the memory and process limits are enforced:
 	// "cgroup" (cgroup v2), "rlimit" (memory as RLIMIT_DATA; processes
 	// cannot be limited), or "none". CPU time is always an rlimit.

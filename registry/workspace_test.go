@@ -155,7 +155,7 @@ func TestAServersWorkspaceOutlivesRestartsAndConfigChanges(t *testing.T) {
 		env  map[string]string
 	}{
 		{"a mount added", &sb.SandboxConfig{Mounts: []sb.Mount{{Host: data, Path: "/data", Mode: sb.MountReadWrite}}}, nil},
-		{"the network and a limit changed", &sb.SandboxConfig{Network: new(false), MemoryMB: 512,
+		{"the network and a limit changed", &sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}, MemoryMB: 512,
 			Mounts: []sb.Mount{{Host: data, Path: "/data"}}}, map[string]string{"EXTRA": "1"}},
 	} {
 		cfg := probeServer(t, "memory")

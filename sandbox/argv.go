@@ -89,18 +89,17 @@ const setpriv = "/usr/bin/setpriv"
 
 // argv returns bwrap's arguments for running c with profile p in the
 // workspace ws (a host directory). tmpfsBytes, if positive, caps each of
-// the sandbox's memory file systems, /tmp and /dev/shm. prefix, if set,
-// runs before the command (see limits.wrapper). drop, if set, is the
-// user a root bwrap runs the command as (see dropsPrivileges).
-func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string, drop *syscall.Credential) []string {
-	// Every namespace; the network one is given back below if allowed. A
+// the sandbox's memory file systems, /tmp and /dev/shm. netArgs are the
+// network's (see network.args). prefix, if set, runs before the command
+// (see limits.wrapper). drop, if set, is the user a root bwrap runs the
+// command as (see dropsPrivileges).
+func argv(p Profile, c Command, ws string, tmpfsBytes int64, netArgs, prefix []string, drop *syscall.Credential) []string {
+	// Every namespace, the network one included: with network on,
+	// user-mode networking is attached to it from outside (network.go). A
 	// PID namespace makes the sandbox's first process its init: when it
 	// dies the kernel kills everything left inside, so no grandchild
 	// outlives the server, even one that left the process group.
-	a := []string{"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"}
-	if !p.Network {
-		a = append(a, "--unshare-net")
-	}
+	a := []string{"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net"}
 	if drop == nil {
 		// Not root: bwrap needs a user namespace to build the sandbox, and
 		// in it the server can be kept from making more of them.
@@ -151,6 +150,7 @@ func argv(p Profile, c Command, ws string, tmpfsBytes int64, prefix []string, dr
 		openParents(e, nil)
 		a = append(a, "--ro-bind-try", e, e)
 	}
+	a = append(a, netArgs...)
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
 	// /tmp and /dev/shm are memory: without a cgroup nothing else would
 	// count them. World-writable and sticky, as on the host: a root bwrap

@@ -61,6 +61,7 @@ type Launch struct {
 	user  string              // who the server runs as, for the view
 	ws    workspace
 	lim   limits
+	net   *network
 
 	infoR, infoW   *os.File // bwrap writes the sandbox's pid to infoW
 	blockR, blockW *os.File // bwrap runs the server once blockW is written
@@ -74,8 +75,8 @@ type Launch struct {
 }
 
 // Prepare sets up a sandbox for c with profile p and returns it, ready to
-// start: it probes bubblewrap, creates the workspace and the cgroup, and
-// builds the bwrap command line. env is the server's environment (see
+// start: it probes bubblewrap, creates the workspace and the cgroup,
+// prepares the network (network.go), and builds the bwrap command line. env is the server's environment (see
 // Env). The error is an *UnavailableError or a *CreateError.
 func (rt *Runtime) Prepare(ctx context.Context, p Profile, c Command, env []string) (*Launch, error) {
 	bwrap, err := rt.Probe(ctx)
@@ -103,6 +104,11 @@ func (rt *Runtime) Prepare(ctx context.Context, p Profile, c Command, env []stri
 	} else {
 		l.cred = cred
 	}
+	// The network's helpers run as bwrap does, outside the sandbox.
+	if l.net, err = rt.networkFor(ctx, p, l.cred); err != nil {
+		ws.remove()
+		return nil, err
+	}
 	if l.infoR, l.infoW, err = os.Pipe(); err == nil {
 		l.blockR, l.blockW, err = os.Pipe()
 	}
@@ -119,7 +125,7 @@ func (rt *Runtime) Prepare(ctx context.Context, p Profile, c Command, env []stri
 		// nothing else would count them.
 		tmpfs = p.MemoryMB << 20
 	}
-	l.args = argv(p, c, ws.dir, tmpfs, l.lim.wrapper(), drop)
+	l.args = argv(p, c, ws.dir, tmpfs, l.net.args(), l.lim.wrapper(), drop)
 	return l, nil
 }
 
@@ -219,6 +225,9 @@ func (l *Launch) Started() error {
 		// server run without its limits. The caller kills it first.
 		return &CreateError{Err: err, Reason: err.Error()}
 	}
+	if err := l.net.attach(info.ChildPID); err != nil {
+		return &CreateError{Err: err, Reason: err.Error()}
+	}
 	if _, err := l.blockW.Write([]byte{1}); err != nil {
 		return &CreateError{Err: err, Reason: "bubblewrap exited before running the server"}
 	}
@@ -280,13 +289,16 @@ func (l *Launch) Cleanup() {
 		}
 	}
 	l.infoR, l.infoW, l.blockR, l.blockW, l.seccompR = nil, nil, nil, nil, nil
+	l.net.stop()
 	l.ws.remove()
 	l.lim.remove()
 }
 
 // Info describes the sandbox for the runtime view.
 func (l *Launch) Info() *sb.SandboxInfo {
-	return info(l.p, l.ws.dir, l.user, l.lim.mode, l.lim.unenforced)
+	i := info(l.p, l.ws.dir, l.user, l.lim.mode, l.lim.unenforced)
+	i.NetworkAllowed = append([]string(nil), l.net.allowed...)
+	return i
 }
 
 // Legacy returns the directory of the profiles' shared workspaces if this
@@ -313,8 +325,8 @@ func (rt *Runtime) Plan(p Profile) *sb.SandboxInfo {
 }
 
 func info(p Profile, dir, user, mode string, unenforced []string) *sb.SandboxInfo {
-	return &sb.SandboxInfo{Enabled: true, User: user, Workspace: dir, WorkspaceMode: p.Workspace, Network: p.Network, Limits: mode,
-		Unenforced: append([]string(nil), unenforced...)}
+	return &sb.SandboxInfo{Enabled: true, User: user, Workspace: dir, WorkspaceMode: p.Workspace, Network: p.Network,
+		NetworkAllow: append([]string(nil), p.Allow...), Limits: mode, Unenforced: append([]string(nil), unenforced...)}
 }
 
 // Stderr returns w with a watch on what passes: the caller copies the

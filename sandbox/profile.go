@@ -28,6 +28,8 @@ type Profile struct {
 	// bubblewrap works, and unsandboxed (saying so) where it does not.
 	Required bool
 	Network  bool
+	// Allow is the network allowlist as configured; empty: everything.
+	Allow []string
 	// Mounts are the config's own and its derived ones (read-only at
 	// their own paths), with Path and Mode filled in, sorted by Path so
 	// that a mount inside another comes after it.
@@ -71,7 +73,7 @@ func Resolve(c *sb.SandboxConfig, applyDefault bool) (Profile, bool) {
 	}
 	p := Profile{
 		Required:   c.Enabled != nil && *c.Enabled,
-		Network:    c.Network == nil || *c.Network,
+		Network:    c.Network == nil || !c.Network.Off,
 		MemoryMB:   limit(c.MemoryMB, DefaultMemoryMB),
 		Pids:       limit(c.Pids, DefaultPids),
 		CPUSeconds: limit(c.CPUSeconds, 0),
@@ -79,6 +81,9 @@ func Resolve(c *sb.SandboxConfig, applyDefault bool) (Profile, bool) {
 	}
 	if p.Workspace == "" {
 		p.Workspace = sb.WorkspacePerServer
+	}
+	if c.Network != nil && !c.Network.Off {
+		p.Allow = slices.Clone(c.Network.Allow)
 	}
 	for _, m := range c.Mounts {
 		if m.Path == "" {
@@ -129,6 +134,9 @@ func (p Profile) key() string {
 	fmt.Fprintf(h, "v1 network=%t memory=%d pids=%d cpu=%d\n", p.Network, p.MemoryMB, p.Pids, p.CPUSeconds)
 	for _, m := range p.Mounts {
 		fmt.Fprintf(h, "mount %q %q %s\n", m.Host, m.Path, m.Mode)
+	}
+	for _, a := range p.Allow {
+		fmt.Fprintf(h, "allow %q\n", a)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -15,6 +15,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -61,6 +62,13 @@ type Runtime struct {
 	// and process limits. Empty means: detect one (see limits.go); "none"
 	// means never use cgroups, only rlimits.
 	Cgroup string
+	// Slirp4netns is the slirp4netns executable that gives a sandbox with
+	// network on its user-mode network (network.go). Empty means
+	// "slirp4netns", looked up on PATH at every launch.
+	Slirp4netns string
+	// Resolver resolves the host names of network allowlists when a
+	// sandbox is created. Nil means net.DefaultResolver.
+	Resolver *net.Resolver
 
 	probeMu sync.Mutex                  // serialises trials
 	probe   atomic.Pointer[probeResult] // the last outcome; nil before the first
@@ -74,6 +82,10 @@ type Runtime struct {
 	userCred *syscall.Credential // who servers run as; nil: Switchboard's own user
 	userName string              // how the view names it
 	userErr  error
+
+	resolvOnce sync.Once // the resolv.conf of sandboxes with network
+	resolvPath string
+	resolvErr  error
 }
 
 // DefaultUser is the user a Switchboard running as root runs sandboxed

@@ -20,7 +20,15 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if what := os.Getenv(netProbeEnv); what != "" {
+		os.Exit(netProbe(what))
+	}
+	if state := os.Getenv(netHolderEnv); state != "" {
+		os.Exit(netHolder(state))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // requireBwrap returns a Runtime with its workspaces in a temporary
 // directory, after checking that bubblewrap works here; without it the
@@ -52,9 +60,9 @@ func TestResolveAppliesTheDefaultProfile(t *testing.T) {
 			Profile{Network: true, MemoryMB: DefaultMemoryMB, Pids: DefaultPids, Workspace: sb.WorkspacePerServer}, true},
 		{"a workspace shared by profile only when asked for", &sb.SandboxConfig{Workspace: sb.WorkspaceShared}, false,
 			Profile{Network: true, MemoryMB: DefaultMemoryMB, Pids: DefaultPids, Workspace: sb.WorkspaceShared}, true},
-		{"opted out", &sb.SandboxConfig{Enabled: new(false), Network: new(false)}, true, Profile{}, false},
+		{"opted out", &sb.SandboxConfig{Enabled: new(false), Network: &sb.SandboxNetwork{Off: true}}, true, Profile{}, false},
 		{"required, no limits, no network, isolated",
-			&sb.SandboxConfig{Enabled: new(true), Network: new(false), MemoryMB: -1, Pids: -1, CPUSeconds: -1, Workspace: sb.WorkspaceIsolated}, false,
+			&sb.SandboxConfig{Enabled: new(true), Network: &sb.SandboxNetwork{Off: true}, MemoryMB: -1, Pids: -1, CPUSeconds: -1, Workspace: sb.WorkspaceIsolated}, false,
 			Profile{Required: true, Workspace: sb.WorkspaceIsolated}, true},
 		{"mounts get their path and mode, parents first",
 			&sb.SandboxConfig{Mounts: []sb.Mount{{Host: "/srv/b", Path: "/data/sub", Mode: sb.MountReadWrite}, {Host: "/srv/a", Path: "/data"}, {Host: "/opt/x"}},
@@ -74,7 +82,7 @@ func TestResolveAppliesTheDefaultProfile(t *testing.T) {
 }
 
 func TestTestSessionsGetAFreshIsolatedWorkspaceOfTheSameProfile(t *testing.T) {
-	live := &sb.SandboxConfig{Network: new(false), Mounts: []sb.Mount{{Host: "/srv"}}}
+	live := &sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}, Mounts: []sb.Mount{{Host: "/srv"}}}
 	test := ForTest(live, false)
 	if live.Workspace != "" {
 		t.Fatal("ForTest changed the live config")
@@ -99,7 +107,7 @@ func TestProfilesShareAWorkspaceOnlyWhenTheyLookTheSame(t *testing.T) {
 	a, _ := Resolve(&sb.SandboxConfig{}, false)
 	b, _ := Resolve(&sb.SandboxConfig{Enabled: new(true), Workspace: sb.WorkspaceShared}, false)
 	b.Server = "other"
-	c, _ := Resolve(&sb.SandboxConfig{Network: new(false)}, false)
+	c, _ := Resolve(&sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}}, false)
 	d, _ := Resolve(&sb.SandboxConfig{Mounts: []sb.Mount{{Host: "/srv"}}}, false)
 	if a.key() != b.key() {
 		t.Error("required, the workspace mode or the server changed the profile's workspace key")
@@ -133,9 +141,9 @@ func TestArgvShowsOnlyWhatTheProfileNames(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, _ := Resolve(&sb.SandboxConfig{Network: new(false), Mounts: []sb.Mount{
+			p, _ := Resolve(&sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}, Mounts: []sb.Mount{
 				{Host: "/srv/data", Mode: sb.MountReadWrite}, {Host: "/home/me/.config/app", Path: "/config"}}}, false)
-			a := argv(p, Command{Path: "/home/me/bin/server", Args: []string{"--flag", "x y"}, Dir: "/srv/data/project"}, "/state/ws", 1<<20, nil, tc.drop)
+			a := argv(p, Command{Path: "/home/me/bin/server", Args: []string{"--flag", "x y"}, Dir: "/srv/data/project"}, "/state/ws", 1<<20, nil, nil, tc.drop)
 			line := strings.Join(a, " ")
 			for _, want := range append([]string{
 				"--ro-bind-try /etc/resolv.conf /etc/resolv.conf",
@@ -159,9 +167,14 @@ func TestArgvShowsOnlyWhatTheProfileNames(t *testing.T) {
 			}
 
 			on, _ := Resolve(&sb.SandboxConfig{}, false)
-			a = argv(on, Command{Path: "/usr/bin/npx", Args: []string{"-y", "pkg"}}, "/ws", 0, []string{"/bin/sh", "-c", "x", "sh"}, tc.drop)
+			a = argv(on, Command{Path: "/usr/bin/npx", Args: []string{"-y", "pkg"}}, "/ws", 0,
+				[]string{"--ro-bind", "/state/network/resolv.conf", "/etc/resolv.conf"}, []string{"/bin/sh", "-c", "x", "sh"}, tc.drop)
 			line = strings.Join(a, " ")
-			if strings.Contains(line, "--unshare-net") || strings.Contains(line, "--ro-bind /usr/bin/npx") || strings.Contains(line, "--size") ||
+			// Network on is a namespace of the sandbox's own too, with its
+			// resolv.conf bound over the host's.
+			if strings.Contains(line, "--share-net") || !strings.Contains(line, "--unshare-net") ||
+				!strings.Contains(line, "--ro-bind-try /etc/timezone /etc/timezone --ro-bind /state/network/resolv.conf /etc/resolv.conf --proc") ||
+				strings.Contains(line, "--ro-bind /usr/bin/npx") || strings.Contains(line, "--size") ||
 				!strings.HasSuffix(line, "-- /bin/sh -c x sh /usr/bin/npx -y pkg") {
 				t.Errorf("argv of the default profile for a system command:\n%s", line)
 			}
@@ -338,7 +351,7 @@ func TestEachServerHasAWorkspaceOfItsOwnWhateverItsProfile(t *testing.T) {
 	}
 	// Another profile of the same server (a mount, a limit changed) keeps
 	// the workspace, and the view names it before the server runs.
-	changed, _ := Resolve(&sb.SandboxConfig{Network: new(false), MemoryMB: 64, Mounts: []sb.Mount{{Host: "/srv"}}}, false)
+	changed, _ := Resolve(&sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}, MemoryMB: 64, Mounts: []sb.Mount{{Host: "/srv"}}}, false)
 	changed.Server = "alpha"
 	if again, _ := rt.workspace(changed); again.dir != wa.dir {
 		t.Errorf("a changed profile moved the server from %s to %s", wa.dir, again.dir)

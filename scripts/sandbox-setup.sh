@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares the sandbox tests (sandbox/, upstream/, registry/): installs
-# bubblewrap if bwrap is missing, and installs the npm servers the tests
-# run sandboxed, @modelcontextprotocol/server-memory,
+# bubblewrap, slirp4netns and nftables where missing, makes /dev/net/tun
+# usable by every user (as distributions ship it), and installs the npm
+# servers the tests run sandboxed, @modelcontextprotocol/server-memory,
 # @modelcontextprotocol/server-filesystem and
 # @modelcontextprotocol/server-everything, into a cache outside the
 # repository (a project of its own: the tests run them from its
@@ -17,7 +18,7 @@
 #   SWITCHBOARD_SANDBOX_NPM       the directory whose node_modules holds
 #                                 the servers
 #
-# Needs apt-get (when bwrap is missing; run as root), node (>= 18) and
+# Needs apt-get (when a package is missing; run as root), node (>= 18) and
 # npm. The cache is $SWITCHBOARD_SANDBOX_CACHE, else
 # $XDG_CACHE_HOME/switchboard-sandbox, else ~/.cache/switchboard-sandbox.
 # Progress goes to stderr; when run (not sourced), the export lines go to
@@ -27,18 +28,30 @@ _sb_sandbox_setup() {
 	local version=2026.8.31 # of every server
 	local cache pkg installed tool
 
-	if ! command -v bwrap >/dev/null 2>&1; then
+	# bubblewrap; slirp4netns, the user-mode network of sandboxes with
+	# network on; nftables (nft), which enforces a network allowlist.
+	local missing=""
+	command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
+	command -v slirp4netns >/dev/null 2>&1 || missing="$missing slirp4netns"
+	command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing="$missing nftables"
+	if [ -n "$missing" ]; then
 		if ! command -v apt-get >/dev/null 2>&1; then
-			echo "sandbox-setup: bwrap is missing and there is no apt-get to install it; install bubblewrap" >&2
+			echo "sandbox-setup: missing$missing and there is no apt-get to install them" >&2
 			return 1
 		fi
-		echo "sandbox-setup: installing bubblewrap" >&2
+		echo "sandbox-setup: installing$missing" >&2
 		local sudo=""
 		[ "$(id -u)" -ne 0 ] && sudo="sudo"
-		{ $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq bubblewrap; } >&2 || {
-			echo "sandbox-setup: apt-get install bubblewrap failed" >&2
+		# shellcheck disable=SC2086
+		{ $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing; } >&2 || {
+			echo "sandbox-setup: apt-get install$missing failed" >&2
 			return 1
 		}
+	fi
+	# slirp4netns opens /dev/net/tun as the sandbox's user; distributions
+	# ship it 0666, some containers 0600 (the tests run sandboxes as nobody).
+	if [ -c /dev/net/tun ] && [ "$(id -u)" -eq 0 ]; then
+		chmod 0666 /dev/net/tun
 	fi
 	# A namespace the sandboxes use, around the cheapest command: if this
 	# fails the tests would only say the same.

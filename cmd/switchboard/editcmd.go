@@ -17,7 +17,7 @@ import (
 // removing what add can only set.
 type editFlags struct {
 	unsetEnv, unsetHeaders  []string
-	clearArgs               bool
+	clearArgs, clearAllow   bool
 	startup, call, maxTotal time.Duration
 }
 
@@ -96,6 +96,7 @@ waits for the new connection attempt and prints its outcome.`,
 	f.StringArrayVar(&ef.unsetEnv, "unset-env", nil, "stdio server: remove one environment variable K (repeat)")
 	f.StringArrayVar(&ef.unsetHeaders, "unset-header", nil, "remote server: remove one header K (repeat)")
 	f.BoolVar(&ef.clearArgs, "clear-args", false, "stdio server: remove every argument")
+	f.BoolVar(&ef.clearAllow, "clear-allow", false, "stdio server: remove the network allowlist (every destination reachable again)")
 	f.DurationVar(&ef.startup, "startup-timeout", 0, "how long one connection attempt may take (0: the default)")
 	f.DurationVar(&ef.call, "call-timeout", 0, "per-request timeout of a tool call (0: the default, 60s)")
 	f.DurationVar(&ef.maxTotal, "max-total", 0, "hard cap on one tool call, progress included (0: none)")
@@ -105,7 +106,7 @@ waits for the new connection attempt and prints its outcome.`,
 
 // editFlagNames are the flags that change something.
 var editFlagNames = []string{"command", "arg", "env", "cwd", "url", "header", "transport", "protocol",
-	"unset-env", "unset-header", "clear-args", "startup-timeout", "call-timeout", "max-total", "mount"}
+	"unset-env", "unset-header", "clear-args", "allow", "clear-allow", "startup-timeout", "call-timeout", "max-total", "mount"}
 
 // edit returns the change the flags given ask for, to apply to the
 // server's config as read: only flags given on the command line count.
@@ -119,6 +120,12 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 	}
 	if changed("arg") && ef.clearArgs {
 		return nil, fmt.Errorf("give --arg or --clear-args, not both")
+	}
+	if changed("allow") && ef.clearAllow {
+		return nil, fmt.Errorf("give --allow or --clear-allow, not both")
+	}
+	if err := checkAllow(sf.allow); err != nil {
+		return nil, err
 	}
 	for _, d := range []struct {
 		flag string
@@ -191,6 +198,11 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 			}
 			cfg.Sandbox.Mounts = mounts
 		}
+		if changed("allow") || ef.clearAllow {
+			if err := editAllow(cfg, sf.allow); err != nil {
+				return err
+			}
+		}
 		if err := setPairs(&cfg.Env, env, ef.unsetEnv, "--unset-env", "env variable"); err != nil {
 			return err
 		}
@@ -214,6 +226,25 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 		}
 		return nil
 	}, nil
+}
+
+// editAllow replaces the network allowlist of cfg's sandbox with allow;
+// an empty allow removes it.
+func editAllow(cfg *sb.ServerConfig, allow []string) error {
+	if !cfg.IsStdio() {
+		return fmt.Errorf("--allow and --clear-allow are for stdio servers; a remote server runs elsewhere")
+	}
+	if len(allow) == 0 {
+		if cfg.Sandbox != nil && cfg.Sandbox.Network != nil && len(cfg.Sandbox.Network.Allow) > 0 {
+			cfg.Sandbox.Network = nil
+		}
+		return nil
+	}
+	if cfg.Sandbox == nil {
+		cfg.Sandbox = &sb.SandboxConfig{}
+	}
+	cfg.Sandbox.Network = &sb.SandboxNetwork{Allow: allow}
+	return nil
 }
 
 // setPairs sets the values of set in *m and removes the keys of unset,

@@ -693,8 +693,13 @@ func sandboxSummary(s *sb.SandboxInfo) string {
 		return strings.TrimSpace("off " + orParens(s.Reason))
 	}
 	network := "network on"
-	if !s.Network {
+	switch {
+	case !s.Network:
 		network = "network off"
+	case len(s.NetworkAllowed) > 0:
+		network = "network only to " + strings.Join(s.NetworkAllowed, ", ")
+	case len(s.NetworkAllow) > 0:
+		network = "network only to " + strings.Join(s.NetworkAllow, ", ")
 	}
 	parts := []string{network, "limits " + orDash(s.Limits)}
 	if s.WorkspaceMode != "" {

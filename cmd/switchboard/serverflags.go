@@ -20,6 +20,7 @@ type serverFlags struct {
 	env, headers []string
 	transport    string
 	mounts       []string
+	allow        []string
 	noSandbox    bool
 	oauth        oauthFlags // authcmd.go
 }
@@ -38,6 +39,8 @@ func (sf *serverFlags) register(f *pflag.FlagSet, cfg *sb.ServerConfig, secretNo
 	f.StringArrayVar(&sf.mounts, "mount", nil,
 		`stdio server: a host path its sandbox may see, HOST[:PATH][:ro|rw] (read-only unless rw; repeat); `+
 			`HOST:rw widens a derived mount of HOST`)
+	f.StringArrayVar(&sf.allow, "allow", nil,
+		`stdio server: a destination its sandbox may reach, HOST[:PORT], IP[:PORT] or CIDR[:PORT]; every other one is refused (repeat)`)
 	f.BoolVar(&sf.noSandbox, "no-sandbox", false, `stdio server: run it unsandboxed ("sandbox": {"enabled": false})`)
 	sf.oauth.register(f, secretNote)
 }
@@ -71,16 +74,19 @@ func (sf *serverFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 	return sf.applySandbox(cfg)
 }
 
-// applySandbox sets cfg's sandbox from --mount and --no-sandbox. Without
-// either the config has no sandbox field: the default profile.
+// applySandbox sets cfg's sandbox from --mount, --allow and --no-sandbox.
+// Without any of them the config has no sandbox field: the default
+// profile.
 func (sf *serverFlags) applySandbox(cfg *sb.ServerConfig) error {
 	switch {
-	case len(sf.mounts) == 0 && !sf.noSandbox:
+	case len(sf.mounts) == 0 && len(sf.allow) == 0 && !sf.noSandbox:
 		return nil
 	case cfg.Transport != sb.TransportStdio:
-		return fmt.Errorf("--mount and --no-sandbox are for --command servers; a remote server runs elsewhere")
+		return fmt.Errorf("--mount, --allow and --no-sandbox are for --command servers; a remote server runs elsewhere")
 	case sf.noSandbox && len(sf.mounts) > 0:
 		return fmt.Errorf("--mount makes a host path visible in the sandbox, which --no-sandbox turns off; give one or the other")
+	case sf.noSandbox && len(sf.allow) > 0:
+		return fmt.Errorf("--allow limits what the sandbox reaches, which --no-sandbox turns off; give one or the other")
 	case sf.noSandbox:
 		cfg.Sandbox = &sb.SandboxConfig{Enabled: new(false)}
 		return nil
@@ -92,6 +98,23 @@ func (sf *serverFlags) applySandbox(cfg *sb.ServerConfig) error {
 			return err
 		}
 		cfg.Sandbox.Mounts = append(cfg.Sandbox.Mounts, mount)
+	}
+	if err := checkAllow(sf.allow); err != nil {
+		return err
+	}
+	if len(sf.allow) > 0 {
+		cfg.Sandbox.Network = &sb.SandboxNetwork{Allow: sf.allow}
+	}
+	return nil
+}
+
+// checkAllow refuses an --allow value the daemon would refuse, here,
+// naming the flag.
+func checkAllow(allow []string) error {
+	for _, a := range allow {
+		if _, err := sb.ParseNetworkAllow(a); err != nil {
+			return fmt.Errorf("--allow %v", err)
+		}
 	}
 	return nil
 }

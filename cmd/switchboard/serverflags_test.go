@@ -64,3 +64,53 @@ func TestMountFlagsBecomeTheSandboxMounts(t *testing.T) {
 		}
 	}
 }
+
+func TestAllowFlagsBecomeTheSandboxNetworkAllowlist(t *testing.T) {
+	cfg, err := applyFlags(t, "--command", "npx", "--allow", "api.github.com:443", "--allow", "10.1.2.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &sb.SandboxConfig{Network: &sb.SandboxNetwork{Allow: []string{"api.github.com:443", "10.1.2.0/24"}}}
+	if !reflect.DeepEqual(cfg.Sandbox, want) {
+		t.Errorf("sandbox %+v, want %+v", cfg.Sandbox, want)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("the config the flags make is invalid: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--url", "https://x.example/mcp", "--allow", "a.example"}, "--command servers"},
+		{[]string{"--command", "x", "--allow", "a.example", "--no-sandbox"}, "one or the other"},
+		{[]string{"--command", "x", "--allow", "a.example:99999"}, "--allow \"a.example:99999\": the port"},
+	} {
+		if _, err := applyFlags(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%v: %v; want an error saying %q", tc.args, err, tc.says)
+		}
+	}
+}
+
+func TestEditAllowReplacesOrRemovesTheAllowlist(t *testing.T) {
+	cfg := &sb.ServerConfig{Name: "x", Transport: sb.TransportStdio, Command: "npx",
+		Sandbox: &sb.SandboxConfig{Mounts: []sb.Mount{{Host: "/srv"}}, Network: &sb.SandboxNetwork{Allow: []string{"a.example"}}}}
+	if err := editAllow(cfg, []string{"b.example:443"}); err != nil || !reflect.DeepEqual(cfg.Sandbox.Network.Allow, []string{"b.example:443"}) ||
+		len(cfg.Sandbox.Mounts) != 1 {
+		t.Fatalf("--allow: %+v, %v; want the allowlist replaced, the mounts kept", cfg.Sandbox, err)
+	}
+	if err := editAllow(cfg, nil); err != nil || cfg.Sandbox.Network != nil {
+		t.Fatalf("--clear-allow: %+v, %v; want no network field (the default, on)", cfg.Sandbox, err)
+	}
+	off := &sb.ServerConfig{Name: "x", Transport: sb.TransportStdio, Command: "npx", Sandbox: &sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}}}
+	if editAllow(off, nil); !off.Sandbox.Network.Off {
+		t.Error("--clear-allow turned a server's network on")
+	}
+	bare := &sb.ServerConfig{Name: "x", Transport: sb.TransportStdio, Command: "npx"}
+	if err := editAllow(bare, []string{"10.0.0.0/8"}); err != nil || bare.Sandbox == nil || bare.Sandbox.Network.Allow[0] != "10.0.0.0/8" {
+		t.Errorf("--allow on a server without a sandbox field: %+v, %v", bare.Sandbox, err)
+	}
+	remote := &sb.ServerConfig{Name: "x", Transport: sb.TransportRemote, URL: "https://x.example/mcp"}
+	if err := editAllow(remote, []string{"a.example"}); err == nil {
+		t.Error("--allow on a remote server was accepted")
+	}
+}

@@ -86,6 +86,11 @@ func TestSandboxSummary(t *testing.T) {
 		{sb.SandboxInfo{Enabled: true, Limits: "cgroup", WorkspaceMode: "isolated"}, "on (network off; limits cgroup; isolated workspace)"},
 		{sb.SandboxInfo{Enabled: true, Limits: "cgroup", WorkspaceMode: sb.WorkspacePerServer}, "on (network off; limits cgroup; per-server workspace)"},
 		{sb.SandboxInfo{Reason: "bwrap is not installed"}, "off (bwrap is not installed)"},
+		{sb.SandboxInfo{Enabled: true, Network: true, NetworkAllow: []string{"api.github.com:443"}, Limits: "none"},
+			"on (network only to api.github.com:443; limits none)"},
+		{sb.SandboxInfo{Enabled: true, Network: true, NetworkAllow: []string{"api.github.com:443"},
+			NetworkAllowed: []string{"api.github.com:443 = 140.82.112.6"}, Limits: "none"},
+			"on (network only to api.github.com:443 = 140.82.112.6; limits none)"},
 	} {
 		if got := sandboxSummary(&tc.in); got != tc.want {
 			t.Errorf("sandboxSummary(%+v) = %q, want %q", tc.in, got, tc.want)
