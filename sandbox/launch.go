@@ -99,7 +99,7 @@ func (rt *Runtime) Prepare(ctx context.Context, p Profile, c Command, env []stri
 	}
 	l := &Launch{p: p, bwrap: bwrap, env: env, user: userName, ws: ws, lim: rt.limitsFor(p), oom: -1, cpu: -1}
 	var drop *syscall.Credential
-	if dropsPrivileges(cred) {
+	if rt.dropsPrivileges(cred) {
 		drop = cred
 	} else {
 		l.cred = cred

@@ -89,7 +89,9 @@ func nobodyRuntime(t *testing.T) *Runtime {
 	state := t.TempDir()
 	os.Chmod(state, 0o755)
 	os.Chmod(filepath.Dir(state), 0o755)
-	rt := &Runtime{StateDir: state, Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	// bwrap itself runs as nobody, in a user namespace, as under an
+	// ordinary user's serve (a root one runs bwrap as root).
+	rt := &Runtime{StateDir: state, Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, asUser: true}
 	if _, err := rt.Probe(context.Background()); err != nil {
 		t.Fatalf("bubblewrap as nobody: %v", err)
 	}
@@ -290,7 +292,7 @@ func TestMissingSlirp4netnsSaysWhatToInstall(t *testing.T) {
 		t.Errorf("the failed launch left its isolated workspace: %v", entries)
 	}
 	// Network off needs no helper.
-	p, _ = Resolve(&sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}}, false)
+	p, _ = Resolve(&sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}, Workspace: sb.WorkspaceIsolated}, false)
 	l, err := rt.Prepare(context.Background(), p, Command{Path: "/bin/true"}, nil)
 	if err != nil {
 		t.Fatalf("network off: %v", err)
@@ -439,7 +441,7 @@ func TestNetworkOnReachesOutsideWithDNS(t *testing.T) {
 		name string
 		rt   func(t *testing.T) *Runtime
 	}{
-		{"as Switchboard's user", func(t *testing.T) *Runtime { return &Runtime{StateDir: t.TempDir()} }},
+		{"as Switchboard's user (as root: bwrap as root, the server as the sandbox user)", func(t *testing.T) *Runtime { return &Runtime{StateDir: t.TempDir()} }},
 		{"as nobody, in a user namespace", nobodyRuntime},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -516,7 +518,7 @@ func TestNetworkAllowlistLetsThroughOnlyWhatItNames(t *testing.T) {
 		name string
 		rt   func(t *testing.T) *Runtime
 	}{
-		{"as Switchboard's user", func(t *testing.T) *Runtime { return &Runtime{StateDir: t.TempDir()} }},
+		{"as Switchboard's user (as root: bwrap as root, the server as the sandbox user)", func(t *testing.T) *Runtime { return &Runtime{StateDir: t.TempDir()} }},
 		{"as nobody, in a user namespace", nobodyRuntime},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -107,7 +107,7 @@ func (rt *Runtime) try(ctx context.Context) (string, *UnavailableError) {
 		"--die-with-parent", "--cap-drop", "ALL"}
 	run := []string{"true"}
 	attr := &syscall.SysProcAttr{Setsid: true}
-	if dropsPrivileges(cred) {
+	if rt.dropsPrivileges(cred) {
 		if _, err := os.Stat(setpriv); err != nil {
 			return "", &UnavailableError{Err: err, Reason: fmt.Sprintf(
 				"%s is missing: a Switchboard running as root needs it to run sandboxed servers as %s, never as root: "+
@@ -139,7 +139,7 @@ func (rt *Runtime) try(ctx context.Context) (string, *UnavailableError) {
 		said = "it did not finish within " + probeTimeout.String()
 	}
 	return "", &UnavailableError{Err: err, Reason: fmt.Sprintf("bubblewrap cannot create a sandbox here (%s): %s; %s",
-		said, namespaceHint(readSysctl, dropsPrivileges(cred)), optOut)}
+		said, namespaceHint(readSysctl, rt.dropsPrivileges(cred)), optOut)}
 }
 
 // namespaceHint names the setting that most likely keeps bubblewrap from

@@ -83,6 +83,8 @@ type Runtime struct {
 	userName string              // how the view names it
 	userErr  error
 
+	asUser bool // tests only: see dropsPrivileges
+
 	resolvOnce sync.Once // the resolv.conf of sandboxes with network
 	resolvPath string
 	resolvErr  error
@@ -146,8 +148,12 @@ func resolveUser(c *syscall.Credential, euid int, lookup func(string) (*user.Use
 // bubblewrap makes no user namespace (a namespace that root creates maps
 // its uid 0 to the host's, and /proc/sys and other files are checked by
 // uid, not capability), and setpriv, inside the sandbox, drops to cred.
-func dropsPrivileges(cred *syscall.Credential) bool {
-	return cred != nil && os.Geteuid() == 0
+//
+// A test sets asUser to build the sandbox as cred in a user namespace
+// even as root, as a Switchboard running as cred would: the user
+// namespace path is the one every ordinary user's serve takes.
+func (rt *Runtime) dropsPrivileges(cred *syscall.Credential) bool {
+	return cred != nil && os.Geteuid() == 0 && !rt.asUser
 }
 
 // System is the Runtime of sessions that configure none.

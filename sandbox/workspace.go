@@ -91,9 +91,7 @@ func (rt *Runtime) workspace(p Profile) (workspace, error) {
 	if err != nil {
 		return workspace{}, err
 	}
-	// Switchboard's, 0700: only the workspaces in it are the sandbox
-	// user's, so that no other user of the host reaches them.
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	if err := rt.parentDir(root); err != nil {
 		return workspace{}, fmt.Errorf("creating %s: %w", root, err)
 	}
 	if p.Workspace != sb.WorkspaceIsolated {
@@ -102,7 +100,7 @@ func (rt *Runtime) workspace(p Profile) (workspace, error) {
 			return workspace{}, err
 		}
 		if p.Workspace == sb.WorkspacePerServer {
-			if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+			if err := rt.parentDir(filepath.Dir(dir)); err != nil {
 				return workspace{}, fmt.Errorf("creating %s: %w", filepath.Dir(dir), err)
 			}
 		}
@@ -117,7 +115,7 @@ func (rt *Runtime) workspace(p Profile) (workspace, error) {
 		return ws, nil
 	}
 	parent := filepath.Join(root, "isolated")
-	if err := os.MkdirAll(parent, 0o700); err != nil {
+	if err := rt.parentDir(parent); err != nil {
 		return workspace{}, fmt.Errorf("creating %s: %w", parent, err)
 	}
 	rt.sweepOnce.Do(func() { sweepIsolated(parent) })
@@ -201,6 +199,22 @@ func (rt *Runtime) mkdir(dir string) error {
 	return rt.own(dir)
 }
 
+// parentDir creates dir, a directory that holds workspaces, 0700: as
+// Switchboard's when bubblewrap runs as Switchboard (only the workspaces
+// in it are the sandbox user's, so that no other user of the host reaches
+// them), as the sandbox user's when bubblewrap runs as that user, who
+// must reach its workspace.
+func (rt *Runtime) parentDir(dir string) error {
+	c, _, err := rt.user()
+	if err != nil {
+		return err
+	}
+	if c == nil || rt.dropsPrivileges(c) {
+		return os.MkdirAll(dir, 0o700)
+	}
+	return rt.mkdir(dir)
+}
+
 // adopt gives an existing workspace, and everything in it, to the sandbox
 // user if it is not already its: one made before a root Switchboard ran
 // its servers as an unprivileged user (a package cache, server-memory's
@@ -242,7 +256,7 @@ func (rt *Runtime) own(dir string) error {
 	if err := os.Chown(dir, int(c.Uid), int(c.Gid)); err != nil {
 		return fmt.Errorf("giving %s to uid %d: %w", dir, c.Uid, err)
 	}
-	if dropsPrivileges(c) {
+	if rt.dropsPrivileges(c) {
 		// A root bwrap enters the workspace (--chdir) after dropping its
 		// capabilities, as a root that is not the owner: it needs the
 		// search bit. The directories above it are root's 0700, so no
