@@ -168,9 +168,9 @@ var (
 	sessionsDesc = prometheus.NewDesc("switchboard_mcp_sessions",
 		"Live downstream MCP sessions (Streamable HTTP, from their initialize until they end).", nil, nil)
 	sessionLimitDesc = prometheus.NewDesc("switchboard_mcp_sessions_limit",
-		"Cap on live downstream MCP sessions, by limit (global, per_address); absent if there is none.", []string{"limit"}, nil)
+		"Cap on live downstream MCP sessions, by limit (global, per_address, per_principal); absent if there is none.", []string{"limit"}, nil)
 	sessionsRefusedDesc = prometheus.NewDesc("switchboard_mcp_sessions_refused_total",
-		"New downstream MCP sessions refused, by the limit that refused them (global: HTTP 503, per_address: HTTP 429).", []string{"limit"}, nil)
+		"New downstream MCP sessions refused, by the limit that refused them (global: HTTP 503, per_address and per_principal: HTTP 429).", []string{"limit"}, nil)
 	sessionsExpiredDesc = prometheus.NewDesc("switchboard_mcp_sessions_expired_total",
 		"Downstream MCP sessions closed by the idle timeout (the others end with a DELETE).", nil, nil)
 )
@@ -185,13 +185,15 @@ func (c *sessionCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.src.SessionStats()
 	ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(st.Live))
-	for limit, max := range map[string]int{gateway.LimitGlobal: st.MaxSessions, gateway.LimitPerAddress: st.MaxSessionsPerAddress} {
+	for limit, max := range map[string]int{gateway.LimitGlobal: st.MaxSessions, gateway.LimitPerAddress: st.MaxSessionsPerAddress,
+		gateway.LimitPerPrincipal: st.MaxSessionsPerPrincipal} {
 		if max > 0 {
 			ch <- prometheus.MustNewConstMetric(sessionLimitDesc, prometheus.GaugeValue, float64(max), limit)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedGlobal), gateway.LimitGlobal)
 	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedPerAddress), gateway.LimitPerAddress)
+	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedPerPrincipal), gateway.LimitPerPrincipal)
 	ch <- prometheus.MustNewConstMetric(sessionsExpiredDesc, prometheus.CounterValue, float64(st.Expired))
 }
 

@@ -267,15 +267,17 @@ func (ef *endpointFlags) options() (gateway.Options, error) {
 // sessionFlags bound the MCP sessions of serve (stdio has one client); 0
 // turns a cap off.
 type sessionFlags struct {
-	max, perAddress int
-	timeout         time.Duration
+	max, perAddress, perPrincipal int
+	timeout                       time.Duration
 }
 
 func (sf *sessionFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&sf.max, "max-mcp-sessions", gateway.DefaultMaxSessions,
 		"cap on live MCP sessions (Streamable HTTP); a new one over it gets HTTP 503; 0: no cap")
 	f.IntVar(&sf.perAddress, "max-mcp-sessions-per-address", gateway.DefaultMaxSessionsPerAddress,
-		"cap on the live MCP sessions of one client IP (IPv6: its /64; behind a reverse proxy, the proxy's); a new one over it gets HTTP 429; 0: no cap")
+		"cap on the live MCP sessions one credential holds from one client IP (IPv6: its /64; behind a reverse proxy, the proxy's); a new one over it gets HTTP 429; 0: no cap")
+	f.IntVar(&sf.perPrincipal, "max-mcp-sessions-per-principal", gateway.DefaultMaxSessionsPerPrincipal,
+		"cap on the live MCP sessions of one credential from every address; a new one over it gets HTTP 429; 0: no cap")
 	f.DurationVar(&sf.timeout, "mcp-session-timeout", gateway.DefaultSessionTimeout,
 		"how long an MCP session may go without a request before it is closed")
 }
@@ -287,6 +289,8 @@ func (sf *sessionFlags) apply(o *gateway.Options) error {
 		return fmt.Errorf("--max-mcp-sessions %d: must not be negative", sf.max)
 	case sf.perAddress < 0:
 		return fmt.Errorf("--max-mcp-sessions-per-address %d: must not be negative", sf.perAddress)
+	case sf.perPrincipal < 0:
+		return fmt.Errorf("--max-mcp-sessions-per-principal %d: must not be negative", sf.perPrincipal)
 	case sf.timeout <= 0:
 		return fmt.Errorf("--mcp-session-timeout %s: must be positive", sf.timeout)
 	}
@@ -297,7 +301,8 @@ func (sf *sessionFlags) apply(o *gateway.Options) error {
 		}
 		return n
 	}
-	o.MaxSessions, o.MaxSessionsPerAddress, o.SessionTimeout = off(sf.max), off(sf.perAddress), sf.timeout
+	o.MaxSessions, o.MaxSessionsPerAddress, o.MaxSessionsPerPrincipal = off(sf.max), off(sf.perAddress), off(sf.perPrincipal)
+	o.SessionTimeout = sf.timeout
 	return nil
 }
 
