@@ -56,9 +56,10 @@ type Options struct {
 	// MCP, if set, is mounted at /mcp and /mcp/ (the aggregated endpoint).
 	MCP http.Handler
 	// Instance, if set, is the Switchboard instance that MCP serves: a
-	// request to /mcp whose Switchboard-Via header names it comes from
-	// this Switchboard itself, directly or through others, and is refused
-	// with 508 loop (see upstream.Instance).
+	// request to /mcp whose Switchboard-Via header names it, or one it
+	// reaches, comes from this Switchboard itself, directly or through
+	// others, and is refused with 508 loop; every other answer names what
+	// it reaches in Switchboard-Reach (see upstream.Instance).
 	Instance *upstream.Instance
 	// Page, if set, is the web page (package web): served at GET / and
 	// under /ui/ without the credential (it holds no data; it logs in and
@@ -264,21 +265,27 @@ func withoutLocalAddr(next http.Handler) http.Handler {
 }
 
 // refuseLoops refuses a request that in's own sessions sent (a server
-// pointed at this /mcp, or at a Switchboard that uses it): serving it
-// would feed the aggregate its own tools without end. The session that
-// sent it reads the 508 as a loop, and stops.
+// pointed at this /mcp, or at a Switchboard that this one reaches): serving
+// it would feed the aggregate its own tools without end. The session that
+// sent it reads the 508 as a loop, and stops. Every other answer names the
+// instances this endpoint reaches, for the Switchboard that sent it to
+// learn from (upstream.Instance).
 func refuseLoops(in *upstream.Instance, next http.Handler) http.Handler {
 	if in == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		aggregate := strings.Trim(strings.TrimPrefix(r.URL.Path, "/mcp"), "/") == ""
-		if in.Arrived(r.Header.Values(upstream.ViaHeader), aggregate) {
+		if in.Arrived(r.Header.Values(upstream.ViaHeader)) {
 			writeJSON(w, http.StatusLoopDetected, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeLoop,
-				Message: "this request comes from this Switchboard itself (its " + upstream.ViaHeader + " header names it): " +
+				Message: "this request comes from this Switchboard itself or one it uses (its " + upstream.ViaHeader + " header names it): " +
 					"a server configured with this /mcp as its URL, directly or through other Switchboards, would feed on its own tools"}})
 			return
 		}
+		server := ""
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/mcp/"); ok {
+			server, _, _ = strings.Cut(rest, "/")
+		}
+		w.Header().Set(upstream.ReachHeader, in.ReachOf(server))
 		next.ServeHTTP(w, r)
 	})
 }
