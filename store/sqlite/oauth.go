@@ -21,7 +21,7 @@ func (s *Store) LoadOAuthGrant(ctx context.Context, server string) ([]byte, erro
 		return nil, switchboard.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: load oauth grant %q: %w", server, err)
+		return nil, fmt.Errorf("sqlite: load oauth grant %q: %w", server, dbErr(err))
 	}
 	return sealed, nil
 }
@@ -33,7 +33,7 @@ func (s *Store) SaveOAuthGrant(ctx context.Context, server string, sealed []byte
 		 ON CONFLICT (server) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
 		server, sealed, now().Format(timeFormat))
 	if err != nil {
-		return fmt.Errorf("sqlite: save oauth grant %q: %w", server, err)
+		return fmt.Errorf("sqlite: save oauth grant %q: %w", server, dbErr(err))
 	}
 	return nil
 }
@@ -41,7 +41,7 @@ func (s *Store) SaveOAuthGrant(ctx context.Context, server string, sealed []byte
 // DeleteOAuthGrant removes the OAuth grant of server, if any.
 func (s *Store) DeleteOAuthGrant(ctx context.Context, server string) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM oauth_grants WHERE server = ?`, server); err != nil {
-		return fmt.Errorf("sqlite: delete oauth grant %q: %w", server, err)
+		return fmt.Errorf("sqlite: delete oauth grant %q: %w", server, dbErr(err))
 	}
 	return nil
 }
@@ -58,7 +58,7 @@ func (s *Store) SaveOAuthPending(ctx context.Context, id, server string, sealed 
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, err)
+		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, dbErr(err))
 	}
 	return nil
 }
@@ -73,7 +73,7 @@ func (s *Store) TakeOAuthPending(ctx context.Context, id string) (server string,
 		return "", nil, switchboard.ErrNotFound
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("sqlite: take oauth pending: %w", err)
+		return "", nil, fmt.Errorf("sqlite: take oauth pending: %w", dbErr(err))
 	}
 	return server, sealed, nil
 }
@@ -84,7 +84,7 @@ func (s *Store) OAuthPending(ctx context.Context, server string) (bool, error) {
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM oauth_pending WHERE server = ? AND expires_at > ?`,
 		server, now().Format(timeFormat)).Scan(&n)
 	if err != nil {
-		return false, fmt.Errorf("sqlite: oauth pending %q: %w", server, err)
+		return false, fmt.Errorf("sqlite: oauth pending %q: %w", server, dbErr(err))
 	}
 	return n > 0, nil
 }
