@@ -121,7 +121,7 @@ func (in *Instance) reach(server string) []string {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	cutoff := in.now().Add(-reachTTL)
-	maps.DeleteFunc(in.links, func(_ *Reach, r reached) bool { return r.at.Before(cutoff) })
+	maps.DeleteFunc(in.links, func(l *Reach, r reached) bool { return r.at.Before(cutoff) || l.link.Err() != nil })
 	seen := map[string]time.Time{}
 	for _, r := range in.links {
 		if server != "" && r.server != server {
@@ -144,20 +144,13 @@ func (in *Instance) reach(server string) []string {
 type Reach struct {
 	in     *Instance
 	server string
-	ended  bool // the link has ended; in.mu guards it
+	link   context.Context // ends with the link, and what it taught with it
 }
 
 // Track returns the Reach of a link of server's session, which the
 // instance believes until ctx (the link's) ends.
 func (in *Instance) Track(ctx context.Context, server string) *Reach {
-	r := &Reach{in: in, server: server}
-	context.AfterFunc(ctx, func() {
-		in.mu.Lock()
-		r.ended = true
-		delete(in.links, r)
-		in.mu.Unlock()
-	})
-	return r
+	return &Reach{in: in, server: server, link: ctx}
 }
 
 // Answered takes the ReachHeader values of an answer of the link's server
@@ -167,7 +160,7 @@ func (r *Reach) Answered(values []string) {
 	in := r.in
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if len(ids) == 0 || r.ended {
+	if len(ids) == 0 || r.link.Err() != nil {
 		delete(in.links, r)
 		return
 	}
