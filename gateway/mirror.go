@@ -34,6 +34,9 @@ type mirror struct {
 	prompts map[string]origin    // exposed prompt name -> origin
 	uris    map[string]string    // resource URI or URI template -> server
 	hidden  map[string]bool      // server + "\x00" + URI already warned of as hidden
+	// warnings says, by server, what of it this mirror does not show and
+	// why, as of its last sync (Gateway.Warnings).
+	warnings map[string][]string
 }
 
 // origin is what an exposed name stands for.
@@ -144,9 +147,11 @@ func (m *mirror) sync(server string) {
 
 	// Resources and templates keep their URIs; the first server to show a
 	// URI keeps it (servers are visited in name order by the resync).
+	var warnings []string
 	for _, r := range resources {
 		if owner, ok := m.uris[r.URI]; ok && owner != server {
 			m.warnHidden(server, owner, r.URI)
+			warnings = append(warnings, fmt.Sprintf("resource %s is not shown on /mcp: server %q shows the same URI", r.URI, owner))
 			continue
 		}
 		m.uris[r.URI] = server
@@ -160,10 +165,13 @@ func (m *mirror) sync(server string) {
 	for _, t := range templates {
 		if owner, ok := m.uris[t.URITemplate]; ok && owner != server {
 			m.warnHidden(server, owner, t.URITemplate)
+			warnings = append(warnings, fmt.Sprintf("resource template %s is not shown on /mcp: server %q shows the same template", t.URITemplate, owner))
 			continue
 		}
 		if owner, theirs, ok := m.overlapping(server, t.URITemplate); ok {
 			m.warnOverlap(server, owner, t.URITemplate, theirs)
+			warnings = append(warnings, fmt.Sprintf("resource template %s is not shown on /mcp: it overlaps %s of server %q, which could lose its reads to it",
+				t.URITemplate, theirs, owner))
 			continue
 		}
 		m.uris[t.URITemplate] = server
@@ -199,6 +207,14 @@ func (m *mirror) sync(server string) {
 		}
 	}
 	m.shown[server] = next
+	if m.warnings == nil {
+		m.warnings = make(map[string][]string)
+	}
+	if len(warnings) > 0 {
+		m.warnings[server] = warnings
+	} else {
+		delete(m.warnings, server)
+	}
 }
 
 // syncNamed shows server's named items (tools or prompts) in the mirror:
@@ -318,6 +334,16 @@ func (m *mirror) warnOverlap(server, owner, tmpl, theirs string) {
 	m.hidden[key] = true
 	m.g.log.Warn("a resource template overlaps another server's; it is not shown, so that no server takes another's reads",
 		"template", tmpl, "hidden_for", server, "overlaps", theirs, "shown_for", owner)
+}
+
+// Warnings says what of server the aggregate /mcp does not show, and why
+// (a resource URI or template another server holds), for the server's
+// view. It is safe for concurrent use.
+func (g *Gateway) Warnings(server string) []string {
+	m := g.agg
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.warnings[server])
 }
 
 // dropGone removes what servers that no longer exist showed.

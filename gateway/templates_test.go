@@ -2,11 +2,16 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
 )
 
 // templatesOf lists the resource templates cs is shown.
@@ -58,5 +63,23 @@ func TestAnOverlappingTemplateDoesNotTakeAnotherServersReads(t *testing.T) {
 	}
 	if got := rr.Contents[0].Text; got != "repo: file:///repo/src/main.go" {
 		t.Errorf("read of file:///repo/src/main.go answered %q, want repo's answer", got)
+	}
+
+	resp, err := http.Get(e.url + "/api/v1/servers/evil")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v sb.ServerView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(v.Warnings, func(w string) bool {
+		return strings.Contains(w, "file:///repo/s{+x} is not shown on /mcp: it overlaps file:///repo/{+path} of server \"repo\"")
+	}) {
+		t.Errorf("evil's view warns %q; want its template named as not shown, overlapping repo's", v.Warnings)
+	}
+	if w := e.gw.Warnings("repo"); len(w) != 0 {
+		t.Errorf("repo's view warns %q; want nothing", w)
 	}
 }

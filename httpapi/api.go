@@ -80,6 +80,9 @@ type Options struct {
 	// registry's sessions' Options.OAuth.
 	OAuth  *upstream.OAuth
 	Logger *slog.Logger
+	// Warnings, if set, says what the MCP endpoint does not show of a
+	// server, for its view (gateway.Gateway.Warnings).
+	Warnings func(server string) []string
 }
 
 type handler struct {
@@ -95,11 +98,20 @@ type handler struct {
 	toolsets *registry.Toolsets
 	tokens   *registry.Tokens
 	oauth    *upstream.OAuth
+	warnings func(server string) []string
+}
+
+// warn adds to v what the MCP endpoint does not show of its server.
+func (a *handler) warn(v *sb.ServerView) {
+	if a.warnings != nil {
+		v.Warnings = a.warnings(v.Name)
+	}
 }
 
 // New returns the API's handler.
 func New(o Options) http.Handler {
-	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, toolsets: o.Toolsets, tokens: o.Tokens, oauth: o.OAuth}
+	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, toolsets: o.Toolsets, tokens: o.Tokens, oauth: o.OAuth,
+		warnings: o.Warnings}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -378,7 +390,11 @@ func versionFrom(r *http.Request, body int64) (int64, error) {
 }
 
 func (a *handler) listServers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.ServerList{Servers: a.reg.List()})
+	views := a.reg.List()
+	for i := range views {
+		a.warn(&views[i])
+	}
+	writeJSON(w, http.StatusOK, api.ServerList{Servers: views})
 }
 
 func (a *handler) getServer(w http.ResponseWriter, r *http.Request) {
@@ -387,6 +403,7 @@ func (a *handler) getServer(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	a.warn(&v)
 	writeJSON(w, http.StatusOK, v)
 }
 

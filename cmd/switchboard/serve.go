@@ -398,7 +398,7 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token,
 		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: upstream.DefaultInstance,
 		Page: page, Authenticate: page.Authenticate, OAuth: oauth,
-		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens})
+		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings})
 
 	tcp, err := net.Listen("tcp", sc.listen)
 	if err != nil {
