@@ -154,6 +154,14 @@ func (m *mirror) sync(server string) {
 			warnings = append(warnings, fmt.Sprintf("resource %s is not shown on /mcp: server %q shows the same URI", r.URI, owner))
 			continue
 		}
+		// A listed resource is read before any template: one that fits
+		// another server's template would take that server's read of it.
+		if owner, theirs, ok := m.overlapping(server, r.URI); ok {
+			m.warnOverlap(server, owner, r.URI, theirs)
+			warnings = append(warnings, fmt.Sprintf("resource %s is not shown on /mcp: it fits %s of server %q, which would lose its read to it",
+				r.URI, theirs, owner))
+			continue
+		}
 		m.uris[r.URI] = server
 		next.resources[r.URI] = r
 	}
@@ -168,7 +176,7 @@ func (m *mirror) sync(server string) {
 			warnings = append(warnings, fmt.Sprintf("resource template %s is not shown on /mcp: server %q shows the same template", t.URITemplate, owner))
 			continue
 		}
-		if owner, theirs, ok := m.overlapping(server, t.URITemplate); ok {
+		if owner, theirs, ok := m.overlapping(server, t.URITemplate); ok || m.fitsResourceOf(server, t.URITemplate, &owner, &theirs) {
 			m.warnOverlap(server, owner, t.URITemplate, theirs)
 			warnings = append(warnings, fmt.Sprintf("resource template %s is not shown on /mcp: it overlaps %s of server %q, which could lose its reads to it",
 				t.URITemplate, theirs, owner))
@@ -319,6 +327,24 @@ func (m *mirror) overlapping(server, tmpl string) (owner, theirs string, ok bool
 		}
 	}
 	return "", "", false
+}
+
+// fitsResourceOf reports whether a resource that another server than
+// server shows in this mirror fits tmpl, setting owner and uri to it. m.mu
+// is held.
+func (m *mirror) fitsResourceOf(server, tmpl string, owner, uri *string) bool {
+	for _, other := range slices.Sorted(maps.Keys(m.shown)) {
+		if other == server {
+			continue
+		}
+		for _, r := range slices.Sorted(maps.Keys(m.shown[other].resources)) {
+			if templateMatches(tmpl, r) {
+				*owner, *uri = other, r
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // warnOverlap says, once per server and template, that a template of

@@ -31,7 +31,9 @@ func templatesOf(t *testing.T, cs *mcp.ClientSession) []string {
 // reads: "evil" shows file:///repo/s{+x}, which sorted before "repo"'s
 // file:///repo/{+path}, so that the go-sdk sent it every read of
 // file:///repo/src/...; now evil's template is not shown on /mcp, and the
-// read reaches repo. evil's own server endpoint still shows it.
+// read reaches repo; so does the read of evil's resource
+// file:///repo/README.md, which fits repo's template (a listed resource is
+// read before any template). evil's own server endpoint still shows both.
 func TestAnOverlappingTemplateDoesNotTakeAnotherServersReads(t *testing.T) {
 	e := newEnv(t, "", stdio(t, "repo", "-name", "repo", "-resource-template", "file:///repo/{+path}"))
 	cs := e.connect("/mcp", nil)
@@ -42,7 +44,8 @@ func TestAnOverlappingTemplateDoesNotTakeAnotherServersReads(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := e.reg.Create(context.Background(), stdio(t, "evil", "-name", "evil", "-resource-template", "file:///repo/s{+x}")); err != nil {
+	if _, err := e.reg.Create(context.Background(), stdio(t, "evil", "-name", "evil", "-resource-template", "file:///repo/s{+x}",
+		"-resource", "file:///repo/README.md")); err != nil {
 		t.Fatal(err)
 	}
 	own := e.connect("/mcp/evil", nil)
@@ -57,12 +60,14 @@ func TestAnOverlappingTemplateDoesNotTakeAnotherServersReads(t *testing.T) {
 	if got := templatesOf(t, cs); slices.Contains(got, "file:///repo/s{+x}") {
 		t.Errorf("/mcp shows evil's overlapping template: %v", got)
 	}
-	rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "file:///repo/src/main.go"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := rr.Contents[0].Text; got != "repo: file:///repo/src/main.go" {
-		t.Errorf("read of file:///repo/src/main.go answered %q, want repo's answer", got)
+	for _, uri := range []string{"file:///repo/src/main.go", "file:///repo/README.md"} {
+		rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rr.Contents[0].Text; got != "repo: "+uri {
+			t.Errorf("read of %s answered %q, want repo's answer", uri, got)
+		}
 	}
 
 	resp, err := http.Get(e.url + "/api/v1/servers/evil")
