@@ -751,7 +751,7 @@ func (c *ServerConfig) Secrets() []string {
 	if c.OAuth != nil && c.OAuth.ClientSecret != "" {
 		s = append(s, c.OAuth.ClientSecret)
 	}
-	return s
+	return append(s, argSecrets(c.Args)...)
 }
 
 // Clone returns a deep copy of c.

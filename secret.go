@@ -1,6 +1,8 @@
 package switchboard
 
 import (
+	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -14,10 +16,11 @@ const SecretMask = "***"
 
 // Masked returns a copy of c with every env and header value and the OAuth
 // client secret replaced by SecretMask, and the credentials in its URL (a userinfo password,
-// credential-like query parameters) too.
+// credential-like query parameters) and its arguments (MaskArgs) too.
 func (c *ServerConfig) Masked() *ServerConfig {
 	m := c.Clone()
 	m.URL = MaskURL(c.URL)
+	m.Args = MaskArgs(c.Args)
 	for k := range m.Env {
 		m.Env[k] = SecretMask
 	}
@@ -39,6 +42,9 @@ func (c *ServerConfig) Masked() *ServerConfig {
 // its stored credentials to whoever runs the new one.
 func (c *ServerConfig) Unmask(prev *ServerConfig) (*ServerConfig, error) {
 	out := c.Clone()
+	if err := unmaskArgs(out, prev); err != nil {
+		return nil, err
+	}
 	moved := ""
 	if prev != nil {
 		moved = movedDestination(prev, out)
@@ -90,8 +96,13 @@ func (c *ServerConfig) Unmask(prev *ServerConfig) (*ServerConfig, error) {
 }
 
 // movedDestination names what makes c send its secrets somewhere other
-// than prev did ("URL's origin", "command", "arguments", "transport"), or
-// returns "" if they go to the same place.
+// than prev did ("URL's origin", "command", "arguments", "transport", a
+// loader-affecting variable, "sandbox"), or returns "" if they go to the
+// same place. The same command is another destination when what it loads
+// may change (LD_PRELOAD=/tmp/x.so, NODE_OPTIONS=--require ...: code of
+// the writer's choosing runs with the secrets in its environment), or when
+// its sandbox lets it reach more (turned off, more mounts, write access,
+// the network).
 func movedDestination(prev, c *ServerConfig) string {
 	switch {
 	case prev.Transport != c.Transport && (prev.IsStdio() || c.IsStdio()):
@@ -103,7 +114,175 @@ func movedDestination(prev, c *ServerConfig) string {
 	case !c.IsStdio() && origin(prev.URL) != origin(c.URL):
 		return "URL's origin"
 	}
+	if !c.IsStdio() {
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		if v := c.Env[k]; LoaderVariable(k) && v != SecretMask && v != prev.Env[k] {
+			return "loader-affecting variable " + k
+		}
+	}
+	if sandboxLoosened(prev.Sandbox, c.Sandbox) {
+		return "sandbox (turned off or given more mounts, write access or the network)"
+	}
 	return ""
+}
+
+// loaderPrefixes and loaderNames are the environment variables that change
+// what a command loads or runs before its own code: the dynamic loader's,
+// and the interpreters' startup hooks.
+var (
+	loaderPrefixes = []string{"LD_", "DYLD_"}
+	loaderNames    = []string{"NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE",
+		"PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "BASH_ENV", "ENV", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+		"JDK_JAVA_OPTIONS", "CLASSPATH", "GCONV_PATH", "PATH", "GIT_EXEC_PATH", "DENO_DIR", "BUN_OPTIONS", "NPM_CONFIG_PREFIX"}
+)
+
+// LoaderVariable reports whether the environment variable name changes
+// what a command loads (LD_PRELOAD, NODE_OPTIONS, PYTHONPATH, ...).
+func LoaderVariable(name string) bool {
+	n := strings.ToUpper(name)
+	return slices.Contains(loaderNames, n) || slices.ContainsFunc(loaderPrefixes, func(p string) bool { return strings.HasPrefix(n, p) })
+}
+
+// sandboxLoosened reports whether next lets a server reach more than prev:
+// the sandbox off (or only where bubblewrap works, where it was required),
+// the network where it had none, a mount it did not have, or write access
+// where it could only read.
+func sandboxLoosened(prev, next *SandboxConfig) bool {
+	var p, n SandboxConfig
+	if prev != nil {
+		p = *prev
+	}
+	if next != nil {
+		n = *next
+	}
+	rank := func(b *bool, nilRank int) int {
+		switch {
+		case b == nil:
+			return nilRank
+		case *b:
+			return 2
+		}
+		return 0
+	}
+	// The network: none, an allowlist, everything (the default).
+	netRank := func(nw *SandboxNetwork) int {
+		switch {
+		case nw == nil:
+			return 2
+		case nw.Off:
+			return 0
+		case len(nw.Allow) > 0:
+			return 1
+		}
+		return 2
+	}
+	if rank(n.Enabled, 1) < rank(p.Enabled, 1) || netRank(n.Network) > netRank(p.Network) {
+		return true
+	}
+	if netRank(n.Network) == 1 && netRank(p.Network) == 1 {
+		for _, a := range n.Network.Allow {
+			if !slices.Contains(p.Network.Allow, a) {
+				return true // a destination the allowlist did not have
+			}
+		}
+	}
+	for _, m := range n.Mounts {
+		if !slices.ContainsFunc(p.Mounts, func(o Mount) bool {
+			return o.Host == m.Host && o.Path == m.Path && (o.Mode == MountReadWrite || m.Mode != MountReadWrite)
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretFlagRE matches the name of a flag whose value is a credential
+// (--token, --api-key, --client-secret, --password), the value following
+// it after "=" or as the next argument.
+var secretFlagRE = regexp.MustCompile(`(?i)^--?(?:[a-z0-9]+[-_])*(?:token|api[-_]?key|apikey|key|secret|password|passwd|pwd|pass|auth|credentials?)$`)
+
+// secretValuePrefixes begin the values of well-known credentials: OpenAI
+// and Anthropic (sk-), GitHub (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_),
+// Slack (xoxb-, xoxp-, xapp-), GitLab (glpat-), Switchboard's own tokens
+// (sbt_).
+var secretValuePrefixes = []string{"sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xoxb-", "xoxp-", "xapp-", "glpat-", "sbt_"}
+
+// secretValue reports whether an argument looks like a credential by
+// itself: a well-known prefix followed by a dozen characters or more.
+func secretValue(arg string) bool {
+	for _, p := range secretValuePrefixes {
+		if rest, ok := strings.CutPrefix(arg, p); ok && len(rest) >= 12 {
+			return true
+		}
+	}
+	return false
+}
+
+// MaskArgs returns a copy of args with what looks like a credential
+// replaced: the value of a credential-like flag (--token=x, or --api-key
+// x), a value with a well-known credential prefix (sk-..., ghp_...), and
+// the credentials of a URL (MaskURL). A false positive only hides an
+// argument from views; a write that sends the masked arguments back keeps
+// the stored ones.
+func MaskArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		switch name, _, hasValue := strings.Cut(a, "="); {
+		case hasValue && secretFlagRE.MatchString(name):
+			out[i] = name + "=" + SecretMask
+		case secretValue(a):
+			out[i] = SecretMask
+		case i > 0 && secretFlagRE.MatchString(args[i-1]) && !strings.HasPrefix(a, "-"):
+			out[i] = SecretMask
+		case strings.Contains(a, "://"):
+			out[i] = MaskURL(a)
+		}
+	}
+	return out
+}
+
+// argSecrets returns the parts of args that MaskArgs hides, for the
+// Redactor.
+func argSecrets(args []string) []string {
+	var s []string
+	masked := MaskArgs(args)
+	for i, a := range args {
+		if masked[i] == a {
+			continue
+		}
+		if name, v, ok := strings.Cut(a, "="); ok && masked[i] == name+"="+SecretMask {
+			s = append(s, v)
+		} else if !strings.Contains(a, "://") {
+			s = append(s, a)
+		}
+	}
+	return s
+}
+
+// unmaskArgs puts back into out's arguments the stored ones of prev that
+// a write sent as they were shown (masked). A masked argument that does
+// not stand where the same argument was shown is an error.
+func unmaskArgs(out, prev *ServerConfig) error {
+	if !slices.ContainsFunc(out.Args, func(a string) bool { return strings.Contains(a, SecretMask) }) {
+		return nil
+	}
+	var shown []string
+	if prev != nil {
+		shown = MaskArgs(prev.Args)
+	}
+	for i, a := range out.Args {
+		if !strings.Contains(a, SecretMask) {
+			continue
+		}
+		if i >= len(shown) || shown[i] != a || len(shown) != len(out.Args) {
+			return &ValidationError{Fields: []*FieldError{{Field: "args",
+				Message: fmt.Sprintf(`argument %d is masked ("***") but the stored arguments differ: a stored secret is kept only for the same arguments; send the value again`, i+1)}}}
+		}
+		out.Args[i] = prev.Args[i]
+	}
+	return nil
 }
 
 // origin returns the scheme, host and port of a URL, normalised, or the

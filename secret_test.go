@@ -110,3 +110,90 @@ func TestURLCredentialsAreMaskedEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// A write that keeps the command but makes it load other code (LD_PRELOAD,
+// NODE_OPTIONS, PYTHONPATH...) or loosens its sandbox is a new destination
+// for the stored secrets: "***" is refused, and the error says why.
+// Tightening, or sending the loader variable back as shown, keeps them.
+func TestUnmaskRefusesLoaderVariablesAndALoosenedSandbox(t *testing.T) {
+	off := false
+	stdio := &ServerConfig{Name: "s", Transport: TransportStdio, Command: "npx", Args: []string{"-y", "server"},
+		Env:     map[string]string{"API_KEY": "s3cret", "LD_LIBRARY_PATH": "/opt/lib"},
+		Sandbox: &SandboxConfig{Network: &SandboxNetwork{Off: true}, Mounts: []Mount{{Host: "/data", Mode: MountReadOnly}}}}
+	for _, tc := range []struct {
+		name string
+		edit func(*ServerConfig)
+		want string // "" = restored; else a word of the error
+	}{
+		{"unchanged", func(c *ServerConfig) {}, ""},
+		{"a plain variable added", func(c *ServerConfig) { c.Env["DEBUG"] = "1" }, ""},
+		{"network still off, a mount dropped", func(c *ServerConfig) { c.Sandbox.Mounts = nil }, ""},
+		{"LD_PRELOAD added", func(c *ServerConfig) { c.Env["LD_PRELOAD"] = "/tmp/x.so" }, "LD_PRELOAD"},
+		{"LD_LIBRARY_PATH changed", func(c *ServerConfig) { c.Env["LD_LIBRARY_PATH"] = "/tmp" }, "LD_LIBRARY_PATH"},
+		{"NODE_OPTIONS added", func(c *ServerConfig) { c.Env["NODE_OPTIONS"] = "--require /tmp/x.js" }, "NODE_OPTIONS"},
+		{"PYTHONPATH added", func(c *ServerConfig) { c.Env["PYTHONPATH"] = "/tmp" }, "PYTHONPATH"},
+		{"BASH_ENV added", func(c *ServerConfig) { c.Env["BASH_ENV"] = "/tmp/rc" }, "BASH_ENV"},
+		{"DYLD_INSERT_LIBRARIES added", func(c *ServerConfig) { c.Env["DYLD_INSERT_LIBRARIES"] = "/tmp/x" }, "DYLD_INSERT_LIBRARIES"},
+		{"sandbox off", func(c *ServerConfig) { c.Sandbox.Enabled = &off }, "sandbox"},
+		{"network on", func(c *ServerConfig) { c.Sandbox.Network = &SandboxNetwork{} }, "sandbox"},
+		{"network to an allowlist", func(c *ServerConfig) { c.Sandbox.Network = &SandboxNetwork{Allow: []string{"example.org:443"}} }, "sandbox"},
+		{"network back to the default", func(c *ServerConfig) { c.Sandbox.Network = nil }, "sandbox"},
+		{"a mount added", func(c *ServerConfig) { c.Sandbox.Mounts = append(c.Sandbox.Mounts, Mount{Host: "/home"}) }, "sandbox"},
+		{"a mount made writable", func(c *ServerConfig) { c.Sandbox.Mounts[0].Mode = MountReadWrite }, "sandbox"},
+		{"no sandbox config: the default profile", func(c *ServerConfig) { c.Sandbox = nil }, "sandbox"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := stdio.Masked()
+			if c.Sandbox != nil {
+				sb := *c.Sandbox
+				sb.Mounts = append([]Mount(nil), sb.Mounts...)
+				c.Sandbox = &sb
+			}
+			tc.edit(c)
+			got, err := c.Unmask(stdio)
+			if tc.want == "" {
+				if err != nil || got.Env["API_KEY"] != "s3cret" || got.Env["LD_LIBRARY_PATH"] != "/opt/lib" {
+					t.Fatalf("Unmask: %v, env %v; want the secrets restored", err, got.Env)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Fields[0].Field != "env" || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "send the value again") {
+				t.Fatalf("Unmask = %v, want an env field error naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// Credential-like arguments are masked in views (and redacted from logs)
+// as env values are; a write that sends them back as shown keeps the
+// stored ones, and one that moves a masked argument is refused.
+func TestCredentialArgumentsAreMasked(t *testing.T) {
+	args := []string{"-y", "@acme/server", "--token=t0ps3cr3t", "--api-key", "k3yk3yk3y", "--port", "8080",
+		"sk-abcdefghijklmnop1234", "ghp_0123456789abcdefABCDEF", "https://bob:hunter2@db.example/x", "--verbose", "--auth", "--debug"}
+	want := []string{"-y", "@acme/server", "--token=***", "--api-key", "***", "--port", "8080",
+		"***", "***", "https://bob:***@db.example/x", "--verbose", "--auth", "--debug"}
+	cfg := &ServerConfig{Name: "s", Transport: TransportStdio, Command: "npx", Args: args, Env: map[string]string{"A": "secret-a"}}
+	view := cfg.Masked()
+	if strings.Join(view.Args, " ") != strings.Join(want, " ") {
+		t.Fatalf("masked args\n %q\nwant\n %q", view.Args, want)
+	}
+	if strings.Join(cfg.Args, " ") != strings.Join(args, " ") {
+		t.Fatal("Masked changed the config's own args")
+	}
+	got, err := view.Unmask(cfg)
+	if err != nil || strings.Join(got.Args, " ") != strings.Join(args, " ") || got.Env["A"] != "secret-a" {
+		t.Fatalf("Unmask of the view: %v, args %q; want the stored ones", err, got.Args)
+	}
+	moved := view.Clone()
+	moved.Args = append([]string{"--new"}, moved.Args...)
+	var ve *ValidationError
+	if _, err := moved.Unmask(cfg); !errors.As(err, &ve) || ve.Fields[0].Field != "args" {
+		t.Fatalf("Unmask with the masked arguments moved: %v, want an args field error", err)
+	}
+	r := NewRedactor(cfg)
+	if line := r.String("started with --token=t0ps3cr3t and k3yk3yk3y, key ghp_0123456789abcdefABCDEF"); strings.Contains(line, "t0ps3cr3t") ||
+		strings.Contains(line, "k3yk3yk3y") || strings.Contains(line, "ghp_") {
+		t.Errorf("redacted line %q still shows an argument's secret", line)
+	}
+}

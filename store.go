@@ -75,3 +75,17 @@ type ChangeFeed interface {
 	// block.
 	Watch(ctx context.Context, fn func(Change)) error
 }
+
+// DatabaseError is a failure of the database itself, not of the request:
+// its disk is full, it is read-only, locked by another program, or
+// damaged. Its message says so in a person's words, without the driver's
+// text ("sqlite: ...: database or disk is full (13)"); its code stays
+// CodeInternal (the request was fine; the daemon could not keep it), and
+// Err is the driver's error.
+type DatabaseError struct {
+	Problem string // "the database's disk is full", ...
+	Err     error
+}
+
+func (e *DatabaseError) Error() string { return e.Problem }
+func (e *DatabaseError) Unwrap() error { return e.Err }

@@ -112,6 +112,9 @@ func (t *Toolset) Select(kind Kind, server, name string) (Selector, bool) {
 			return *found, true
 		}
 	case KindResource:
+		if !normalURI(name) {
+			return Selector{}, false
+		}
 		for _, s := range t.Resources {
 			if MatchPattern(s.Server, server) && MatchPattern(s.URI, name) {
 				return Selector{Server: s.Server, Tool: s.URI}, true
@@ -119,6 +122,33 @@ func (t *Toolset) Select(kind Kind, server, name string) (Selector, bool) {
 		}
 	}
 	return Selector{}, false
+}
+
+// normalURI reports whether uri's path is in its normal form, the only
+// form a toolset's resource patterns are matched against: no "." or ".."
+// segment, spelled out or percent-encoded (%2e), and no encoded slash or
+// backslash (%2f, %5c) that a server could decode into one. A pattern
+// such as file:///repo/docs/* matched file:///repo/docs/../secret and
+// file:///repo/docs/%2e%2e/secret, which were forwarded as they were, for
+// the server to resolve outside the pattern. Such a URI is refused rather
+// than normalized: the server, not the gateway, decides what its URIs
+// mean, and a client that means a file under the pattern can name it.
+func normalURI(uri string) bool {
+	path := uri
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	lower := strings.ToLower(path)
+	if strings.Contains(lower, "%2f") || strings.Contains(lower, "%5c") || strings.Contains(path, "\\") {
+		return false
+	}
+	lower = strings.ReplaceAll(lower, "%2e", ".")
+	for seg := range strings.SplitSeq(lower, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // IsPattern reports whether s is a pattern rather than an exact name.

@@ -112,6 +112,14 @@ func TestToolsetSelect(t *testing.T) {
 		{KindResource, "fs", "file:///repo/main.go", true},
 		{KindResource, "fs", "file:///etc/passwd", false},
 		{KindResource, "github", "file:///repo/main.go", false},
+		{KindResource, "fs", "file:///repo/../etc/passwd", false},
+		{KindResource, "fs", "file:///repo/%2e%2e/etc/passwd", false},
+		{KindResource, "fs", "file:///repo/%2E./etc/passwd", false},
+		{KindResource, "fs", "file:///repo/./main.go", false},
+		{KindResource, "fs", "file:///repo/a%2F..%2F..%2Fetc", false},
+		{KindResource, "fs", "file:///repo/a%5c..%5cb", false},
+		{KindResource, "fs", "file:///repo/..md", true},
+		{KindResource, "fs", "file:///repo/main.go?rev=../x", true},
 		{Kind("other"), "fs", "read_file", false},
 	} {
 		if got := ts.Allows(tt.kind, tt.server, tt.name); got != tt.want {

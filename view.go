@@ -11,4 +11,8 @@ type ServerView struct {
 	CreatedAt time.Time   `json:"created_at"`
 	UpdatedAt time.Time   `json:"updated_at"`
 	Runtime   RuntimeInfo `json:"runtime"`
+	// Warnings say what of the server the aggregate /mcp does not show,
+	// and why (a resource template that overlaps another server's); absent
+	// if nothing.
+	Warnings []string `json:"warnings,omitempty"`
 }

@@ -50,13 +50,14 @@ var clientSweep = 5 * time.Second
 // over Streamable HTTP, and those named for per-client sessions, from
 // their first call.
 type clients struct {
-	maxLive, maxPerAddr int // caps of the counted sessions; 0: none
+	maxLive, maxPerAddr, maxPerWho int // caps of the counted sessions; 0: none
 
 	mu      sync.Mutex
 	known   map[*mcp.ServerSession]*downstream
 	byID    map[string]*downstream // the counted sessions, by Mcp-Session-Id
 	taken   int                    // slots taken: counted sessions and pending admissions
-	byAddr  map[netip.Prefix]int   // the same, by client address
+	byAddr  map[addrWho]int        // the same, by client address and principal
+	byWho   map[string]int         // the same, by principal
 	live    int                    // counted sessions
 	refused map[string]uint64      // refused sessions, by limit
 	warned  map[string]time.Time   // when a refusal by each limit was last logged
@@ -70,20 +71,28 @@ type clients struct {
 // downstream is one watched session.
 type downstream struct {
 	ss        *mcp.ServerSession
-	server    *mcp.Server  // the mirror's server that holds the session
-	client    string       // the client id of its calls; "" until its first call
-	counted   bool         // it holds a slot
-	sessionID string       // its Mcp-Session-Id, while counted
-	addr      netip.Prefix // its client's address, while counted
-	who       string       // the principal that began it, while counted: only it may use it
-	relaying  int          // relayed calls in flight (relay.go)
-	hold      *hold        // keeps the go-sdk's idle timer paused for the relay (relayhold.go)
+	server    *mcp.Server // the mirror's server that holds the session
+	client    string      // the client id of its calls; "" until its first call
+	counted   bool        // it holds a slot
+	sessionID string      // its Mcp-Session-Id, while counted
+	slot      addrWho     // its client's address and principal, while counted: only that principal may use it
+	relaying  int         // relayed calls in flight (relay.go)
+	hold      *hold       // keeps the go-sdk's idle timer paused for the relay (relayhold.go)
 }
 
-func newClients(maxLive, maxPerAddr int) *clients {
-	return &clients{maxLive: maxLive, maxPerAddr: maxPerAddr,
+// addrWho is what the per-address cap counts a session under: its client's
+// address and the principal that began it, so that one credential's
+// sessions cannot lock another's out of an address they share (every local
+// client comes from 127.0.0.1).
+type addrWho struct {
+	addr netip.Prefix
+	who  string
+}
+
+func newClients(maxLive, maxPerAddr, maxPerWho int) *clients {
+	return &clients{maxLive: maxLive, maxPerAddr: maxPerAddr, maxPerWho: maxPerWho,
 		known: make(map[*mcp.ServerSession]*downstream), byID: make(map[string]*downstream),
-		byAddr: make(map[netip.Prefix]int), refused: make(map[string]uint64), warned: make(map[string]time.Time),
+		byAddr: make(map[addrWho]int), byWho: make(map[string]int), refused: make(map[string]uint64), warned: make(map[string]time.Time),
 		poke: make(chan struct{}, 1)}
 }
 
@@ -118,18 +127,21 @@ func (c *clients) withClient(ctx context.Context, ss *mcp.ServerSession, server 
 	return executor.WithClient(ctx, id)
 }
 
-// reserve takes a slot for a request from addr that may create a session,
-// or says which cap refuses it. The per-address cap is checked first: it
-// is the one this client can do something about.
-func (c *clients) reserve(addr netip.Prefix) (*admission, *refusal) {
+// reserve takes a slot for a request of the principal who from addr that
+// may create a session, or says which cap refuses it. The caps of this
+// client are checked first: they are the ones it can do something about.
+func (c *clients) reserve(addr netip.Prefix, who string) (*admission, *refusal) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	slot := addrWho{addr, who}
 	var ref *refusal
 	switch {
-	case c.maxPerAddr > 0 && addr.IsValid() && c.byAddr[addr] >= c.maxPerAddr:
-		ref = &refusal{limit: LimitPerAddress, max: c.maxPerAddr, addr: addr}
+	case c.maxPerAddr > 0 && addr.IsValid() && c.byAddr[slot] >= c.maxPerAddr:
+		ref = &refusal{limit: LimitPerAddress, max: c.maxPerAddr, addr: addr, who: who}
+	case c.maxPerWho > 0 && who != "" && c.byWho[who] >= c.maxPerWho:
+		ref = &refusal{limit: LimitPerPrincipal, max: c.maxPerWho, addr: addr, who: who}
 	case c.maxLive > 0 && c.taken >= c.maxLive:
-		ref = &refusal{limit: LimitGlobal, max: c.maxLive, addr: addr}
+		ref = &refusal{limit: LimitGlobal, max: c.maxLive, addr: addr, who: who}
 	}
 	if ref != nil {
 		c.refused[ref.limit]++
@@ -140,22 +152,30 @@ func (c *clients) reserve(addr netip.Prefix) (*admission, *refusal) {
 		}
 		return nil, ref
 	}
-	c.take(addr)
-	return &admission{addr: addr}, nil
+	c.take(slot)
+	return &admission{slot: slot}, nil
 }
 
-func (c *clients) take(addr netip.Prefix) {
+func (c *clients) take(s addrWho) {
 	c.taken++
-	if addr.IsValid() {
-		c.byAddr[addr]++
+	if s.addr.IsValid() {
+		c.byAddr[s]++
+	}
+	if s.who != "" {
+		c.byWho[s.who]++
 	}
 }
 
-func (c *clients) free(addr netip.Prefix) {
+func (c *clients) free(s addrWho) {
 	c.taken--
-	if addr.IsValid() {
-		if c.byAddr[addr]--; c.byAddr[addr] <= 0 {
-			delete(c.byAddr, addr)
+	if s.addr.IsValid() {
+		if c.byAddr[s]--; c.byAddr[s] <= 0 {
+			delete(c.byAddr, s)
+		}
+	}
+	if s.who != "" {
+		if c.byWho[s.who]--; c.byWho[s.who] <= 0 {
+			delete(c.byWho, s.who)
 		}
 	}
 }
@@ -167,7 +187,7 @@ func (c *clients) settle(a *admission) {
 	defer c.mu.Unlock()
 	if admissionState(a.state.Load()) == pending {
 		a.state.Store(int32(abandoned))
-		c.free(a.addr)
+		c.free(a.slot)
 	}
 }
 
@@ -182,7 +202,7 @@ func (c *clients) admit(a *admission, ss *mcp.ServerSession, server *mcp.Server)
 		c.mu.Unlock()
 		return
 	case abandoned:
-		c.take(a.addr)
+		c.take(a.slot)
 	}
 	a.state.Store(int32(admitted))
 	d, watched := c.known[ss]
@@ -190,7 +210,7 @@ func (c *clients) admit(a *admission, ss *mcp.ServerSession, server *mcp.Server)
 		d = &downstream{ss: ss, server: server}
 		c.known[ss] = d
 	}
-	d.counted, d.sessionID, d.addr, d.who = true, ss.ID(), a.addr, a.who
+	d.counted, d.sessionID, d.slot = true, ss.ID(), a.slot
 	c.byID[d.sessionID] = d
 	c.live++
 	c.mu.Unlock()
@@ -204,7 +224,7 @@ func (c *clients) uncount(d *downstream) {
 	if !d.counted {
 		return
 	}
-	c.free(d.addr)
+	c.free(d.slot)
 	c.live--
 	delete(c.byID, d.sessionID)
 	d.counted, d.sessionID = false, ""
@@ -326,8 +346,9 @@ func (c *clients) all() []string {
 func (c *clients) stats() SessionStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return SessionStats{Live: c.live, MaxSessions: c.maxLive, MaxSessionsPerAddress: c.maxPerAddr,
-		RefusedGlobal: c.refused[LimitGlobal], RefusedPerAddress: c.refused[LimitPerAddress], Expired: c.expired}
+	return SessionStats{Live: c.live, MaxSessions: c.maxLive, MaxSessionsPerAddress: c.maxPerAddr, MaxSessionsPerPrincipal: c.maxPerWho,
+		RefusedGlobal: c.refused[LimitGlobal], RefusedPerAddress: c.refused[LimitPerAddress],
+		RefusedPerPrincipal: c.refused[LimitPerPrincipal], Expired: c.expired}
 }
 
 // watchClients frees the slots of the counted sessions that have ended,

@@ -79,14 +79,24 @@ type Options struct {
 	// sessions that exist are unaffected. If zero, DefaultMaxSessions is
 	// used; if negative, there is no cap.
 	MaxSessions int
-	// MaxSessionsPerAddress caps the live sessions of one client address:
-	// the remote IP of the connection (an IPv6 address counts by its /64).
-	// A new session over it is refused with HTTP 429 (limit
-	// "per_address"). No header is believed, X-Forwarded-For included:
+	// MaxSessionsPerAddress caps the live sessions one principal (a
+	// credential) holds from one client address: the remote IP of the
+	// connection (an IPv6 address counts by its /64). Each principal has
+	// its own share of an address, so that one credential cannot lock the
+	// others out of it (every local client shares 127.0.0.1); clients of a
+	// daemon that asks for no credential share one. A new session over it
+	// is refused with HTTP 429 (limit "per_address"). No header is believed, X-Forwarded-For included:
 	// behind a reverse proxy every client has the proxy's address, and this
 	// cap is the proxy's; raise it or turn it off there. If zero,
 	// DefaultMaxSessionsPerAddress is used; if negative, there is no cap.
 	MaxSessionsPerAddress int
+	// MaxSessionsPerPrincipal caps the live sessions of one principal
+	// from every address together (a client may take any address of
+	// 127.0.0.0/8). A new session over it is refused with HTTP 429 (limit
+	// "per_principal"). It does not apply on a daemon that asks for no
+	// credential. If zero, DefaultMaxSessionsPerPrincipal is used; if
+	// negative, there is no cap.
+	MaxSessionsPerPrincipal int
 	// ReadyTimeout is how long a server that is making its first
 	// connection attempt may keep clients waiting, counted from when the
 	// server was started. A request that needs the lists (tools/list,
@@ -127,6 +137,10 @@ const (
 	// uses), while no one address can take more than 1/40 of the global
 	// cap.
 	DefaultMaxSessionsPerAddress = 256
+	// DefaultMaxSessionsPerPrincipal lets a credential be used from a few
+	// hosts at their full share, while no one credential can take more
+	// than a tenth of the global cap.
+	DefaultMaxSessionsPerPrincipal = 1024
 	// DefaultReadyTimeout covers a server that starts from a warm cache
 	// (npx, uvx, docker: a few seconds) and stays well within the request
 	// timeouts of MCP clients (60 s in the TypeScript SDK): a slower server
@@ -173,6 +187,7 @@ func New(src Source, opts Options) *Gateway {
 	}
 	opts.MaxSessions = capOrDefault(opts.MaxSessions, DefaultMaxSessions)
 	opts.MaxSessionsPerAddress = capOrDefault(opts.MaxSessionsPerAddress, DefaultMaxSessionsPerAddress)
+	opts.MaxSessionsPerPrincipal = capOrDefault(opts.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal)
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -184,7 +199,7 @@ func New(src Source, opts Options) *Gateway {
 	}
 	opts.MaxTotalTimeout = min(opts.MaxTotalTimeout, sb.MaxInvokeTimeout)
 	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror),
-		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress), relays: newRelayState(), done: make(chan struct{}),
+		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress, opts.MaxSessionsPerPrincipal), relays: newRelayState(), done: make(chan struct{}),
 		inStep: make(chan chan struct{})}
 	g.agg = g.newMirror("")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -82,7 +82,8 @@ func newEnvRegistry(t *testing.T, token string, ro registry.Options, opts gatewa
 	ex := executor.New(executor.NewMCP(reg))
 	opts.Executor, opts.Logger = ex, log
 	gw := gateway.New(reg, opts)
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Token: token, Logger: log, MCP: gw.Handler()}))
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Token: token, Logger: log, MCP: gw.Handler(),
+		Warnings: gw.Warnings}))
 	if err := reg.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,6 +34,9 @@ type mirror struct {
 	prompts map[string]origin    // exposed prompt name -> origin
 	uris    map[string]string    // resource URI or URI template -> server
 	hidden  map[string]bool      // server + "\x00" + URI already warned of as hidden
+	// warnings says, by server, what of it this mirror does not show and
+	// why, as of its last sync (Gateway.Warnings).
+	warnings map[string][]string
 }
 
 // origin is what an exposed name stands for.
@@ -143,17 +147,39 @@ func (m *mirror) sync(server string) {
 
 	// Resources and templates keep their URIs; the first server to show a
 	// URI keeps it (servers are visited in name order by the resync).
+	var warnings []string
 	for _, r := range resources {
 		if owner, ok := m.uris[r.URI]; ok && owner != server {
 			m.warnHidden(server, owner, r.URI)
+			warnings = append(warnings, fmt.Sprintf("resource %s is not shown on /mcp: server %q shows the same URI", r.URI, owner))
+			continue
+		}
+		// A listed resource is read before any template: one that fits
+		// another server's template would take that server's read of it.
+		if owner, theirs, ok := m.overlapping(server, r.URI); ok {
+			m.warnOverlap(server, owner, r.URI, theirs)
+			warnings = append(warnings, fmt.Sprintf("resource %s is not shown on /mcp: it fits %s of server %q, which would lose its read to it",
+				r.URI, theirs, owner))
 			continue
 		}
 		m.uris[r.URI] = server
 		next.resources[r.URI] = r
 	}
+	// A template that overlaps another server's (some URI fits both) is not
+	// shown either: the go-sdk routes a read to the first template that
+	// fits, in sorted order, so a server whose template sorts first
+	// (file:///repo/s{+x}) would take the reads meant for another's
+	// (file:///repo/{+path}).
 	for _, t := range templates {
 		if owner, ok := m.uris[t.URITemplate]; ok && owner != server {
 			m.warnHidden(server, owner, t.URITemplate)
+			warnings = append(warnings, fmt.Sprintf("resource template %s is not shown on /mcp: server %q shows the same template", t.URITemplate, owner))
+			continue
+		}
+		if owner, theirs, ok := m.overlapping(server, t.URITemplate); ok || m.fitsResourceOf(server, t.URITemplate, &owner, &theirs) {
+			m.warnOverlap(server, owner, t.URITemplate, theirs)
+			warnings = append(warnings, fmt.Sprintf("resource template %s is not shown on /mcp: it overlaps %s of server %q, which could lose its reads to it",
+				t.URITemplate, theirs, owner))
 			continue
 		}
 		m.uris[t.URITemplate] = server
@@ -189,6 +215,14 @@ func (m *mirror) sync(server string) {
 		}
 	}
 	m.shown[server] = next
+	if m.warnings == nil {
+		m.warnings = make(map[string][]string)
+	}
+	if len(warnings) > 0 {
+		m.warnings[server] = warnings
+	} else {
+		delete(m.warnings, server)
+	}
 }
 
 // syncNamed shows server's named items (tools or prompts) in the mirror:
@@ -279,6 +313,65 @@ func (m *mirror) warnHidden(server, owner, uri string) {
 		"uri", uri, "shown_for", owner, "hidden_for", server)
 }
 
+// overlapping finds a template of another server than server, shown in
+// this mirror, that some URI fitting tmpl would fit too. m.mu is held.
+func (m *mirror) overlapping(server, tmpl string) (owner, theirs string, ok bool) {
+	for _, other := range slices.Sorted(maps.Keys(m.shown)) {
+		if other == server {
+			continue
+		}
+		for _, t := range slices.Sorted(maps.Keys(m.shown[other].templates)) {
+			if templatesOverlap(tmpl, t) {
+				return other, t, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// fitsResourceOf reports whether a resource that another server than
+// server shows in this mirror fits tmpl, setting owner and uri to it. m.mu
+// is held.
+func (m *mirror) fitsResourceOf(server, tmpl string, owner, uri *string) bool {
+	for _, other := range slices.Sorted(maps.Keys(m.shown)) {
+		if other == server {
+			continue
+		}
+		for _, r := range slices.Sorted(maps.Keys(m.shown[other].resources)) {
+			if templateMatches(tmpl, r) {
+				*owner, *uri = other, r
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// warnOverlap says, once per server and template, that a template of
+// server is not shown because it overlaps owner's. m.mu is held.
+func (m *mirror) warnOverlap(server, owner, tmpl, theirs string) {
+	key := server + "\x00" + tmpl
+	if m.hidden[key] {
+		return
+	}
+	if m.hidden == nil {
+		m.hidden = make(map[string]bool)
+	}
+	m.hidden[key] = true
+	m.g.log.Warn("a resource template overlaps another server's; it is not shown, so that no server takes another's reads",
+		"template", tmpl, "hidden_for", server, "overlaps", theirs, "shown_for", owner)
+}
+
+// Warnings says what of server the aggregate /mcp does not show, and why
+// (a resource URI or template another server holds), for the server's
+// view. It is safe for concurrent use.
+func (g *Gateway) Warnings(server string) []string {
+	m := g.agg
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.warnings[server])
+}
+
 // dropGone removes what servers that no longer exist showed.
 func (m *mirror) dropGone(names []string) {
 	m.mu.Lock()
@@ -314,32 +407,69 @@ func (m *mirror) serverOf(uri string) (string, bool) {
 	return m.shows(uri)
 }
 
-// shows finds the server that lists uri, or a template that fits it.
+// shows finds the server that lists uri, or the one whose template fits
+// it best: the longest literal text before the first expression, then the
+// fewest expressions (templates of two servers never overlap, but one
+// server's may).
 func (m *mirror) shows(uri string) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.uris[uri]; ok {
 		return s, true
 	}
+	best, bestPrefix, bestVars := "", -1, 0
 	for _, server := range slices.Sorted(maps.Keys(m.shown)) {
 		for _, t := range m.shown[server].templates {
-			if templateMatches(t.URITemplate, uri) {
-				return server, true
+			if !templateMatches(t.URITemplate, uri) {
+				continue
+			}
+			prefix, vars := len(literalPrefix(t.URITemplate)), strings.Count(t.URITemplate, "{")
+			if prefix > bestPrefix || prefix == bestPrefix && vars < bestVars {
+				best, bestPrefix, bestVars = server, prefix, vars
 			}
 		}
 	}
-	return "", false
+	return best, bestPrefix >= 0
 }
 
 // templateMatches is a cheap check that uri fits an RFC 6570 template: the
-// literal text before the first expression must prefix it.
+// literal text before the first expression must prefix it, and the text
+// after the last must end it.
 func templateMatches(tmpl, uri string) bool {
-	for i := range len(tmpl) {
-		if tmpl[i] == '{' {
-			return len(uri) >= i && uri[:i] == tmpl[:i]
-		}
+	prefix, suffix := literalPrefix(tmpl), literalSuffix(tmpl)
+	if prefix == tmpl {
+		return tmpl == uri
 	}
-	return tmpl == uri
+	return len(uri) >= len(prefix)+len(suffix) && strings.HasPrefix(uri, prefix) && strings.HasSuffix(uri, suffix)
+}
+
+// templatesOverlap reports whether some URI may fit both templates: unless
+// their literal beginnings or ends differ (one is no prefix, or suffix, of
+// the other), an expression may stand for what the other spells out.
+func templatesOverlap(a, b string) bool {
+	pa, pb := literalPrefix(a), literalPrefix(b)
+	sa, sb := literalSuffix(a), literalSuffix(b)
+	if pa == a || pb == b { // a URI, not a template
+		return templateMatches(a, b) || templateMatches(b, a)
+	}
+	return (strings.HasPrefix(pa, pb) || strings.HasPrefix(pb, pa)) && (strings.HasSuffix(sa, sb) || strings.HasSuffix(sb, sa))
+}
+
+// literalPrefix is tmpl up to its first expression; all of it if it has
+// none.
+func literalPrefix(tmpl string) string {
+	if i := strings.IndexByte(tmpl, '{'); i >= 0 {
+		return tmpl[:i]
+	}
+	return tmpl
+}
+
+// literalSuffix is tmpl after its last expression; "" if it has none.
+func literalSuffix(tmpl string) string {
+	if i := strings.LastIndexByte(tmpl, '}'); i >= 0 && strings.IndexByte(tmpl, '{') >= 0 {
+		return tmpl[i+1:]
+	}
+	return ""
 }
 
 // client returns the live session of server for a request on its behalf,

@@ -204,7 +204,7 @@ func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *ht
 	g.clients.mu.Unlock()
 	// The go-sdk refuses a session to any principal but the one that
 	// began it; the relay leaves such a request to the go-sdk.
-	if d == nil || d.server != m.server || d.who != principalName(r) {
+	if d == nil || d.server != m.server || d.slot.who != capPrincipal(r) {
 		return false
 	}
 	env, ok := relayRequest(r)

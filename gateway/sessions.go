@@ -12,13 +12,20 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
 )
 
 // This file bounds the downstream Streamable HTTP sessions: each holds
 // some 15 KB on the gateway while idle (40,000 held 646 MB), so that,
 // unbounded, clients that never DELETE theirs could take any amount of
 // memory. Options.MaxSessions caps them all, Options.MaxSessionsPerAddress
-// those of one client address, so that one client cannot take every slot.
+// those one principal holds from one client address, and
+// Options.MaxSessionsPerPrincipal those of one principal from every
+// address, so that one client cannot take every slot: neither an address
+// (every local client shares 127.0.0.1, so a toolset token that filled its
+// share locked the admin out) nor a credential (which may come from any
+// of 127.0.0.0/8).
 //
 // A session counts from its successful initialize until it ends. A
 // request that may create a session (a POST without Mcp-Session-Id) takes
@@ -37,8 +44,9 @@ import (
 // Limits that refuse new sessions, as named in the refusal's JSON-RPC
 // error (data.limit) and in the metrics.
 const (
-	LimitGlobal     = "global"
-	LimitPerAddress = "per_address"
+	LimitGlobal       = "global"
+	LimitPerAddress   = "per_address"
+	LimitPerPrincipal = "per_principal"
 )
 
 // codeTooManySessions is the JSON-RPC error code of a refused session: a
@@ -57,12 +65,12 @@ type SessionStats struct {
 	// Live is how many sessions there are: from their successful
 	// initialize until they end.
 	Live int
-	// MaxSessions and MaxSessionsPerAddress are the caps in force; 0 for
-	// none.
-	MaxSessions, MaxSessionsPerAddress int
-	// RefusedGlobal and RefusedPerAddress count the new sessions refused
-	// since New, by the cap that refused them.
-	RefusedGlobal, RefusedPerAddress uint64
+	// MaxSessions, MaxSessionsPerAddress and MaxSessionsPerPrincipal are
+	// the caps in force; 0 for none.
+	MaxSessions, MaxSessionsPerAddress, MaxSessionsPerPrincipal int
+	// RefusedGlobal, RefusedPerAddress and RefusedPerPrincipal count the
+	// new sessions refused since New, by the cap that refused them.
+	RefusedGlobal, RefusedPerAddress, RefusedPerPrincipal uint64
 	// Expired counts the sessions that Options.SessionTimeout ended since
 	// New (the others ended with a DELETE).
 	Expired uint64
@@ -120,16 +128,16 @@ const (
 // taken. Its state is changed under clients.mu, and read without it by
 // countSession, which runs on every request of the session.
 type admission struct {
-	addr  netip.Prefix
-	who   string       // the principal of the request (principalName)
+	slot  addrWho      // the request's address and principal (principalName)
 	state atomic.Int32 // an admissionState
 }
 
 // refusal says which cap refused a new session.
 type refusal struct {
-	limit string // LimitGlobal or LimitPerAddress
+	limit string // LimitGlobal, LimitPerAddress or LimitPerPrincipal
 	max   int
 	addr  netip.Prefix
+	who   string
 	total uint64 // refusals by this limit since New, this one included
 	warn  bool   // log it: the first refusal by this limit for refusalWarnEvery
 }
@@ -138,13 +146,12 @@ type refusal struct {
 // without Mcp-Session-Id) with h, if a slot is free, and refuses it
 // otherwise.
 func (g *Gateway) serveNewSession(h http.Handler, w http.ResponseWriter, r *http.Request) {
-	a, ref := g.clients.reserve(clientAddr(r))
+	a, ref := g.clients.reserve(clientAddr(r), capPrincipal(r))
 	if ref != nil {
 		g.refuse(w, r, ref)
 		return
 	}
 	defer g.clients.settle(a)
-	a.who = principalName(r)
 	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), admissionKey{}, a)))
 }
 
@@ -170,22 +177,39 @@ func (c *clients) countSession(server *mcp.Server) mcp.Middleware {
 	}
 }
 
+// capPrincipal is the principal whose sessions the per-principal cap
+// counts a request's under, and the per-address cap apart from other
+// principals': the request's (principalName). It is "" for every client
+// of a daemon that asks for no credential: they cannot be told apart, and
+// only the per-address and global caps apply.
+func capPrincipal(r *http.Request) string {
+	if who := principalName(r); who != sb.PrincipalAnonymous {
+		return who
+	}
+	return ""
+}
+
 // refuse answers a request for a new session that a cap refused: 503 for
 // the global cap (the gateway is full, through no fault of this client),
-// 429 for the per-address cap (this address holds its share: it can end
-// some of its sessions), with a JSON-RPC error that names the limit and
-// its value.
+// 429 for the per-address and per-principal caps (this client holds its
+// share: it can end some of its sessions), with a JSON-RPC error that
+// names the limit and its value.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, ref *refusal) {
 	status := http.StatusServiceUnavailable
 	msg := fmt.Sprintf("switchboard: session refused: the limit of %d live MCP sessions (%s) is reached; try again later", ref.max, ref.limit)
-	if ref.limit == LimitPerAddress {
+	switch ref.limit {
+	case LimitPerAddress:
 		status = http.StatusTooManyRequests
 		msg = fmt.Sprintf("switchboard: session refused: the limit of %d live MCP sessions per client address (%s) is reached for %s; end unused sessions (DELETE) or try again later",
 			ref.max, ref.limit, addrString(ref.addr))
+	case LimitPerPrincipal:
+		status = http.StatusTooManyRequests
+		msg = fmt.Sprintf("switchboard: session refused: the limit of %d live MCP sessions per credential (%s) is reached for %q; end unused sessions (DELETE) or try again later",
+			ref.max, ref.limit, ref.who)
 	}
 	if ref.warn {
 		g.log.Warn("refusing new MCP sessions: a limit is reached", "limit", ref.limit, "max", ref.max, "addr", addrString(ref.addr),
-			"refused_total", ref.total)
+			"principal", ref.who, "refused_total", ref.total)
 	}
 	data, _ := json.Marshal(map[string]any{"limit": ref.limit, "max": ref.max})
 	body, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: requestID(r), Error: &jsonrpc.Error{Code: codeTooManySessions, Message: msg, Data: data}})

@@ -172,7 +172,7 @@ func refused(t *testing.T, do doer, url string, status int, limit string, max in
 // more in. A request that makes no session (a ping without one) takes no
 // slot. The metrics show the sessions, the cap and the refusals.
 func TestSessionsOverTheGlobalCapAreRefusedUntilOneCloses(t *testing.T) {
-	gw := newSessionGateway(t, gateway.Options{MaxSessions: 3, MaxSessionsPerAddress: -1})
+	gw := newSessionGateway(t, gateway.Options{MaxSessions: 3, MaxSessionsPerAddress: -1, MaxSessionsPerPrincipal: -1})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)
 	do, url := over(srv.Client()), srv.URL+"/mcp"
@@ -371,4 +371,86 @@ func TestPerAddressCapCountsIPv6ByItsSlash64(t *testing.T) {
 			open(t, direct(h, tc.second), url)
 		}
 	}
+}
+
+// asPrincipal serves h with the principal its X-Test-Principal header
+// names, as httpapi's authentication would.
+func asPrincipal(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := sb.Principal{Name: r.Header.Get("X-Test-Principal"), Scopes: []sb.Scope{sb.ScopeMCP}}
+		h.ServeHTTP(w, r.WithContext(sb.WithPrincipal(r.Context(), p)))
+	})
+}
+
+// as sends requests with c as the principal who.
+func as(c *http.Client, who string) doer {
+	do := over(c)
+	return func(req *http.Request) answer {
+		req.Header.Set("X-Test-Principal", who)
+		return do(req)
+	}
+}
+
+// One credential that fills its share of an address does not lock another
+// out of it (a toolset token opened 256 sessions from 127.0.0.1 and the
+// admin got 429), and a credential that moves to other addresses of
+// 127.0.0.0/8 is stopped by its own cap, per_principal, shown in the
+// metrics.
+func TestSessionCapsArePerPrincipalAsWellAsPerAddress(t *testing.T) {
+	gw := newSessionGateway(t, gateway.Options{MaxSessionsPerAddress: 2, MaxSessionsPerPrincipal: 3})
+	srv := httptest.NewServer(asPrincipal(gw.Handler()))
+	t.Cleanup(srv.Close)
+	url := srv.URL + "/mcp"
+	one, two, three := fromAddr("127.0.0.1"), fromAddr("127.0.0.2"), fromAddr("127.0.0.3")
+	for _, c := range []*http.Client{one, two, three} {
+		t.Cleanup(c.CloseIdleConnections)
+	}
+
+	open(t, as(one, "ci"), url)
+	open(t, as(one, "ci"), url)
+	refused(t, as(one, "ci"), url, http.StatusTooManyRequests, gateway.LimitPerAddress, 2)
+	admin := open(t, as(one, sb.PrincipalAdmin), url)
+	open(t, as(one, sb.PrincipalAdmin), url)
+	usable(t, as(one, sb.PrincipalAdmin), url, admin)
+
+	open(t, as(two, "ci"), url)
+	refused(t, as(three, "ci"), url, http.StatusTooManyRequests, gateway.LimitPerPrincipal, 3)
+	a := as(three, "ci")(mcpPost(url, "", initializeBody))
+	if !strings.Contains(a.body, `per credential (per_principal) is reached for \"ci\"`) {
+		t.Errorf("refusal %q does not name the credential", a.body)
+	}
+	open(t, as(three, "other"), url)
+
+	want := gateway.SessionStats{Live: 6, MaxSessions: gateway.DefaultMaxSessions, MaxSessionsPerAddress: 2, MaxSessionsPerPrincipal: 3,
+		RefusedPerAddress: 1, RefusedPerPrincipal: 2}
+	if got := gw.SessionStats(); got != want {
+		t.Errorf("stats %+v, want %+v", got, want)
+	}
+	m := metrics.New(noServers{})
+	m.ReportSessions(gw)
+	scrape := httptest.NewRecorder()
+	m.Handler().ServeHTTP(scrape, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, line := range []string{
+		`switchboard_mcp_sessions_limit{limit="per_principal"} 3`,
+		`switchboard_mcp_sessions_refused_total{limit="per_principal"} 2`,
+	} {
+		if !strings.Contains(scrape.Body.String(), "\n"+line+"\n") {
+			t.Errorf("metrics lack %q", line)
+		}
+	}
+}
+
+// A daemon that asks for no credential cannot tell its clients apart:
+// the anonymous principal is capped per address only.
+func TestAnonymousSessionsAreCappedPerAddressOnly(t *testing.T) {
+	gw := newSessionGateway(t, gateway.Options{MaxSessionsPerAddress: 1, MaxSessionsPerPrincipal: 1})
+	srv := httptest.NewServer(asPrincipal(gw.Handler()))
+	t.Cleanup(srv.Close)
+	url := srv.URL + "/mcp"
+	one, two := fromAddr("127.0.0.1"), fromAddr("127.0.0.2")
+	t.Cleanup(one.CloseIdleConnections)
+	t.Cleanup(two.CloseIdleConnections)
+	open(t, as(one, sb.PrincipalAnonymous), url)
+	refused(t, as(one, sb.PrincipalAnonymous), url, http.StatusTooManyRequests, gateway.LimitPerAddress, 1)
+	open(t, as(two, sb.PrincipalAnonymous), url)
 }

@@ -521,3 +521,40 @@ func TestSessionIsBoundToItsTokenOnTheRelay(t *testing.T) {
 		t.Errorf("the relay served %d calls, want only the owner's", got)
 	}
 }
+
+// A toolset's resource pattern is matched against normal URIs only:
+// file:///repo/docs/* used to let file:///repo/docs/../secret and its
+// %2e%2e spelling through to the server, which resolved them outside the
+// pattern. Now they are not found, and a URI under the pattern still reads.
+func TestToolsetResourcePatternRefusesDotSegments(t *testing.T) {
+	e := newToolsetEnv(t, stdio(t, "fs", "-name", "fs", "-resource-template", "file:///repo/docs/{+path}"))
+	docs := sb.Toolset{Name: "docs", Resources: []sb.ResourceSelector{{Server: "fs", URI: "file:///repo/docs/*"}}}
+	if _, err := e.toolsets.Create(context.Background(), &docs); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := e.connectAs("/toolsets/docs/mcp", adminToken, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///repo/docs/a.md"})
+		if err == nil {
+			if got := rr.Contents[0].Text; got != "fs: file:///repo/docs/a.md" {
+				t.Fatalf("read file:///repo/docs/a.md: %q", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read file:///repo/docs/a.md: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, uri := range []string{"file:///repo/docs/../secret", "file:///repo/docs/%2e%2e/secret", "file:///repo/docs/%2E%2e/secret",
+		"file:///repo/docs/./../secret", "file:///repo/docs/x%2f..%2f..%2fsecret"} {
+		if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err == nil {
+			t.Errorf("read %s through file:///repo/docs/*: %q", uri, rr.Contents[0].Text)
+		}
+	}
+}

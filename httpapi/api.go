@@ -56,9 +56,10 @@ type Options struct {
 	// MCP, if set, is mounted at /mcp and /mcp/ (the aggregated endpoint).
 	MCP http.Handler
 	// Instance, if set, is the Switchboard instance that MCP serves: a
-	// request to /mcp whose Switchboard-Via header names it comes from
-	// this Switchboard itself, directly or through others, and is refused
-	// with 508 loop (see upstream.Instance).
+	// request to /mcp whose Switchboard-Via header names it, or one it
+	// reaches, comes from this Switchboard itself, directly or through
+	// others, and is refused with 508 loop; every other answer names what
+	// it reaches in Switchboard-Reach (see upstream.Instance).
 	Instance *upstream.Instance
 	// Page, if set, is the web page (package web): served at GET / and
 	// under /ui/ without the credential (it holds no data; it logs in and
@@ -79,6 +80,9 @@ type Options struct {
 	// registry's sessions' Options.OAuth.
 	OAuth  *upstream.OAuth
 	Logger *slog.Logger
+	// Warnings, if set, says what the MCP endpoint does not show of a
+	// server, for its view (gateway.Gateway.Warnings).
+	Warnings func(server string) []string
 }
 
 type handler struct {
@@ -94,11 +98,20 @@ type handler struct {
 	toolsets *registry.Toolsets
 	tokens   *registry.Tokens
 	oauth    *upstream.OAuth
+	warnings func(server string) []string
+}
+
+// warn adds to v what the MCP endpoint does not show of its server.
+func (a *handler) warn(v *sb.ServerView) {
+	if a.warnings != nil {
+		v.Warnings = a.warnings(v.Name)
+	}
 }
 
 // New returns the API's handler.
 func New(o Options) http.Handler {
-	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, toolsets: o.Toolsets, tokens: o.Tokens, oauth: o.OAuth}
+	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, toolsets: o.Toolsets, tokens: o.Tokens, oauth: o.OAuth,
+		warnings: o.Warnings}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -264,21 +277,27 @@ func withoutLocalAddr(next http.Handler) http.Handler {
 }
 
 // refuseLoops refuses a request that in's own sessions sent (a server
-// pointed at this /mcp, or at a Switchboard that uses it): serving it
-// would feed the aggregate its own tools without end. The session that
-// sent it reads the 508 as a loop, and stops.
+// pointed at this /mcp, or at a Switchboard that this one reaches): serving
+// it would feed the aggregate its own tools without end. The session that
+// sent it reads the 508 as a loop, and stops. Every other answer names the
+// instances this endpoint reaches, for the Switchboard that sent it to
+// learn from (upstream.Instance).
 func refuseLoops(in *upstream.Instance, next http.Handler) http.Handler {
 	if in == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		aggregate := strings.Trim(strings.TrimPrefix(r.URL.Path, "/mcp"), "/") == ""
-		if in.Arrived(r.Header.Values(upstream.ViaHeader), aggregate) {
+		if in.Arrived(r.Header.Values(upstream.ViaHeader)) {
 			writeJSON(w, http.StatusLoopDetected, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeLoop,
-				Message: "this request comes from this Switchboard itself (its " + upstream.ViaHeader + " header names it): " +
+				Message: "this request comes from this Switchboard itself or one it uses (its " + upstream.ViaHeader + " header names it): " +
 					"a server configured with this /mcp as its URL, directly or through other Switchboards, would feed on its own tools"}})
 			return
 		}
+		server := ""
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/mcp/"); ok {
+			server, _, _ = strings.Cut(rest, "/")
+		}
+		w.Header().Set(upstream.ReachHeader, in.ReachOf(server))
 		next.ServeHTTP(w, r)
 	})
 }
@@ -371,7 +390,11 @@ func versionFrom(r *http.Request, body int64) (int64, error) {
 }
 
 func (a *handler) listServers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.ServerList{Servers: a.reg.List()})
+	views := a.reg.List()
+	for i := range views {
+		a.warn(&views[i])
+	}
+	writeJSON(w, http.StatusOK, api.ServerList{Servers: views})
 }
 
 func (a *handler) getServer(w http.ResponseWriter, r *http.Request) {
@@ -380,6 +403,7 @@ func (a *handler) getServer(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	a.warn(&v)
 	writeJSON(w, http.StatusOK, v)
 }
 

@@ -21,9 +21,16 @@ var (
 
 // classify describes err for the API: its code and phase come from the
 // domain (sb.CodeOf, sb.PhaseOf), its HTTP status from the code alone.
+// A failure of the database itself is told in its own words: the layers
+// above it add the driver's ("sqlite: create ...").
 func classify(err error) (int, api.ErrorInfo) {
 	code := sb.CodeOf(err)
-	return Status(code), api.ErrorInfo{Code: code, Message: err.Error(), Phase: sb.PhaseOf(err), Fields: fieldErrors(err)}
+	msg := err.Error()
+	var dbe *sb.DatabaseError
+	if errors.As(err, &dbe) {
+		msg = dbe.Error()
+	}
+	return Status(code), api.ErrorInfo{Code: code, Message: msg, Phase: sb.PhaseOf(err), Fields: fieldErrors(err)}
 }
 
 // Status is the HTTP status the API answers a failure of code with.
@@ -69,7 +76,7 @@ func (a *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	status, info := classify(err)
 	if status >= 500 && status != http.StatusServiceUnavailable {
-		a.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "code", info.Code, "error", info.Message)
+		a.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "code", info.Code, "error", info.Message, "cause", err.Error())
 	}
 	writeJSON(w, status, api.ErrorBody{Error: info})
 }

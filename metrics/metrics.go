@@ -33,6 +33,26 @@ type Sessions interface {
 	SessionStats() gateway.SessionStats
 }
 
+// ConnStats describes the connections of serve's HTTP listener.
+type ConnStats struct {
+	// Open is how many are open.
+	Open int
+	// MaxPerAddress caps those of one peer address; 0 for none.
+	MaxPerAddress int
+	// RefusedPerAddress counts the connections closed at once since the
+	// start, over MaxPerAddress.
+	RefusedPerAddress uint64
+	// IdleTimeout closes a connection that waits this long for its next
+	// request; 0 for none.
+	IdleTimeout time.Duration
+}
+
+// Connections reports the connections of a listener; httpapi.Listener
+// implements it.
+type Connections interface {
+	ConnStats() ConnStats
+}
+
 // Metrics holds Switchboard's collectors on a registry of its own.
 type Metrics struct {
 	reg      *prometheus.Registry
@@ -75,6 +95,45 @@ func New(src Source) *Metrics {
 // read at scrape time. Call it at most once.
 func (m *Metrics) ReportSessions(s Sessions) {
 	m.reg.MustRegister(&sessionCollector{src: s})
+}
+
+// ReportConnections adds the metrics of the listener connections of c,
+// read at scrape time. Call it at most once.
+func (m *Metrics) ReportConnections(c Connections) {
+	m.reg.MustRegister(&connCollector{src: c})
+}
+
+// connCollector reports the listener's connections at scrape time.
+type connCollector struct{ src Connections }
+
+var (
+	connsDesc = prometheus.NewDesc("switchboard_http_connections",
+		"Open connections of the HTTP listener.", nil, nil)
+	connLimitDesc = prometheus.NewDesc("switchboard_http_connections_limit",
+		"Cap on open connections of the HTTP listener, by limit (per_address); absent if there is none.", []string{"limit"}, nil)
+	connsRefusedDesc = prometheus.NewDesc("switchboard_http_connections_refused_total",
+		"Connections closed as soon as accepted, by the limit that refused them (per_address).", []string{"limit"}, nil)
+	connIdleDesc = prometheus.NewDesc("switchboard_http_idle_timeout_seconds",
+		"How long a connection may wait for its next request before it is closed; absent if never.", nil, nil)
+)
+
+func (c *connCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- connsDesc
+	ch <- connLimitDesc
+	ch <- connsRefusedDesc
+	ch <- connIdleDesc
+}
+
+func (c *connCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.src.ConnStats()
+	ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.GaugeValue, float64(st.Open))
+	if st.MaxPerAddress > 0 {
+		ch <- prometheus.MustNewConstMetric(connLimitDesc, prometheus.GaugeValue, float64(st.MaxPerAddress), "per_address")
+	}
+	ch <- prometheus.MustNewConstMetric(connsRefusedDesc, prometheus.CounterValue, float64(st.RefusedPerAddress), "per_address")
+	if st.IdleTimeout > 0 {
+		ch <- prometheus.MustNewConstMetric(connIdleDesc, prometheus.GaugeValue, st.IdleTimeout.Seconds())
+	}
 }
 
 // Handler serves the metrics in the Prometheus text format.
@@ -168,9 +227,9 @@ var (
 	sessionsDesc = prometheus.NewDesc("switchboard_mcp_sessions",
 		"Live downstream MCP sessions (Streamable HTTP, from their initialize until they end).", nil, nil)
 	sessionLimitDesc = prometheus.NewDesc("switchboard_mcp_sessions_limit",
-		"Cap on live downstream MCP sessions, by limit (global, per_address); absent if there is none.", []string{"limit"}, nil)
+		"Cap on live downstream MCP sessions, by limit (global, per_address, per_principal); absent if there is none.", []string{"limit"}, nil)
 	sessionsRefusedDesc = prometheus.NewDesc("switchboard_mcp_sessions_refused_total",
-		"New downstream MCP sessions refused, by the limit that refused them (global: HTTP 503, per_address: HTTP 429).", []string{"limit"}, nil)
+		"New downstream MCP sessions refused, by the limit that refused them (global: HTTP 503, per_address and per_principal: HTTP 429).", []string{"limit"}, nil)
 	sessionsExpiredDesc = prometheus.NewDesc("switchboard_mcp_sessions_expired_total",
 		"Downstream MCP sessions closed by the idle timeout (the others end with a DELETE).", nil, nil)
 )
@@ -185,13 +244,15 @@ func (c *sessionCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.src.SessionStats()
 	ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(st.Live))
-	for limit, max := range map[string]int{gateway.LimitGlobal: st.MaxSessions, gateway.LimitPerAddress: st.MaxSessionsPerAddress} {
+	for limit, max := range map[string]int{gateway.LimitGlobal: st.MaxSessions, gateway.LimitPerAddress: st.MaxSessionsPerAddress,
+		gateway.LimitPerPrincipal: st.MaxSessionsPerPrincipal} {
 		if max > 0 {
 			ch <- prometheus.MustNewConstMetric(sessionLimitDesc, prometheus.GaugeValue, float64(max), limit)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedGlobal), gateway.LimitGlobal)
 	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedPerAddress), gateway.LimitPerAddress)
+	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedPerPrincipal), gateway.LimitPerPrincipal)
 	ch <- prometheus.MustNewConstMetric(sessionsExpiredDesc, prometheus.CounterValue, float64(st.Expired))
 }
 

@@ -38,6 +38,7 @@ type roundTripper struct {
 	headers map[string]string
 	guard   *originGuard // refuses requests for other origins, which must not get the headers
 	via     *Instance    // says who sends every request (loop.go)
+	reach   *Reach       // learns whom the server reaches from its answers (loop.go)
 	linkCtx context.Context
 	onSSE   func(msg []byte) // sees every server-sent event's data (the progress tap)
 	// onRefused hears of every request that found nothing listening: the
@@ -163,6 +164,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			return streamRefused(req), nil
 		}
 		return nil, err
+	}
+	if t.reach != nil && resp.StatusCode < 300 {
+		t.reach.Answered(resp.Header.Values(ReachHeader))
 	}
 	if resp.StatusCode >= 400 {
 		if rec, ok := ctx.Value(statusRecorderKey{}).(*statusRecorder); ok {

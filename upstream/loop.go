@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"maps"
@@ -17,54 +18,71 @@ import (
 // 498 in 90 seconds, a core busy, 1.2 GB). Two Switchboards that use each
 // other's /mcp do the same between them.
 //
-// Every Switchboard process is an Instance with a random id, and every
-// request of a remote session says, in a Switchboard-Via header, which
-// instance sent it, followed by the instances that use that one's
-// aggregate /mcp (its users, transitively: they are learnt from the Via of
-// the requests it serves). An instance refuses a request whose Via names
-// it (HTTP 508 Loop Detected; httpapi does it for serve's /mcp), and the
-// session that gets the refusal stops with code loop. So:
+// Every Switchboard process is an Instance with a random id. Every request
+// of a remote session names its sender in a Switchboard-Via header, and
+// every answer of a Switchboard's /mcp names, in a Switchboard-Reach
+// header, that Switchboard and the ones it reaches: those named in the
+// answers its own remote sessions get. An instance refuses a request whose
+// Via names itself or an instance it reaches (HTTP 508 Loop Detected;
+// httpapi does it for serve's /mcp), and the session that gets the refusal
+// stops with code loop. So:
 //
 //   - A→A: A's request names A.
-//   - A→B→A: B learns from A's requests that A uses it, and names A in its
-//     requests; A refuses B's. Longer cycles the same way, once a request
-//     has gone round: whichever session of the cycle connects last is
-//     refused, and every request (a health probe, a list refresh) carries
-//     the Via of the moment, so a cycle closed later is caught by the next
-//     request that goes round it.
+//   - A→B→A: A's session to B learns from B's answers that A reaches B; B's
+//     request to A names B, and A refuses it. Longer cycles the same way,
+//     once an answer has come round: whichever session of the cycle
+//     connects last is refused, and every answer (to a health probe, a list
+//     refresh) carries the Reach of the moment, so a cycle closed later is
+//     caught by the next request that goes round it.
 //
-// Users are learnt from the aggregate /mcp only: a Switchboard that uses
-// just one server of another (/mcp/NAME) does not get the other's tools,
-// and using each other that way is no loop.
+// What an instance believes comes from the answers of the servers it was
+// configured with, never from the requests it serves: a client may send any
+// Via (the one it forges refuses its own request, nothing else), where
+// users learnt from requests let one request with a forged Via stop every
+// session of a Switchboard that used the one it named, for as long as the
+// forged user was remembered. An upstream can name any ids in its Reach,
+// but it could as well refuse to serve: it stops no session but its own
+// and those of Switchboards that use this one through it.
 
-// ViaHeader names the Switchboard instances a request comes from: the
-// sender first, then the instances that use the sender, comma-separated.
+// ViaHeader names the Switchboard instance a request comes from.
 const ViaHeader = "Switchboard-Via"
 
+// ReachHeader, on an answer of a Switchboard's /mcp, names that
+// Switchboard first, then the instances it reaches, comma-separated.
+const ReachHeader = "Switchboard-Reach"
+
 const (
-	// maxVia bounds the ids a request carries, and maxUsers the users an
-	// instance remembers; the most recently seen win.
+	// maxVia bounds the ids a header carries (and that are read of one),
+	// and maxLinks the links whose reach an instance keeps.
 	maxVia   = 16
-	maxUsers = 256
-	// usersTTL is how long a user is remembered without a request from
-	// it. Sessions probe their servers every 30 s by default.
-	usersTTL = 10 * time.Minute
+	maxLinks = 4096
+	// reachTTL is how long a link's reach is believed without an answer
+	// that repeats it. Sessions probe their servers every 30 s by default.
+	reachTTL = 10 * time.Minute
 )
 
 // Instance is one Switchboard process as other Switchboards see it: an id,
-// and the instances that use it. It is safe for concurrent use.
+// and the instances its remote sessions reach. It is safe for concurrent
+// use.
 type Instance struct {
 	id    string
 	now   func() time.Time
 	mu    sync.Mutex
-	users map[string]time.Time // instance id -> last request seen from it
+	links map[*Reach]reached
+}
+
+// reached is what one link learnt from its server's last answer.
+type reached struct {
+	server string // the session's server name
+	ids    []string
+	at     time.Time
 }
 
 // NewInstance returns an instance with a new random id.
 func NewInstance() *Instance {
 	b := make([]byte, 8)
 	rand.Read(b) // never fails (crypto/rand)
-	return &Instance{id: hex.EncodeToString(b), now: time.Now, users: map[string]time.Time{}}
+	return &Instance{id: hex.EncodeToString(b), now: time.Now, links: map[*Reach]reached{}}
 }
 
 // DefaultInstance is this process's instance: the one every session uses
@@ -75,51 +93,81 @@ var DefaultInstance = NewInstance()
 func (in *Instance) ID() string { return in.id }
 
 // Via returns the ViaHeader value of a request this instance sends.
-func (in *Instance) Via() string {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.expire()
-	users := slices.SortedFunc(maps.Keys(in.users), func(a, b string) int {
-		return cmp.Or(in.users[b].Compare(in.users[a]), strings.Compare(a, b)) // most recent first
-	})
-	return strings.Join(append([]string{in.id}, users[:min(len(users), maxVia-1)]...), ", ")
-}
+func (in *Instance) Via() string { return in.id }
 
 // Arrived looks at the ViaHeader values of a request this instance is
-// asked to serve. It reports a loop if they name this instance; otherwise,
-// with aggregate set (the request is for the aggregate /mcp), it
-// remembers the instances they name as users.
-func (in *Instance) Arrived(via []string, aggregate bool) (loop bool) {
+// asked to serve, and reports a loop if they name this instance or one it
+// reaches. It learns nothing from them.
+func (in *Instance) Arrived(via []string) (loop bool) {
 	ids := parseVia(via)
-	if slices.Contains(ids, in.id) {
-		return true
-	}
-	if !aggregate || len(ids) == 0 {
+	if len(ids) == 0 {
 		return false
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	now := in.now()
-	for _, id := range ids {
-		in.users[id] = now
-	}
-	in.expire()
-	for len(in.users) > maxUsers { // bounded: one removal per pass
-		oldest := ""
-		for id, t := range in.users {
-			if oldest == "" || t.Before(in.users[oldest]) {
-				oldest = id
-			}
-		}
-		delete(in.users, oldest)
-	}
-	return false
+	reach := in.reach("")
+	return slices.ContainsFunc(ids, func(id string) bool { return slices.Contains(reach, id) })
 }
 
-// expire forgets users not seen for usersTTL. in.mu is held.
-func (in *Instance) expire() {
-	cutoff := in.now().Add(-usersTTL)
-	maps.DeleteFunc(in.users, func(_ string, t time.Time) bool { return t.Before(cutoff) })
+// ReachOf returns the ReachHeader value of an answer of this instance's
+// endpoint for server (its /mcp/NAME), or for every server with "" (the
+// aggregate /mcp, and toolsets).
+func (in *Instance) ReachOf(server string) string {
+	ids := in.reach(server)
+	return strings.Join(ids[:min(len(ids), maxVia)], ", ")
+}
+
+// reach returns this instance's id and those its links to server (every
+// link, with "") reach, most recently heard first.
+func (in *Instance) reach(server string) []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	cutoff := in.now().Add(-reachTTL)
+	maps.DeleteFunc(in.links, func(l *Reach, r reached) bool { return r.at.Before(cutoff) || l.link.Err() != nil })
+	seen := map[string]time.Time{}
+	for _, r := range in.links {
+		if server != "" && r.server != server {
+			continue
+		}
+		for _, id := range r.ids {
+			if id != in.id && r.at.After(seen[id]) {
+				seen[id] = r.at
+			}
+		}
+	}
+	ids := slices.SortedFunc(maps.Keys(seen), func(a, b string) int {
+		return cmp.Or(seen[b].Compare(seen[a]), strings.Compare(a, b))
+	})
+	return append([]string{in.id}, ids...)
+}
+
+// Reach is what one link of a remote session learns of the instances its
+// server reaches. Create it with Track.
+type Reach struct {
+	in     *Instance
+	server string
+	link   context.Context // ends with the link, and what it taught with it
+}
+
+// Track returns the Reach of a link of server's session, which the
+// instance believes until ctx (the link's) ends.
+func (in *Instance) Track(ctx context.Context, server string) *Reach {
+	return &Reach{in: in, server: server, link: ctx}
+}
+
+// Answered takes the ReachHeader values of an answer of the link's server
+// as what it reaches now: none for a server that is no Switchboard.
+func (r *Reach) Answered(values []string) {
+	ids := parseVia(values)
+	in := r.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(ids) == 0 || r.link.Err() != nil {
+		delete(in.links, r)
+		return
+	}
+	if _, ok := in.links[r]; !ok && len(in.links) >= maxLinks {
+		return // bounded: a link more is not believed until one ends
+	}
+	in.links[r] = reached{server: r.server, ids: ids, at: in.now()}
 }
 
 // parseVia returns the ids in ViaHeader values, at most maxVia of them;

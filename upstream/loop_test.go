@@ -18,45 +18,84 @@ import (
 // the instance asked to serve it comes from that instance's own session.
 func TestRequestNamingItsOwnInstanceIsALoop(t *testing.T) {
 	a, b := upstream.NewInstance(), upstream.NewInstance()
-	if !a.Arrived([]string{a.Via()}, true) {
+	if !a.Arrived([]string{a.Via()}) {
 		t.Errorf("A did not recognise its own Via %q", a.Via())
 	}
-	if a.Arrived([]string{b.Via()}, true) || a.Arrived(nil, true) || a.Arrived([]string{"garbage;\x00, ,"}, true) {
+	if a.Arrived([]string{b.Via()}) || a.Arrived(nil) || a.Arrived([]string{"garbage;\x00, ,"}) {
 		t.Error("A took another's request for its own")
 	}
 }
 
-// TestUsersArePassedOnSoThatACycleIsCaught: A→B→A and A→B→C→A. An
-// instance names in its requests the instances that use its aggregate
-// /mcp, so a request that goes round a cycle names the instance it
-// started from; using one server of another (/mcp/NAME) is no loop.
-func TestUsersArePassedOnSoThatACycleIsCaught(t *testing.T) {
+// TestReachLearntFromAnswersCatchesACycle: A→B→A and A→B→C→A. An instance
+// learns from its servers' answers which instances it reaches, and refuses
+// a request from any of them; a link that ends is no longer believed, and
+// an endpoint of one server (/mcp/NAME) names only what that server
+// reaches.
+func TestReachLearntFromAnswersCatchesACycle(t *testing.T) {
 	a, b, c := upstream.NewInstance(), upstream.NewInstance(), upstream.NewInstance()
-	if b.Arrived([]string{a.Via()}, true) {
+	ctx, end := context.WithCancel(context.Background())
+	defer end()
+	aToB := a.Track(ctx, "b")
+	if b.Arrived([]string{a.Via()}) {
 		t.Fatal("A→B refused")
 	}
-	if !a.Arrived([]string{b.Via()}, true) {
-		t.Errorf("B→A after A→B not refused: B's Via %q", b.Via())
-	}
-	if c.Arrived([]string{b.Via()}, true) || !a.Arrived([]string{c.Via()}, true) {
-		t.Errorf("A→B→C→A not refused: C's Via %q", c.Via())
+	aToB.Answered([]string{b.ReachOf("")})
+	if !a.Arrived([]string{b.Via()}) {
+		t.Errorf("B→A after A→B not refused: A reaches %q", a.ReachOf(""))
 	}
 
-	d, e := upstream.NewInstance(), upstream.NewInstance()
-	if e.Arrived([]string{d.Via()}, false) || d.Arrived([]string{e.Via()}, true) {
-		t.Errorf("D using one server of E's, and E using D, refused: E's Via %q", e.Via())
+	b.Track(ctx, "c").Answered([]string{c.ReachOf("")})
+	aToB.Answered([]string{b.ReachOf("")}) // A's next request to B
+	if c.Arrived([]string{b.Via()}) || !a.Arrived([]string{c.Via()}) {
+		t.Errorf("A→B→C→A not refused: A reaches %q", a.ReachOf(""))
+	}
+	if got, want := a.ReachOf("b"), a.ID()+", "; !strings.HasPrefix(got, want) || !strings.Contains(got, c.ID()) {
+		t.Errorf("A's /mcp/b reaches %q, want A, then B and C", got)
+	}
+	if got := a.ReachOf("other"); got != a.ID() {
+		t.Errorf("A's /mcp/other reaches %q, want only A", got)
+	}
+
+	aToB.Answered(nil) // B's URL now leads to a server that is no Switchboard
+	if a.Arrived([]string{b.Via()}) {
+		t.Error("B refused after A's server stopped reaching it")
+	}
+	aToB.Answered([]string{b.ReachOf("")})
+	end()
+	if a.Arrived([]string{b.Via()}) {
+		t.Error("B refused after A's link to it ended")
 	}
 }
 
-// TestViaIsBounded: however many instances use one, its requests name a
-// bounded number of them.
-func TestViaIsBounded(t *testing.T) {
-	a := upstream.NewInstance()
-	for range 1000 {
-		a.Arrived([]string{upstream.NewInstance().Via()}, true)
+// TestForgedViaTeachesNothing: a client that names another Switchboard in
+// its Via (an mcp token holder naming the Switchboard behind one of this
+// one's servers) gets only its own request refused or served: this
+// instance's requests and answers name no one new, so no session of it
+// is stopped.
+func TestForgedViaTeachesNothing(t *testing.T) {
+	a, b := upstream.NewInstance(), upstream.NewInstance()
+	for range 3 {
+		a.Arrived([]string{b.ID() + ", " + b.ID()})
 	}
-	if n := len(strings.Split(a.Via(), ",")); n > 16 {
-		t.Fatalf("Via names %d instances; want at most 16", n)
+	if a.Via() != a.ID() || a.ReachOf("") != a.ID() {
+		t.Errorf("after forged requests A sends Via %q and answers Reach %q; want only its own id", a.Via(), a.ReachOf(""))
+	}
+	if b.Arrived([]string{a.Via()}) {
+		t.Error("B refuses A's request after a client forged B's id to A")
+	}
+}
+
+// TestReachIsBounded: however many instances one reaches, its answers name
+// a bounded number of them.
+func TestReachIsBounded(t *testing.T) {
+	a := upstream.NewInstance()
+	ctx, end := context.WithCancel(context.Background())
+	defer end()
+	for i := range 1000 {
+		a.Track(ctx, fmt.Sprint("s", i)).Answered([]string{upstream.NewInstance().ReachOf("")})
+	}
+	if n := len(strings.Split(a.ReachOf(""), ",")); n > 16 {
+		t.Fatalf("Reach names %d instances; want at most 16", n)
 	}
 }
 
@@ -72,7 +111,7 @@ func TestSessionSaysWhoItIsAndStopsOnALoop(t *testing.T) {
 		mu.Lock()
 		vias = append(vias, r.Header.Get(upstream.ViaHeader))
 		mu.Unlock()
-		if self.Arrived(r.Header.Values(upstream.ViaHeader), true) {
+		if self.Arrived(r.Header.Values(upstream.ViaHeader)) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusLoopDetected)
 			fmt.Fprint(w, `{"error":{"code":"loop","message":"this request comes from this Switchboard itself"}}`)
@@ -102,15 +141,20 @@ func TestOtherSwitchboardsAreServedAsUsual(t *testing.T) {
 	served := upstream.NewInstance()
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	ts := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		if served.Arrived(r.Header.Values(upstream.ViaHeader), true) {
+		if served.Arrived(r.Header.Values(upstream.ViaHeader)) {
 			w.WriteHeader(http.StatusLoopDetected)
 			return
 		}
+		w.Header().Set(upstream.ReachHeader, served.ReachOf(""))
 		h.ServeHTTP(w, r)
 	})
+	self := upstream.NewInstance()
 	s, _ := badInputSession(t, &sb.ServerConfig{Name: "other", Transport: sb.TransportStreamableHTTP, URL: ts.URL},
-		upstream.Options{Instance: upstream.NewInstance()})
+		upstream.Options{Instance: self})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if got := self.ReachOf("other"); !strings.Contains(got, served.ID()) {
+		t.Errorf("after connecting, /mcp/other reaches %q; want the other Switchboard %s named", got, served.ID())
 	}
 }

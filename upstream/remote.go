@@ -56,8 +56,9 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		refusal.put(fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, e,
 			"%s: %v (if the server has moved there, configure that URL)", endpoint, e))
 	})
+	via := cmp.Or(s.opts.Instance, DefaultInstance)
 	rt := &roundTripper{base: transportFor(s.opts.AllowedNetworks), headers: s.cfg.Headers, guard: guard,
-		via: cmp.Or(s.opts.Instance, DefaultInstance), linkCtx: lctx, onSSE: s.onWire,
+		via: via, reach: via.Track(lctx, s.cfg.Name), linkCtx: lctx, onSSE: s.onWire,
 		onRefused: func(err error) {
 			l.markDead(fail(sb.PhaseRuntime, sb.CodeConnectionRefused, retryFast, err,
 				"connection refused by %s: the server is no longer running", host))

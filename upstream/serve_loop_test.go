@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // startServe starts `switchboard serve` built for this test (into its
@@ -174,4 +175,66 @@ func TestServeAllowsTheUpstreamNetworksItIsTold(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, c, "any", "connected", func(r sb.RuntimeInfo) bool { return r.Status == sb.StatusConnected })
+}
+
+// TestForgedViaStopsNothing: A fronts B (A's server b is B's /mcp). A
+// client of A with an mcp token sends a request naming B in its
+// Switchboard-Via: B's id is no secret (B names itself in every request it
+// sends, here to a recorder). That used to make A name B in its own
+// requests, so that B refused them and A's server b stopped with code loop,
+// restarts failing for 10 minutes. Now A learns nothing from the request:
+// b reconnects at once after a restart, with B's tools.
+func TestForgedViaStopsNothing(t *testing.T) {
+	a, ca := startServe(t)
+	b, cb := startServe(t)
+	ctx := context.Background()
+	ids := make(chan string, 1)
+	recorder := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case ids <- strings.TrimSpace(strings.Split(r.Header.Get(upstream.ViaHeader), ",")[0]):
+		default:
+		}
+		http.NotFound(w, r)
+	})
+	if _, err := cb.CreateServer(ctx, stdioTestServer(t, "t")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.CreateServer(ctx, &sb.ServerConfig{Name: "recorder", Transport: sb.TransportStreamableHTTP, URL: recorder.URL}); err != nil {
+		t.Fatal(err)
+	}
+	bID := <-ids
+	tools := settle(t, cb, "t", "connected", func(r sb.RuntimeInfo) bool { return r.Status == sb.StatusConnected }).ToolCount
+	if _, err := ca.CreateServer(ctx, remote("b", b.MCPURL, b.Token)); err != nil {
+		t.Fatal(err)
+	}
+	before := settle(t, ca, "b", "connected with B's tools", func(r sb.RuntimeInfo) bool { return r.Status == sb.StatusConnected && r.ToolCount == tools })
+
+	tok, err := ca.CreateToken(ctx, "attacker", []sb.Scope{sb.ScopeMCP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/mcp", "/mcp/b"} {
+		req, _ := http.NewRequest(http.MethodPost, a.URL+path, strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+tok.Secret)
+		req.Header.Set(upstream.ViaHeader, bID)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		t.Logf("forged request to %s: HTTP %d", path, resp.StatusCode)
+	}
+	if err := ca.RestartServer(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	rb := settle(t, ca, "b", "connected again, or stopped", func(r sb.RuntimeInfo) bool {
+		return r.Status == sb.StatusError || r.Status == sb.StatusConnected && r.ToolCount == tools &&
+			r.ConnectedSince != nil && !r.ConnectedSince.Equal(*before.ConnectedSince)
+	})
+	if rb.Status != sb.StatusConnected {
+		t.Fatalf("A's server b after a forged Via and a restart: status %s, error %+v; want connected", rb.Status, rb.Error)
+	}
 }

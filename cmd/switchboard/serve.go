@@ -65,6 +65,7 @@ func newServeCommand() *cobra.Command {
 		mcpFlags           endpointFlags
 		sessFlags          sessionFlags
 		replica            replicaFlags
+		conns              connFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--listen ADDR] [--db DSN] [--token-file FILE]",
@@ -160,13 +161,16 @@ server's max_total_timeout_ms says otherwise.`,
 			if replica.resyncInterval < 0 {
 				return fmt.Errorf("--resync-interval %s: must not be negative", replica.resyncInterval)
 			}
+			if err := conns.check(); err != nil {
+				return err
+			}
 			box, err := sandboxRuntime(sandboxUser, log)
 			if err != nil {
 				return err
 			}
 			gwOpts.Logger, gwOpts.Version = log, readBuildInfo().Version
 			return serve(cmd.Context(), log, serveConfig{listen: listen, dsn: dsn, auth: auth, allowedHosts: hosts,
-				allowedNetworks: nets, replica: replica, oauthKeyFile: oauthKeyFile, sandbox: box}, gwOpts)
+				allowedNetworks: nets, replica: replica, oauthKeyFile: oauthKeyFile, sandbox: box, conns: conns}, gwOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -184,6 +188,7 @@ server's max_total_timeout_ms says otherwise.`,
 	registerSandboxUser(f, &sandboxUser)
 	mcpFlags.register(f)
 	sessFlags.register(f)
+	conns.register(f)
 	f.StringVar(&replica.id, "replica-id", os.Getenv("SWITCHBOARD_REPLICA_ID"),
 		"this replica's name in the metrics and logs, among the serve processes sharing a database (env SWITCHBOARD_REPLICA_ID; default: random at start)")
 	f.DurationVar(&replica.resyncInterval, "resync-interval", registry.DefaultResyncInterval,
@@ -230,6 +235,39 @@ func upstreamNetworks(values []string) ([]netip.Prefix, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// connFlags bound the connections of serve's listener.
+type connFlags struct {
+	idleTimeout time.Duration
+	perAddress  int
+}
+
+// defaultIdleTimeout closes a keep-alive connection that has sent no
+// request for this long: clients reconnect at once when they need to,
+// and idle connections cannot pile up to the open-file limit.
+const defaultIdleTimeout = 2 * time.Minute
+
+// maxHeaderWait bounds the wait for a request's headers (a client that
+// connects and sends nothing, or trickles its headers), within the idle
+// timeout.
+const maxHeaderWait = 10 * time.Second
+
+func (cf *connFlags) register(f *pflag.FlagSet) {
+	f.DurationVar(&cf.idleTimeout, "idle-timeout", defaultIdleTimeout,
+		"close a connection that waits this long for its next request (and one that takes this long, at most 10s, to send a request's headers); streams (events, MCP, SSE calls) are not cut")
+	f.IntVar(&cf.perAddress, "max-connections-per-address", httpapi.DefaultMaxConnsPerAddress,
+		"cap on the open connections of one client IP (IPv6: its /64); one over it is closed at once; 0: no cap")
+}
+
+func (cf *connFlags) check() error {
+	switch {
+	case cf.idleTimeout <= 0:
+		return fmt.Errorf("--idle-timeout %s: must be positive", cf.idleTimeout)
+	case cf.perAddress < 0:
+		return fmt.Errorf("--max-connections-per-address %d: must not be negative", cf.perAddress)
+	}
+	return nil
 }
 
 // replicaFlags name this replica and pace its resync with the database.
@@ -285,15 +323,17 @@ func (ef *endpointFlags) options() (gateway.Options, error) {
 // sessionFlags bound the MCP sessions of serve (stdio has one client); 0
 // turns a cap off.
 type sessionFlags struct {
-	max, perAddress int
-	timeout         time.Duration
+	max, perAddress, perPrincipal int
+	timeout                       time.Duration
 }
 
 func (sf *sessionFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&sf.max, "max-mcp-sessions", gateway.DefaultMaxSessions,
 		"cap on live MCP sessions (Streamable HTTP); a new one over it gets HTTP 503; 0: no cap")
 	f.IntVar(&sf.perAddress, "max-mcp-sessions-per-address", gateway.DefaultMaxSessionsPerAddress,
-		"cap on the live MCP sessions of one client IP (IPv6: its /64; behind a reverse proxy, the proxy's); a new one over it gets HTTP 429; 0: no cap")
+		"cap on the live MCP sessions one credential holds from one client IP (IPv6: its /64; behind a reverse proxy, the proxy's); a new one over it gets HTTP 429; 0: no cap")
+	f.IntVar(&sf.perPrincipal, "max-mcp-sessions-per-principal", gateway.DefaultMaxSessionsPerPrincipal,
+		"cap on the live MCP sessions of one credential from every address; a new one over it gets HTTP 429; 0: no cap")
 	f.DurationVar(&sf.timeout, "mcp-session-timeout", gateway.DefaultSessionTimeout,
 		"how long an MCP session may go without a request before it is closed")
 }
@@ -305,6 +345,8 @@ func (sf *sessionFlags) apply(o *gateway.Options) error {
 		return fmt.Errorf("--max-mcp-sessions %d: must not be negative", sf.max)
 	case sf.perAddress < 0:
 		return fmt.Errorf("--max-mcp-sessions-per-address %d: must not be negative", sf.perAddress)
+	case sf.perPrincipal < 0:
+		return fmt.Errorf("--max-mcp-sessions-per-principal %d: must not be negative", sf.perPrincipal)
 	case sf.timeout <= 0:
 		return fmt.Errorf("--mcp-session-timeout %s: must be positive", sf.timeout)
 	}
@@ -315,7 +357,8 @@ func (sf *sessionFlags) apply(o *gateway.Options) error {
 		}
 		return n
 	}
-	o.MaxSessions, o.MaxSessionsPerAddress, o.SessionTimeout = off(sf.max), off(sf.perAddress), sf.timeout
+	o.MaxSessions, o.MaxSessionsPerAddress, o.MaxSessionsPerPrincipal = off(sf.max), off(sf.perAddress), off(sf.perPrincipal)
+	o.SessionTimeout = sf.timeout
 	return nil
 }
 
@@ -337,6 +380,7 @@ type serveConfig struct {
 	replica         replicaFlags
 	oauthKeyFile    string
 	sandbox         *sandbox.Runtime // nil: sandbox.System
+	conns           connFlags
 }
 
 func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway.Options) error {
@@ -379,12 +423,18 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token,
 		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: upstream.DefaultInstance,
 		Page: page, Authenticate: page.Authenticate, OAuth: oauth,
-		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens})
+		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings})
 
-	ln, err := net.Listen("tcp", sc.listen)
+	tcp, err := net.Listen("tcp", sc.listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", sc.listen, err)
 	}
+	perAddress := sc.conns.perAddress
+	if perAddress == 0 {
+		perAddress = -1 // the flag's 0 is "no cap"
+	}
+	ln := httpapi.Limit(tcp, httpapi.ListenerOptions{MaxPerAddress: perAddress, IdleTimeout: sc.conns.idleTimeout, Logger: log})
+	m.ReportConnections(ln)
 	warning, err := exposure(isLoopback(ln.Addr()), sc.auth)
 	if err != nil {
 		ln.Close()
@@ -425,9 +475,13 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	// not wait for clients that never hang up.
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
+	// No ReadTimeout or WriteTimeout: they would cut the long-lived
+	// streams (the event stream, MCP GET streams, SSE calls). An idle
+	// connection is one between requests, or before its first.
 	srv := &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(maxHeaderWait, sc.conns.idleTimeout),
+		IdleTimeout:       sc.conns.idleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 	}
 	errc := make(chan error, 1)

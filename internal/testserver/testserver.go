@@ -58,6 +58,13 @@ type Options struct {
 	StderrLines int
 	// Tools registers this many extra echo tools extra_000... (-tools).
 	Tools int
+	// ResourceTemplate, if set, registers one more resource template
+	// (-resource-template), whose reads answer "NAME: URI" with the
+	// server's -name.
+	ResourceTemplate string
+	// Resource, if set, registers one more resource (-resource), whose
+	// read answers "NAME: URI" with the server's -name.
+	Resource string
 	// PageSize sets the SDK's list page size, 0 meaning the SDK default
 	// (-page-size).
 	PageSize int
@@ -165,6 +172,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.EventsFile, "events", "", "append one JSON event per line to `path`")
 	fs.IntVar(&o.StderrLines, "stderr-lines", 0, "write `N` numbered lines to stderr at start")
 	fs.IntVar(&o.Tools, "tools", 0, "register `N` extra echo tools extra_000...")
+	fs.StringVar(&o.Resource, "resource", "", "register one more resource `URI`, whose read answers \"NAME: URI\" with the -name")
+	fs.StringVar(&o.ResourceTemplate, "resource-template", "", "register one more resource `template`, whose reads answer \"NAME: URI\" with the -name")
 	fs.IntVar(&o.PageSize, "page-size", 0, "page `size` of list results (default: the SDK default)")
 	fs.StringVar(&protocolVersions, "protocol-versions", "", "negotiate only these comma-separated protocol `versions` (default: all the SDK supports)")
 	fs.Var(optionalInt{&o.CrashAfter}, "crash-after", "let `N` tools/call requests through, exit with status 3 on the next one")

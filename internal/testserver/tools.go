@@ -143,6 +143,18 @@ func (s *server) newMCPServer() *mcp.Server {
 		id := strings.TrimPrefix(req.Params.URI, "test://items/")
 		return textResource(req.Params.URI, "item "+id), nil
 	})
+	if s.opts.Resource != "" {
+		srv.AddResource(&mcp.Resource{URI: s.opts.Resource, Name: "extra", MIMEType: "text/plain"},
+			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return textResource(req.Params.URI, s.opts.Name+": "+req.Params.URI), nil
+			})
+	}
+	if s.opts.ResourceTemplate != "" {
+		srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: s.opts.ResourceTemplate, Name: "extra", MIMEType: "text/plain"},
+			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return textResource(req.Params.URI, s.opts.Name+": "+req.Params.URI), nil
+			})
+	}
 	srv.AddPrompt(&mcp.Prompt{
 		Name:        "greet",
 		Description: "Greets someone.",

@@ -31,7 +31,7 @@ func (s *Store) LoadOAuthGrantVersion(ctx context.Context, server string) ([]byt
 		return nil, 0, switchboard.ErrNotFound
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("sqlite: load oauth grant %q: %w", server, err)
+		return nil, 0, fmt.Errorf("sqlite: load oauth grant %q: %w", server, dbErr(err))
 	}
 	return sealed, version, nil
 }
@@ -44,7 +44,7 @@ func (s *Store) SaveOAuthGrant(ctx context.Context, server string, sealed []byte
 		 version = oauth_grants.version + 1`,
 		server, sealed, now().Format(timeFormat))
 	if err != nil {
-		return fmt.Errorf("sqlite: save oauth grant %q: %w", server, err)
+		return fmt.Errorf("sqlite: save oauth grant %q: %w", server, dbErr(err))
 	}
 	return nil
 }
@@ -106,7 +106,7 @@ func (s *Store) ReleaseOAuthRefresh(ctx context.Context, server, holder string) 
 // DeleteOAuthGrant removes the OAuth grant of server, if any.
 func (s *Store) DeleteOAuthGrant(ctx context.Context, server string) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM oauth_grants WHERE server = ?`, server); err != nil {
-		return fmt.Errorf("sqlite: delete oauth grant %q: %w", server, err)
+		return fmt.Errorf("sqlite: delete oauth grant %q: %w", server, dbErr(err))
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func (s *Store) SaveOAuthPending(ctx context.Context, id, server string, sealed 
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, err)
+		return fmt.Errorf("sqlite: save oauth pending %q: %w", server, dbErr(err))
 	}
 	return nil
 }
@@ -138,7 +138,7 @@ func (s *Store) TakeOAuthPending(ctx context.Context, id string) (server string,
 		return "", nil, switchboard.ErrNotFound
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("sqlite: take oauth pending: %w", err)
+		return "", nil, fmt.Errorf("sqlite: take oauth pending: %w", dbErr(err))
 	}
 	return server, sealed, nil
 }
@@ -149,7 +149,7 @@ func (s *Store) OAuthPending(ctx context.Context, server string) (bool, error) {
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM oauth_pending WHERE server = ? AND expires_at > ?`,
 		server, now().Format(timeFormat)).Scan(&n)
 	if err != nil {
-		return false, fmt.Errorf("sqlite: oauth pending %q: %w", server, err)
+		return false, fmt.Errorf("sqlite: oauth pending %q: %w", server, dbErr(err))
 	}
 	return n > 0, nil
 }

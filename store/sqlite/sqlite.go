@@ -79,7 +79,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, dbErr(err))
 	}
 	// Create the file ourselves: SQLite would create it with 0644 less the
 	// umask, readable by every local user, and the configs hold API keys.
@@ -88,17 +88,17 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, openFileError(path, abs, err)
 	}
 	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, dbErr(err))
 	}
 	// A file that already existed keeps the mode it had, which may be
 	// world-readable: tighten it, every time.
 	if err := os.Chmod(abs, 0o600); err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, dbErr(err))
 	}
 
 	db, err := sql.Open("sqlite", dsn(abs))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, dbErr(err))
 	}
 	// One connection: every statement of this process is serialized in
 	// database/sql's pool instead of competing for SQLite's file lock, so
@@ -110,7 +110,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s := &Store{db: db, path: abs}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, dbErr(err))
 	}
 	// The -wal and -shm files now exist. SQLite gives them the database
 	// file's mode, but set it explicitly rather than rely on that (and on the
@@ -118,7 +118,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := os.Chmod(abs+suffix, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			db.Close()
-			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, dbErr(err))
 		}
 	}
 	return s, nil
@@ -178,7 +178,7 @@ func (s *Store) Path() string { return s.path }
 // closing the last connection also checkpoints the WAL into the main file.
 func (s *Store) Close() error {
 	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("sqlite: close: %w", err)
+		return fmt.Errorf("sqlite: close: %w", dbErr(err))
 	}
 	return nil
 }
@@ -188,19 +188,19 @@ func (s *Store) List(ctx context.Context) ([]switchboard.StoredServer, error) {
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT config, version, created_at, updated_at FROM servers ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list: %w", err)
+		return nil, fmt.Errorf("sqlite: list: %w", dbErr(err))
 	}
 	defer rows.Close()
 	out := []switchboard.StoredServer{}
 	for rows.Next() {
 		srv, err := scan(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list: %w", err)
+			return nil, fmt.Errorf("sqlite: list: %w", dbErr(err))
 		}
 		out = append(out, srv)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list: %w", err)
+		return nil, fmt.Errorf("sqlite: list: %w", dbErr(err))
 	}
 	return out, nil
 }
@@ -217,7 +217,7 @@ func (s *Store) Get(ctx context.Context, name string) (switchboard.StoredServer,
 		err = switchboard.ErrNotFound
 	}
 	if err != nil {
-		return switchboard.StoredServer{}, fmt.Errorf("sqlite: get %q: %w", name, err)
+		return switchboard.StoredServer{}, fmt.Errorf("sqlite: get %q: %w", name, dbErr(err))
 	}
 	return srv, nil
 }
@@ -227,7 +227,7 @@ func (s *Store) Get(ctx context.Context, name string) (switchboard.StoredServer,
 func (s *Store) Create(ctx context.Context, cfg *switchboard.ServerConfig) (switchboard.StoredServer, error) {
 	data, err := encode(cfg)
 	if err != nil {
-		return switchboard.StoredServer{}, fmt.Errorf("sqlite: create: %w", err)
+		return switchboard.StoredServer{}, fmt.Errorf("sqlite: create: %w", dbErr(err))
 	}
 	now := now()
 	// ON CONFLICT DO NOTHING lets the primary key decide atomically: of two
@@ -240,7 +240,7 @@ func (s *Store) Create(ctx context.Context, cfg *switchboard.ServerConfig) (swit
 		return switchboard.StoredServer{}, fmt.Errorf("sqlite: create %q: %w", cfg.Name, mapErr(err))
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return switchboard.StoredServer{}, fmt.Errorf("sqlite: create %q: %w", cfg.Name, err)
+		return switchboard.StoredServer{}, fmt.Errorf("sqlite: create %q: %w", cfg.Name, dbErr(err))
 	} else if n == 0 {
 		return switchboard.StoredServer{}, fmt.Errorf("sqlite: create %q: %w", cfg.Name, switchboard.ErrExists)
 	}
@@ -253,7 +253,7 @@ func (s *Store) Create(ctx context.Context, cfg *switchboard.ServerConfig) (swit
 func (s *Store) Update(ctx context.Context, cfg *switchboard.ServerConfig, version int64) (switchboard.StoredServer, error) {
 	data, err := encode(cfg)
 	if err != nil {
-		return switchboard.StoredServer{}, fmt.Errorf("sqlite: update: %w", err)
+		return switchboard.StoredServer{}, fmt.Errorf("sqlite: update: %w", dbErr(err))
 	}
 	now := now()
 	var out switchboard.StoredServer
@@ -274,7 +274,7 @@ func (s *Store) Update(ctx context.Context, cfg *switchboard.ServerConfig, versi
 		return err
 	})
 	if err != nil {
-		return switchboard.StoredServer{}, fmt.Errorf("sqlite: update %q: %w", cfg.Name, err)
+		return switchboard.StoredServer{}, fmt.Errorf("sqlite: update %q: %w", cfg.Name, dbErr(err))
 	}
 	out.Config, out.UpdatedAt = *cfg.Clone(), now
 	return out, nil
@@ -301,7 +301,7 @@ func (s *Store) Delete(ctx context.Context, name string, version int64) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: delete %q: %w", name, err)
+		return fmt.Errorf("sqlite: delete %q: %w", name, dbErr(err))
 	}
 	return nil
 }
@@ -344,6 +344,33 @@ func mapErr(err error) error {
 	var se *sqlite.Error
 	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
 		return fmt.Errorf("%w (%v)", switchboard.ErrExists, err)
+	}
+	return dbErr(err)
+}
+
+// dbProblems say, by SQLite's primary result code, what is wrong with the
+// database itself, in words a person can act on.
+var dbProblems = map[int]string{
+	sqlite3.SQLITE_FULL:     "the database's disk is full: free some space on it",
+	sqlite3.SQLITE_READONLY: "the database is read-only: check the permissions of its file and directory",
+	sqlite3.SQLITE_IOERR:    "the database's disk failed to read or write",
+	sqlite3.SQLITE_CORRUPT:  "the database file is damaged: restore it from a backup",
+	sqlite3.SQLITE_NOTADB:   "the database file is not an SQLite database",
+	sqlite3.SQLITE_CANTOPEN: "the database file cannot be opened",
+	sqlite3.SQLITE_PERM:     "the database's file may not be written",
+	sqlite3.SQLITE_BUSY:     "the database is locked by another program",
+	sqlite3.SQLITE_LOCKED:   "the database is locked by another program",
+}
+
+// dbErr returns err as a *switchboard.DatabaseError if it is a failure of
+// the database itself (dbProblems), else err.
+func dbErr(err error) error {
+	var se *sqlite.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	if problem, ok := dbProblems[se.Code()&0xff]; ok {
+		return &switchboard.DatabaseError{Problem: problem, Err: err}
 	}
 	return err
 }

@@ -17,19 +17,19 @@ func (s *Store) ListToolsets(ctx context.Context) ([]switchboard.StoredToolset, 
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT toolset, version, created_at, updated_at FROM toolsets ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list toolsets: %w", err)
+		return nil, fmt.Errorf("sqlite: list toolsets: %w", dbErr(err))
 	}
 	defer rows.Close()
 	out := []switchboard.StoredToolset{}
 	for rows.Next() {
 		t, err := scanToolset(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list toolsets: %w", err)
+			return nil, fmt.Errorf("sqlite: list toolsets: %w", dbErr(err))
 		}
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list toolsets: %w", err)
+		return nil, fmt.Errorf("sqlite: list toolsets: %w", dbErr(err))
 	}
 	return out, nil
 }
@@ -43,7 +43,7 @@ func (s *Store) GetToolset(ctx context.Context, name string) (switchboard.Stored
 		err = switchboard.ErrToolsetNotFound
 	}
 	if err != nil {
-		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: get toolset %q: %w", name, err)
+		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: get toolset %q: %w", name, dbErr(err))
 	}
 	return t, nil
 }
@@ -53,7 +53,7 @@ func (s *Store) GetToolset(ctx context.Context, name string) (switchboard.Stored
 func (s *Store) CreateToolset(ctx context.Context, t *switchboard.Toolset) (switchboard.StoredToolset, error) {
 	data, err := encodeToolset(t)
 	if err != nil {
-		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: create toolset: %w", err)
+		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: create toolset: %w", dbErr(err))
 	}
 	now := now()
 	res, err := s.db.ExecContext(ctx,
@@ -61,10 +61,10 @@ func (s *Store) CreateToolset(ctx context.Context, t *switchboard.Toolset) (swit
 		 VALUES (?, ?, 1, ?, ?) ON CONFLICT (name) DO NOTHING`,
 		t.Name, data, now.Format(timeFormat), now.Format(timeFormat))
 	if err != nil {
-		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: create toolset %q: %w", t.Name, err)
+		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: create toolset %q: %w", t.Name, dbErr(err))
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: create toolset %q: %w", t.Name, err)
+		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: create toolset %q: %w", t.Name, dbErr(err))
 	} else if n == 0 {
 		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: create toolset %q: %w", t.Name, switchboard.ErrToolsetExists)
 	}
@@ -78,7 +78,7 @@ func (s *Store) CreateToolset(ctx context.Context, t *switchboard.Toolset) (swit
 func (s *Store) UpdateToolset(ctx context.Context, t *switchboard.Toolset, version int64) (switchboard.StoredToolset, error) {
 	data, err := encodeToolset(t)
 	if err != nil {
-		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: update toolset: %w", err)
+		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: update toolset: %w", dbErr(err))
 	}
 	now := now()
 	out := switchboard.StoredToolset{Toolset: decodedCopy(data), UpdatedAt: now}
@@ -99,7 +99,7 @@ func (s *Store) UpdateToolset(ctx context.Context, t *switchboard.Toolset, versi
 		return err
 	})
 	if err != nil {
-		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: update toolset %q: %w", t.Name, err)
+		return switchboard.StoredToolset{}, fmt.Errorf("sqlite: update toolset %q: %w", t.Name, dbErr(err))
 	}
 	return out, nil
 }
@@ -121,7 +121,7 @@ func (s *Store) DeleteToolset(ctx context.Context, name string, version int64) e
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: delete toolset %q: %w", name, err)
+		return fmt.Errorf("sqlite: delete toolset %q: %w", name, dbErr(err))
 	}
 	return nil
 }
