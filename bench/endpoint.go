@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -114,10 +116,14 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		return nil, nil, err
 	}
 	// The testserver is the daemon's child, or its grandchild or deeper
-	// under a sandbox: the one leaf of the daemon's process tree.
+	// under a sandbox: the one leaf of the daemon's process tree, beside
+	// the sandbox's network helper.
 	stdioUp := d.PID
 	for {
-		kids := childrenOf(stdioUp)
+		kids := slices.DeleteFunc(childrenOf(stdioUp), func(pid int) bool {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			return strings.TrimSpace(string(comm)) == "slirp4netns"
+		})
 		if len(kids) == 0 {
 			break
 		}
