@@ -53,22 +53,13 @@ func CredentialPath() (string, error) {
 // not accessible to anyone else. A missing file is an error satisfying
 // errors.Is(err, fs.ErrNotExist).
 func ReadCredential(path string) (string, error) {
-	err := fileowner.CheckPrivateDir(filepath.Dir(path))
-	var b []byte
-	if err == nil {
-		b, err = fileowner.ReadPrivate(path, maxCredential+1)
-	}
-	if errors.Is(err, fileowner.ErrNotPrivate) {
-		return "", fmt.Errorf("%w: %w", ErrUntrustedCredential, err)
-	}
-	if err != nil {
+	if err := fileowner.CheckPrivateDir(filepath.Dir(path)); err != nil {
+		if errors.Is(err, fileowner.ErrNotPrivate) {
+			return "", fmt.Errorf("%w: %w", ErrUntrustedCredential, err)
+		}
 		return "", err
 	}
-	tok := strings.TrimSpace(string(b))
-	if err := validToken(tok); err != nil {
-		return "", fmt.Errorf("the credential %s: %w", path, err)
-	}
-	return tok, nil
+	return readToken(path, "the credential")
 }
 
 // ReadTokenFile returns the token in the file at path (one line; the
@@ -77,7 +68,11 @@ func ReadCredential(path string) (string, error) {
 // stricter): a token others can read is known to them. Its directory is
 // not checked: a service manager hands secrets over in a directory of its
 // own. A refusal satisfies errors.Is(err, ErrUntrustedCredential).
-func ReadTokenFile(path string) (string, error) {
+func ReadTokenFile(path string) (string, error) { return readToken(path, "the token file") }
+
+// readToken reads the token in the private file at path, which the
+// errors name as what.
+func readToken(path, what string) (string, error) {
 	b, err := fileowner.ReadPrivate(path, maxCredential+1)
 	if errors.Is(err, fileowner.ErrNotPrivate) {
 		return "", fmt.Errorf("%w: %w", ErrUntrustedCredential, err)
@@ -87,7 +82,7 @@ func ReadTokenFile(path string) (string, error) {
 	}
 	tok := strings.TrimSpace(string(b))
 	if err := validToken(tok); err != nil {
-		return "", fmt.Errorf("the token file %s: %w", path, err)
+		return "", fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return tok, nil
 }
