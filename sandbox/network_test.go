@@ -594,6 +594,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			p, _ := Resolve(&sb.SandboxConfig{Network: bc.n}, false)
+			p.Server = "bench" // a workspace of its own, kept across the loop, as a server's is
 			for b.Loop() {
 				l, err := rt.Prepare(context.Background(), p, Command{Path: "/bin/true"}, nil)
 				if err != nil {
