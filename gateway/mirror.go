@@ -314,37 +314,37 @@ func (m *mirror) warnHidden(server, owner, uri string) {
 }
 
 // overlapping finds a template of another server than server, shown in
-// this mirror, that some URI fitting tmpl would fit too. m.mu is held.
+// this mirror, that some URI fitting tmpl would fit too: the first by
+// server name, then by template. It reads the shown URIs, not every
+// server's lists, so that a sync costs one pass over them however many
+// servers there are (the 2,000 servers of a benchmark synced in 21 s with
+// a sort of every server per template). m.mu is held.
 func (m *mirror) overlapping(server, tmpl string) (owner, theirs string, ok bool) {
-	for _, other := range slices.Sorted(maps.Keys(m.shown)) {
-		if other == server {
+	for uri, other := range m.uris {
+		if other == server || m.shown[other] == nil || m.shown[other].templates[uri] == nil || !templatesOverlap(tmpl, uri) {
 			continue
 		}
-		for _, t := range slices.Sorted(maps.Keys(m.shown[other].templates)) {
-			if templatesOverlap(tmpl, t) {
-				return other, t, true
-			}
+		if !ok || other < owner || other == owner && uri < theirs {
+			owner, theirs, ok = other, uri, true
 		}
 	}
-	return "", "", false
+	return owner, theirs, ok
 }
 
 // fitsResourceOf reports whether a resource that another server than
-// server shows in this mirror fits tmpl, setting owner and uri to it. m.mu
-// is held.
+// server shows in this mirror fits tmpl, setting owner and uri to the
+// first by server name, then by URI. m.mu is held.
 func (m *mirror) fitsResourceOf(server, tmpl string, owner, uri *string) bool {
-	for _, other := range slices.Sorted(maps.Keys(m.shown)) {
-		if other == server {
+	found := false
+	for u, other := range m.uris {
+		if other == server || m.shown[other] == nil || m.shown[other].resources[u] == nil || !templateMatches(tmpl, u) {
 			continue
 		}
-		for _, r := range slices.Sorted(maps.Keys(m.shown[other].resources)) {
-			if templateMatches(tmpl, r) {
-				*owner, *uri = other, r
-				return true
-			}
+		if !found || other < *owner || other == *owner && u < *uri {
+			*owner, *uri, found = other, u, true
 		}
 	}
-	return false
+	return found
 }
 
 // warnOverlap says, once per server and template, that a template of
