@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -190,11 +191,15 @@ func runDaemon(ctx context.Context, cfg *Config, kind string, n int) (*DaemonRes
 	r.Threads, r.FDs = int(threads), countFDs(d.PID)
 	log := d.snapshotLog()
 	r.GCs, r.GCAt, r.HeapLive, r.HeapGoal, r.Stacks = log.GCs, log.GCAt, log.HeapLive, log.HeapGoal, log.Stacks
-	children := childrenOf(d.PID)
-	r.Children = len(children)
-	for _, pid := range children {
+	// Each stdio server is a child (bwrap, or the server itself); a
+	// sandbox with network on has a second, its slirp4netns, whose memory
+	// counts with the children's but which is no server.
+	for _, pid := range childrenOf(d.PID) {
 		r.ChildrenRSS += rssBytes(pid)
 		r.ChildrenPSS += pssBytes(pid)
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) != "slirp4netns" {
+			r.Children++
+		}
 	}
 	if server != nil {
 		r.ServerRSS = rssBytes(server.pid)

@@ -390,7 +390,7 @@ func (r *Report) daemonMarkdown(b *strings.Builder) {
 		}
 		return s + "; per server " + perServer(func(d *DaemonResult) float64 { return float64(d.FDs) }, fmtFloat1)(kind)
 	})
-	row("child processes; their RSS (PSS)", func(kind string) string {
+	row("servers' child processes (without the network helpers); all children's RSS (PSS)", func(kind string) string {
 		n := r.daemonStat(kind, func(d *DaemonResult) float64 { return float64(d.Children) })
 		rss := r.daemonStat(kind, u64(func(d *DaemonResult) uint64 { return d.ChildrenRSS }))
 		pss := r.daemonStat(kind, u64(func(d *DaemonResult) uint64 { return d.ChildrenPSS }))
