@@ -40,3 +40,18 @@ func TestServerEditTakesEveryFlagOfAdd(t *testing.T) {
 	}
 	d.fail(t, []string{"--no-sandbox is for stdio servers"}, "server", "edit", "docs", "--no-sandbox")
 }
+
+// A mistyped verb of a group gets the nearest verb, a transposition
+// included ("lsit" is one edit from "list"); on the old code only the
+// root's verbs had suggestions.
+func TestMistypedVerbGetsDidYouMean(t *testing.T) {
+	d := &target{addr: "http://127.0.0.1:1"} // no daemon: the verbs fail before reaching one
+	for _, c := range []struct{ args []string }{
+		{[]string{"server", "lsit"}},
+		{[]string{"toolset", "lst"}},
+		{[]string{"token", "revok"}},
+	} {
+		want := map[string]string{"lsit": `did you mean "list"?`, "lst": `did you mean "list"?`, "revok": `did you mean "revoke"?`}[c.args[1]]
+		d.fail(t, []string{"unknown command", want}, c.args...)
+	}
+}
