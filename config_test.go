@@ -260,3 +260,20 @@ func TestSandboxNetworkJSON(t *testing.T) {
 		}
 	}
 }
+
+// An invalid name is refused with the nearest valid one, not a regular
+// expression: "GitHub" gets "github".
+func TestInvalidNameSuggestsTheNearestValidOne(t *testing.T) {
+	for name, want := range map[string]string{
+		"GitHub":         `name: must be lowercase letters, digits and '-' (at most 48, the first a letter or digit): try "github"`,
+		"My Server_2":    `try "my-server-2"`,
+		"-lead":          `try "lead"`,
+		"-":              "(at most 48, the first a letter or digit)",
+		"x" + "." + "io": `try "x-io"`,
+	} {
+		err := (&ServerConfig{Name: name, Transport: TransportStdio, Command: "x"}).Validate()
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "^[a-z") {
+			t.Errorf("name %q: %v; want %q and no regular expression", name, err, want)
+		}
+	}
+}
