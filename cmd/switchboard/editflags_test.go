@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
@@ -53,5 +54,18 @@ func TestMistypedVerbGetsDidYouMean(t *testing.T) {
 	} {
 		want := map[string]string{"lsit": `did you mean "list"?`, "lst": `did you mean "list"?`, "revok": `did you mean "revoke"?`}[c.args[1]]
 		d.fail(t, []string{"unknown command", want}, c.args...)
+	}
+}
+
+// Refusals of the server verbs say what to do in the CLI's words: an
+// unknown server points at "switchboard server list" (on the old code, at
+// GET /api/v1/servers), and a name that breaks the rule gets the nearest
+// valid one (on the old code, a regular expression).
+func TestServerRefusalsSayWhatToDo(t *testing.T) {
+	d := startServe(t, daemontest.Options{})
+	d.fail(t, []string{`no server named "nosuch"`, `"switchboard server list" lists them`}, "server", "rm", "nosuch")
+	r := d.fail(t, []string{`try "github"`}, "server", "add", "GitHub", "--url", "http://127.0.0.1:1/mcp", "--disabled")
+	if strings.Contains(r.stderr, "^[a-z") {
+		t.Errorf("server add GitHub shows a regular expression: %s", r)
 	}
 }
