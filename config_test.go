@@ -277,3 +277,25 @@ func TestInvalidNameSuggestsTheNearestValidOne(t *testing.T) {
 		}
 	}
 }
+
+// An unsandboxed server's runtime view has no "network": false, which
+// would say it reaches no network when it reaches all of it; a sandboxed
+// one says which.
+func TestUnsandboxedViewSaysNothingOfTheNetwork(t *testing.T) {
+	for _, tc := range []struct {
+		info SandboxInfo
+		want string
+	}{
+		{SandboxInfo{Enabled: false, Reason: "sandbox.enabled is false"}, `{"enabled":false,"reason":"sandbox.enabled is false"}`},
+		{SandboxInfo{Enabled: true, Network: false}, `{"enabled":true,"network":false}`},
+		{SandboxInfo{Enabled: true, Network: true}, `{"enabled":true,"network":true}`},
+	} {
+		b, err := json.Marshal(RuntimeInfo{Sandbox: &tc.info})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"sandbox":`+tc.want) {
+			t.Errorf("%+v: %s, want sandbox %s", tc.info, b, tc.want)
+		}
+	}
+}
