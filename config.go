@@ -476,6 +476,40 @@ var (
 	versionRE   = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 )
 
+// nameRule says what a name must be, with the nearest valid name to the
+// one given, if there is one ("GitHub": "github").
+func nameRule(name string) string {
+	msg := "must be lowercase letters, digits and '-' (at most 48, the first a letter or digit)"
+	if like := nameLike(name); like != "" && like != name {
+		msg += fmt.Sprintf(": try %q", like)
+	}
+	return msg
+}
+
+// nameLike maps name onto the name rule: lowercased, each run of other
+// characters one '-', '-' trimmed from both ends, cut to 48; "" if
+// nothing is left.
+func nameLike(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+			continue
+		}
+		dash = true
+	}
+	s := b.String()
+	if len(s) > 48 {
+		s = strings.TrimRight(s[:48], "-")
+	}
+	return s
+}
+
 // FieldError is a validation failure of one config field.
 type FieldError struct {
 	Field   string // JSON name, e.g. "retry.delays_ms"
@@ -511,7 +545,7 @@ func (c *ServerConfig) Validate() error {
 	case strings.Contains(c.Name, "__"):
 		bad("name", `must not contain "__" (it separates server and tool in aggregated names)`)
 	case !nameRE.MatchString(c.Name):
-		bad("name", "must match ^[a-z0-9][a-z0-9-]{0,47}$ (lowercase letters, digits and '-', at most 48)")
+		bad("name", "%s", nameRule(c.Name))
 	}
 	switch c.Transport {
 	case TransportStdio:

@@ -260,3 +260,42 @@ func TestSandboxNetworkJSON(t *testing.T) {
 		}
 	}
 }
+
+// An invalid name is refused with the nearest valid one, not a regular
+// expression: "GitHub" gets "github".
+func TestInvalidNameSuggestsTheNearestValidOne(t *testing.T) {
+	for name, want := range map[string]string{
+		"GitHub":         `name: must be lowercase letters, digits and '-' (at most 48, the first a letter or digit): try "github"`,
+		"My Server_2":    `try "my-server-2"`,
+		"-lead":          `try "lead"`,
+		"-":              "(at most 48, the first a letter or digit)",
+		"x" + "." + "io": `try "x-io"`,
+	} {
+		err := (&ServerConfig{Name: name, Transport: TransportStdio, Command: "x"}).Validate()
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "^[a-z") {
+			t.Errorf("name %q: %v; want %q and no regular expression", name, err, want)
+		}
+	}
+}
+
+// An unsandboxed server's runtime view has no "network": false, which
+// would say it reaches no network when it reaches all of it; a sandboxed
+// one says which.
+func TestUnsandboxedViewSaysNothingOfTheNetwork(t *testing.T) {
+	for _, tc := range []struct {
+		info SandboxInfo
+		want string
+	}{
+		{SandboxInfo{Enabled: false, Reason: "sandbox.enabled is false"}, `{"enabled":false,"reason":"sandbox.enabled is false"}`},
+		{SandboxInfo{Enabled: true, Network: false}, `{"enabled":true,"network":false}`},
+		{SandboxInfo{Enabled: true, Network: true}, `{"enabled":true,"network":true}`},
+	} {
+		b, err := json.Marshal(RuntimeInfo{Sandbox: &tc.info})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"sandbox":`+tc.want) {
+			t.Errorf("%+v: %s, want sandbox %s", tc.info, b, tc.want)
+		}
+	}
+}

@@ -107,7 +107,9 @@ type SandboxInfo struct {
 	// a running process, what that was enforced as: each entry with the
 	// IPv4 addresses its host name resolved to when the sandbox was
 	// created, e.g. "api.github.com:443 = 140.82.112.6". Without an
-	// allowlist every destination is reachable.
+	// allowlist every destination is reachable. An unsandboxed server's
+	// JSON has no "network": false would say it cannot reach the network,
+	// when it reaches all of it.
 	Network        bool     `json:"network"`
 	NetworkAllow   []string `json:"network_allow,omitempty"`
 	NetworkAllowed []string `json:"network_allowed,omitempty"`
@@ -121,4 +123,17 @@ type SandboxInfo struct {
 	// sum) and "shared_memory" (MAP_SHARED and memfd_create memory, which
 	// RLIMIT_DATA does not count; /tmp and /dev/shm are bounded tmpfs).
 	Unenforced []string `json:"unenforced,omitempty"`
+}
+
+// MarshalJSON leaves "network" out of an unsandboxed server's info (see
+// Network).
+func (s SandboxInfo) MarshalJSON() ([]byte, error) {
+	type plain SandboxInfo
+	if s.Enabled {
+		return json.Marshal(plain(s))
+	}
+	return json.Marshal(struct {
+		plain
+		Network *bool `json:"network,omitempty"` // shadows plain's
+	}{plain: plain(s)})
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -534,14 +535,14 @@ func (g *Gateway) relayMirror(r *http.Request) *mirror {
 // streamable serves the mirrors serverFor picks over Streamable HTTP:
 // stateless for 2026-07-28 requests without a session, stateful sessions
 // (capped) otherwise. A request for which exists fails is answered 404
-// with its message. If relayFor is not nil, the relay serves the calls it
+// with its message (notFound). If relayFor is not nil, the relay serves the calls it
 // can (relay.go) from the mirror relayFor picks.
 func (g *Gateway) streamable(serverFor func(*http.Request) *mcp.Server, exists func(*http.Request) error, relayFor func(*http.Request) *mirror) http.Handler {
 	stateful := mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{SessionTimeout: g.opts.SessionTimeout})
 	stateless := mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{Stateless: true})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := exists(r); err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
+			notFound(w, err)
 			return
 		}
 		var m *mirror
@@ -706,4 +707,15 @@ func (f *progressForwarder) enqueue(p sb.Progress) {
 func (f *progressForwarder) flush() {
 	close(f.queue)
 	<-f.done
+}
+
+// notFound answers 404 for an MCP endpoint that names no server or
+// toolset, in the API's JSON error body, as the 401 and 403 of the same
+// endpoints are.
+func notFound(w http.ResponseWriter, err error) {
+	body, _ := json.Marshal(api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeNotFound, Message: err.Error()}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusNotFound)
+	w.Write(append(body, '\n'))
 }

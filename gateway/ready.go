@@ -56,23 +56,47 @@ func (m *mirror) has(names map[string]origin, name string) bool {
 // settle waits until every server the mirror shows has had the outcome of
 // its first connection attempt, or has been starting for ReadyTimeout,
 // and brings the mirror in step with them: the answer then shows every
-// server connected by now, without waiting for the change window.
+// server connected by now, without waiting for the change window. A
+// toolset's mirror waits only for the servers its selectors name: one
+// slow server of the aggregate holds no toolset that leaves it out.
 func (m *mirror) settle(ctx context.Context) {
 	if m.g.opts.ReadyTimeout < 0 {
 		return
 	}
-	var only []string
-	if m.only != "" {
-		only = []string{m.only}
+	names := m.shownServers()
+	if names != nil && len(names) == 0 {
+		return // a toolset that selects no server there is
 	}
-	if err := m.g.src.WaitSettled(ctx, m.g.opts.ReadyTimeout, only...); err != nil {
+	if err := m.g.src.WaitSettled(ctx, m.g.opts.ReadyTimeout, names...); err != nil {
 		return // the request is cancelled; its handler answers it so
 	}
-	names := only
-	if m.only == "" {
+	if names == nil {
 		names = m.g.src.Names()
 	}
 	for _, name := range names {
 		m.sync(name)
 	}
+}
+
+// shownServers returns the servers the mirror may show: its one server, or
+// those a toolset's selectors name (none, not nil, if they name none); nil
+// for the aggregate, which shows every server.
+func (m *mirror) shownServers() []string {
+	switch {
+	case m.only != "":
+		return []string{m.only}
+	case m.set != "":
+		ts, _, ok := m.g.toolset(m.set)
+		names := []string{}
+		if !ok {
+			return names
+		}
+		for _, name := range m.g.src.Names() {
+			if ts.Servers(name) {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+	return nil
 }

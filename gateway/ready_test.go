@@ -532,3 +532,54 @@ func TestWaitInStepDoesNotWaitForTheChangeWindow(t *testing.T) {
 		}
 	})
 }
+
+// A toolset's first list waits only for the servers the toolset selects:
+// a server of the aggregate that hangs in its first attempt holds /mcp for
+// the ready timeout, and on the old code held every toolset as long.
+func TestToolsetFirstListWaitsOnlyForItsOwnServers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]testserver.Script{"fast": {After: time.Second}, "hung": {Hang: true}})
+		ctx := context.Background()
+		st := sqlitetest.Store(t, values(cfgs, "fast", "hung")...)
+		toolsets, err := registry.NewToolsets(st, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := toolsets.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := toolsets.Create(ctx, &sb.Toolset{Name: "quick", Tools: []sb.Selector{{Server: "fast", Tool: "*"}}}); err != nil {
+			t.Fatal(err)
+		}
+		reg := registry.New(st, &registry.Options{Logger: slog.New(slog.DiscardHandler), Session: so,
+			Followers: []registry.Follower{toolsets}})
+		t.Cleanup(func() { reg.Shutdown(context.Background()) })
+		gw := newGateway(t, reg, reg, gateway.Options{ReadyTimeout: time.Minute, Toolsets: toolsets})
+		if err := reg.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		srv, ok := gw.ServeToolset("quick")
+		if !ok {
+			t.Fatal("no toolset quick")
+		}
+		clientT, serverT := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(ctx, serverT, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "ide"}, nil).Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cs.Close(); ss.Wait() }()
+
+		start := time.Now()
+		names := listToolNames(t, ctx, cs)
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("the toolset's first tools/list answered after %v, want 1s (fast's start; not the minute hung may take)", d)
+		}
+		if !slices.Contains(names, "fast__echo") {
+			t.Errorf("the toolset's first tools/list = %v, want fast's tools", names)
+		}
+	})
+}

@@ -262,7 +262,7 @@ func (g *Gateway) ToolsetHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := ToolsetName(r)
 		if err := exists(r); err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
+			notFound(w, err)
 			return
 		}
 		mu.Lock()

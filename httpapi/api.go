@@ -46,6 +46,9 @@ type Options struct {
 	// says). Empty: no credential is asked for, and whoever can reach the
 	// listener can run any command as the daemon's user.
 	Token string
+	// CredentialFile, if set, is the file that holds Token, which a 401
+	// names so that a client's user knows where to find the credential.
+	CredentialFile string
 	// AllowedHosts are the names, besides loopback ones, that a request's
 	// Host may carry (a host name or IP address, any port; "*" allows
 	// every Host). A request that names the IP address it arrived on is
@@ -99,6 +102,8 @@ type handler struct {
 	tokens   *registry.Tokens
 	oauth    *upstream.OAuth
 	warnings func(server string) []string
+	// unauthorized is the message of a 401 (see Options.CredentialFile).
+	unauthorized string
 }
 
 // warn adds to v what the MCP endpoint does not show of its server.
@@ -115,6 +120,7 @@ func New(o Options) http.Handler {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
+	a.unauthorized = unauthorizedMessage(o.CredentialFile)
 	if o.Token != "" {
 		a.tokenH, a.hasTok = sha256.Sum256([]byte(o.Token)), true
 	}

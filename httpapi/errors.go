@@ -263,7 +263,7 @@ func (a *handler) inServerWords(name string, version int64, err error) error {
 	}
 	switch sb.CodeOf(err) {
 	case sb.CodeNotFound:
-		return &reworded{err, fmt.Sprintf("no server named %q (GET /api/v1/servers lists them)", name)}
+		return &reworded{err, fmt.Sprintf("no server named %q (\"switchboard server list\" lists them; GET /api/v1/servers)", name)}
 	case sb.CodeExists:
 		return &reworded{err, fmt.Sprintf("a server named %q exists already: change it (PUT /api/v1/servers/%s, \"switchboard server edit\") or choose another name", name, name)}
 	case sb.CodeConflict:

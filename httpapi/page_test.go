@@ -39,7 +39,7 @@ func TestInvalidConfigNamesEachField(t *testing.T) {
 	for _, f := range eb.Error.Fields {
 		got[f.Field] = f.Message
 	}
-	for field, want := range map[string]string{"name": "must match", "call_timeout_ms": "must not be negative", "retry.delays_ms[1]": "must be between"} {
+	for field, want := range map[string]string{"name": "must be lowercase letters", "call_timeout_ms": "must not be negative", "retry.delays_ms[1]": "must be between"} {
 		if !strings.Contains(got[field], want) {
 			t.Errorf("field %s: %q, want it to say %q (all: %s)", field, got[field], want, body)
 		}

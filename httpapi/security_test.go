@@ -45,9 +45,10 @@ import (
 )
 
 type secOptions struct {
-	token        string
-	allowedHosts []string
-	session      upstream.Options
+	token          string
+	credentialFile string
+	allowedHosts   []string
+	session        upstream.Options
 }
 
 // secEnv is the API as serve builds it (registry over SQLite, metrics,
@@ -78,7 +79,8 @@ func newSecEnv(t *testing.T, o secOptions) *secEnv {
 	m := metrics.New(reg)
 	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
 	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, Version: "test"})
-	h := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: o.token, AllowedHosts: o.allowedHosts, Logger: log, MCP: gw.Handler()})
+	h := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: o.token, CredentialFile: o.credentialFile,
+		AllowedHosts: o.allowedHosts, Logger: log, MCP: gw.Handler()})
 	srv := httptest.NewServer(h)
 	c, err := client.New(srv.URL, o.token, nil)
 	if err != nil {

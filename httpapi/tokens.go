@@ -103,13 +103,25 @@ func (a *handler) principal(r *http.Request) (p sb.Principal, ok bool) {
 // call is cancelled). The principal rides in the context (sb.WithPrincipal)
 // for the logs and metrics, and as the go-sdk's TokenInfo on the MCP
 // endpoints, which binds a session to the principal that began it.
+// unauthorizedMessage is what a 401 says: what to send, and where the
+// daemon's credential is (file, if serve keeps it in one), never what.
+func unauthorizedMessage(file string) string {
+	msg := `a valid bearer token is required ("Authorization: Bearer <credential>"): the daemon's credential, `
+	if file != "" {
+		msg += "in " + file
+	} else {
+		msg += "the one serve was given (--token-file, --token or SWITCHBOARD_TOKEN)"
+	}
+	return msg + `, or an API token ("switchboard token create")`
+}
+
 func (a *handler) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := a.principal(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 			writeJSON(w, http.StatusUnauthorized, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeUnauthorized,
-				Message: "a valid bearer token is required"}})
+				Message: a.unauthorized}})
 			return
 		}
 		if !p.Allows(endpointOf(r)) {

@@ -610,8 +610,25 @@ func TestSession(ctx context.Context, cfg *sb.ServerConfig, o *upstream.Options)
 		so.Logger = slog.Default()
 	}
 	s := upstream.New(cfg, &so)
-	s.Start(ctx) // the outcome is in the session's runtime info
-	info, logs := s.Info(), s.Logs()
+	startErr := s.Start(ctx) // the outcome is in the session's runtime info
+	info := s.Info()
+	if !settled(info) && errors.Is(startErr, upstream.ErrStartupTimeout) {
+		// Start waits as long as the attempt may take, from a moment
+		// before the attempt began: the attempt's own outcome (a
+		// handshake that timed out is phase initialize, code timeout, as
+		// the live session says) is due a moment later.
+		wctx, cancel := context.WithTimeout(ctx, testOutcomeGrace)
+		info, _ = s.WaitFor(wctx, settled)
+		cancel()
+	}
+	if !settled(info) {
+		var ue *upstream.Error
+		if errors.As(startErr, &ue) {
+			info.Status = sb.StatusError
+			info.Error = &sb.ErrorInfo{Phase: ue.Phase, Code: ue.Code, Message: ue.Message}
+		}
+	}
+	logs := s.Logs()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), upstream.DefaultShutdownTimeout)
 	defer cancel()
 	if err := s.Shutdown(sctx); err != nil {
@@ -620,6 +637,15 @@ func TestSession(ctx context.Context, cfg *sb.ServerConfig, o *upstream.Options)
 	// Report the state the test reached, not the "disabled" of a session
 	// that has been shut down.
 	return api.TestResult{Runtime: info, Logs: logs}, nil
+}
+
+// testOutcomeGrace bounds how long a test session waits, once its startup
+// timeout has passed, for the attempt to report its own outcome.
+const testOutcomeGrace = 10 * time.Second
+
+// settled reports whether a session's first attempt has had an outcome.
+func settled(i sb.RuntimeInfo) bool {
+	return i.Status == sb.StatusConnected || i.Status == sb.StatusError
 }
 
 func randomID() string {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"golang.org/x/sys/unix"
+
 	"github.com/switchboard-mcp/switchboard/internal/proc"
 )
 
@@ -436,7 +438,7 @@ func exitSignal(err error) syscall.Signal {
 }
 
 // DescribeExit tells how a sandboxed command ended, e.g. "exited with
-// status 3" or "was killed by signal killed" (bwrap turns the command's
+// status 3" or "was killed by SIGKILL (killed)" (bwrap turns the command's
 // death by a signal into its own exit status 128+N).
 func DescribeExit(err error) string {
 	var ee *exec.ExitError
@@ -447,7 +449,13 @@ func DescribeExit(err error) string {
 		return "ended: " + err.Error()
 	}
 	if sig := exitSignal(err); sig != 0 {
-		return "was killed by signal " + sig.String()
+		// "was killed by SIGKILL", as an unsandboxed server's exit reads;
+		// the signal's description ("killed") alone read "killed by
+		// signal killed".
+		if name := unix.SignalName(sig); name != "" {
+			return fmt.Sprintf("was killed by %s (%s)", name, sig)
+		}
+		return fmt.Sprintf("was killed by signal %d (%s)", int(sig), sig)
 	}
 	return fmt.Sprintf("exited with status %d", ee.ExitCode())
 }

@@ -239,8 +239,11 @@ func TestExplainTellsWhichLimitKilledTheServer(t *testing.T) {
 			}
 		})
 	}
-	if d := DescribeExit(xcpu); d != "was killed by signal CPU time limit exceeded" {
+	if d := DescribeExit(xcpu); d != "was killed by SIGXCPU (CPU time limit exceeded)" {
 		t.Errorf("DescribeExit(152) = %q", d)
+	}
+	if d := DescribeExit(killed); d != "was killed by SIGKILL (killed)" {
+		t.Errorf("DescribeExit(SIGKILL) = %q, want it to name the signal", d)
 	}
 	if d := DescribeExit(crashed); d != "exited with status 2" {
 		t.Errorf("DescribeExit(2) = %q", d)

@@ -253,7 +253,11 @@ func TestTimeoutAgainstARealProcessIsSeenByTheServer(t *testing.T) {
 	call := testserver.WaitEvent(t, events, func(e testserver.Event) bool { return e.Event == "call" && e.Tool == "sleep" }, time.Second)
 	t.Logf("timeout 500ms: the call returned after %v; the server saw the cancellation %v after the call reached it",
 		returned.Round(time.Millisecond), seen.Time.Sub(call.Time).Round(time.Millisecond))
-	if returned < 500*time.Millisecond || returned > 2*time.Second {
+	// Not before its timeout; how soon after is no unit test's to bound
+	// on a busy machine (the error says it was the timeout, not the
+	// tool's ten seconds, that ended it; TestWithoutResetTheRequestTimeoutFires
+	// pins the instant under synctest).
+	if returned < 500*time.Millisecond {
 		t.Errorf("a 500ms timeout returned after %v", returned)
 	}
 	if _, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "x"}, sb.InvokeOptions{}); err != nil {

@@ -458,13 +458,11 @@ func TestStartupTimeoutKeepsTryingInBackground(t *testing.T) {
 	cfg := stdioConfig(t, "-hang-initialize")
 	cfg.StartupTimeoutMS = 300
 	s, _ := newSession(t, cfg, nil)
-	begin := time.Now()
+	// The error says it was the startup timeout that ended Start, not the
+	// hung attempt (which never ends by itself).
 	err := s.Start(context.Background())
 	if !errors.Is(err, upstream.ErrStartupTimeout) {
 		t.Fatalf("Start = %v, want ErrStartupTimeout", err)
-	}
-	if d := time.Since(begin); d > 3*time.Second {
-		t.Errorf("Start took %v with a 300ms startup timeout", d)
 	}
 	info := s.Info()
 	if !info.StartupTimedOut || info.Status == sb.StatusConnected {
@@ -512,12 +510,14 @@ func TestIgnoredDiscoverProbeDoesNotHang(t *testing.T) {
 	srv := testserver.StartHTTP(t, "-ignore-unknown")
 	cfg := &sb.ServerConfig{Name: "test", Transport: sb.TransportStreamableHTTP, URL: srv.URL, StartupTimeoutMS: 20000}
 	s, _ := newSession(t, cfg, nil)
-	begin := time.Now()
+	// Connected at all, within the one attempt's 20 s startup timeout: a
+	// probe without a bound of its own would have held the attempt until
+	// that timeout failed it.
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	if d := time.Since(begin); d > 10*time.Second {
-		t.Errorf("connect took %v against a server that ignores server/discover", d)
+	if info := s.Info(); info.Attempt != 0 || info.Reconnects != 0 {
+		t.Errorf("connected at attempt %d (%d reconnects); want the first attempt", info.Attempt, info.Reconnects)
 	}
 	if v := s.Info().ProtocolVersion; v != "2025-11-25" {
 		t.Errorf("negotiated %q, want 2025-11-25 after the probe", v)

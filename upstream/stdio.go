@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -232,16 +233,54 @@ func (s *Session) sandboxView(l *link) *sb.SandboxInfo {
 	return rt.Plan(profile)
 }
 
-// stderrHint quotes the server's last stderr line, which usually names the
-// real problem ("Error: Cannot find module ...").
+// stderrHint quotes the stderr line that names the real problem: of the
+// server's last lines, the last that reads as an error ("Error: Cannot find
+// module ...", "ModuleNotFoundError: ...", "panic: ..."), else the last
+// line. A crashing runtime often ends with something else: node prints its
+// version ("Node.js v20.20.2") after the stack, Go the goroutine's frames
+// after the panic.
 func (s *Session) stderrHint() string {
-	last := s.logs.Tail(1)
-	if len(last) == 0 || strings.TrimSpace(last[0]) == "" {
+	line, last := tellingLine(s.logs.Tail(stderrScanLines))
+	if line == "" {
 		return ""
 	}
-	line := last[0]
 	if len(line) > 300 {
 		line = line[:300] + "…"
 	}
-	return "; last stderr line: " + line
+	if last {
+		return "; last stderr line: " + line
+	}
+	return "; stderr said: " + line
+}
+
+// stderrScanLines is how many of the last stderr lines stderrHint reads:
+// enough for node's report of an uncaught error (the error, its stack of
+// ten frames, its properties and the version banner).
+const stderrScanLines = 40
+
+// errorLine matches a line that says what went wrong, at its start (the
+// frames of a stack trace are indented): a Go panic or fatal error, a
+// JavaScript or Python error or exception (dotted names too), an "error:"
+// or "fatal:" of any case, or a log line of level ERROR or FATAL.
+var errorLine = regexp.MustCompile(`^(?:panic: |fatal error: |Uncaught |[\w.]*(?:Error|Exception)\b|(?i:error|fatal)\b)|\blevel=(?:ERROR|FATAL)\b`)
+
+// tellingLine returns, of lines, the last one errorLine matches, or else
+// the last one not blank; last says whether it is the last line not blank.
+func tellingLine(lines []string) (line string, last bool) {
+	lastAt := -1
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.TrimSpace(lines[i]) == "" {
+			continue
+		}
+		if lastAt < 0 {
+			lastAt = i
+		}
+		if errorLine.MatchString(lines[i]) {
+			return lines[i], i == lastAt
+		}
+	}
+	if lastAt < 0 {
+		return "", false
+	}
+	return lines[lastAt], true
 }

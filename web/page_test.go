@@ -335,7 +335,7 @@ func TestFieldErrorAppearsBesideItsField(t *testing.T) {
 	p.click("#save")
 	p.waitJS("the name's error", `!document.getElementById("err-name").hidden`)
 	p.shot("field-errors")
-	if msg := p.text("#err-name"); !strings.Contains(msg, "must match") {
+	if msg := p.text("#err-name"); !strings.Contains(msg, "must be lowercase letters") {
 		t.Errorf("name error %q", msg)
 	}
 	if msg := p.text("#err-call_timeout_ms"); !strings.Contains(msg, "must not be negative") {

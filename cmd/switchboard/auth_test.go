@@ -456,8 +456,20 @@ func TestClientConfig(t *testing.T) {
 	}
 
 	// Claude Desktop: the stdio command, by absolute paths, the database
-	// in its env.
-	r = d.ok(t, "client-config", "claude", "--db", "sqlite:rel.db")
+	// in its env; a database that does not exist is refused, naming the
+	// file (switchboard stdio would create it empty: no tools, no error).
+	dir := t.TempDir()
+	missing := d.runIn(t, dir, "client-config", "claude", "--db", "sqlite:rel.db")
+	if want := "the database " + filepath.Join(dir, "rel.db") + " does not exist"; missing.code == 0 || !strings.Contains(missing.stderr, want) {
+		t.Errorf("client-config claude on a missing database: %s; want a failure saying %q", missing, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rel.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = d.runIn(t, dir, "client-config", "claude", "--db", "sqlite:rel.db")
+	if r.code != 0 {
+		t.Fatalf("client-config claude: %s", r)
+	}
 	var claude struct {
 		MCPServers map[string]struct {
 			Command string            `json:"command"`
@@ -475,7 +487,10 @@ func TestClientConfig(t *testing.T) {
 	}
 	contains(t, "client-config claude's note", r.stderr, "Claude Desktop")
 
-	d.fail(t, []string{"invalid argument"}, "client-config", "emacs")
+	// No client, or one it does not know: the list of clients.
+	for _, args := range [][]string{{"client-config"}, {"client-config", "emacs"}} {
+		d.fail(t, []string{"claude       Claude Desktop", "claude-code  Claude Code", "cursor ", "vscode "}, args...)
+	}
 }
 
 // headerTransport sets one header on every request.

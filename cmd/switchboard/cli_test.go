@@ -305,6 +305,9 @@ func TestCLI(t *testing.T) {
 			t.Errorf("call fail: the tool error went to stdout: %s", r)
 		}
 		d.fail(t, []string{"error (unknown_tool", `did you mean "echo"`}, "call", "echo-srv/ech")
+		// Bad JSON: the example is made of the tool's own first field.
+		d.fail(t, []string{"not valid JSON", `'{"a": 1}'`}, "call", "echo-srv/add", `{a: 1}`)
+		d.fail(t, []string{"must be a JSON object", `'{"text": "..."}'`}, "call", "echo-srv/echo", `"hi"`)
 		d.fail(t, []string{"error (unknown_server"}, "call", "nosuch/echo")
 		d.fail(t, []string{"error (timeout, phase tool_call)"}, "call", "echo-srv/sleep", `{"ms": 5000}`, "--timeout", "200ms")
 		d.fail(t, []string{"want SERVER/TOOL"}, "call", "echo")
@@ -555,7 +558,7 @@ func TestProgressBar(t *testing.T) {
 
 func TestParseArguments(t *testing.T) {
 	for _, ok := range []string{`{}`, ` {"a": [1, 2]} `, ``} {
-		if _, err := parseArguments(ok); err != nil {
+		if _, err := parseArguments(ok, ""); err != nil {
 			t.Errorf("parseArguments(%q): %v", ok, err)
 		}
 	}
@@ -567,7 +570,7 @@ func TestParseArguments(t *testing.T) {
 		`{} {}`:   "one JSON object",
 		`{"a": 1`: "not valid JSON",
 	} {
-		if _, err := parseArguments(in); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := parseArguments(in, ""); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("parseArguments(%q) = %v, want an error containing %q", in, err, want)
 		}
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -67,7 +69,7 @@ what a toolset is there to prevent, so it is refused here.`,
   switchboard client-config cursor --addr http://127.0.0.1:8080
   switchboard client-config claude --db sqlite:$HOME/switchboard.db
   SWITCHBOARD_TOKEN="$(switchboard token create coder-bot --scope toolset:coder -o json | jq -r .token)" switchboard client-config claude-code --toolset coder`,
-		Args: cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
+		Args: clientArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			which := args[0]
 			var (
@@ -292,10 +294,16 @@ func stdioConfig(dsn, toolset string) (stdioClientConfig, error) {
 	if err != nil {
 		return stdioClientConfig{}, fmt.Errorf("finding this binary's path: %w", err)
 	}
-	if path, ok := sqlitePath(dsn); ok && !filepath.IsAbs(path) {
+	if path, ok := sqlitePath(dsn); ok {
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return stdioClientConfig{}, err
+		}
+		// switchboard stdio would create an empty database there, and the
+		// client would see no tools and no error.
+		if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+			return stdioClientConfig{}, fmt.Errorf("--db: the database %s does not exist, so the client would see no servers; "+
+				"give --db the file your servers are in (the --db of your \"switchboard serve\"; its default is ./switchboard.db in the directory it runs in)", abs)
 		}
 		dsn = "sqlite:" + abs
 	}
@@ -307,6 +315,29 @@ func stdioConfig(dsn, toolset string) (stdioClientConfig, error) {
 	}
 	return stdioClientConfig{MCPServers: map[string]stdioServer{entryName(toolset): {Command: self, Args: args,
 		Env: map[string]string{"SWITCHBOARD_DB": dsn}}}}, nil
+}
+
+// clientArg is client-config's Args: one client it knows, else the list
+// of them.
+func clientArg(_ *cobra.Command, args []string) error {
+	if len(args) == 1 {
+		if _, ok := clientConfigs[args[0]]; ok {
+			return nil
+		}
+	}
+	var b strings.Builder
+	switch len(args) {
+	case 0:
+		b.WriteString("name the client to configure:")
+	case 1:
+		fmt.Fprintf(&b, "no client %q; the clients are:", args[0])
+	default:
+		b.WriteString("name one client; the clients are:")
+	}
+	for _, name := range slices.Sorted(maps.Keys(clientConfigs)) {
+		fmt.Fprintf(&b, "\n  %-12s %s", name, clientConfigs[name])
+	}
+	return errors.New(b.String())
 }
 
 // sqlitePath returns the file path of a SQLite DSN (sqlite:PATH or a bare

@@ -35,8 +35,10 @@ func newServerEditCommand() *cobra.Command {
 arguments, env values and headers, the timeouts, and the stored secrets.
 --env K=V and --header "K: V" set one value each (--unset-env K and
 --unset-header K remove one); --arg replaces the whole argument list
-(--clear-args empties it), --mount the sandbox's own mounts; --command on a remote server makes it a stdio
-server, --url on a stdio server a remote one.
+(--clear-args empties it), --mount the sandbox's own mounts; --no-sandbox
+runs it unsandboxed (--no-sandbox=false sandboxes it again); --oauth and
+--oauth-* set one field of its OAuth block each; --command on a remote
+server makes it a stdio server, --url on a stdio server a remote one.
 
 Secrets (env and header values) stay as stored only while they go where
 they went: an edit that changes the command, the arguments or the URL's
@@ -52,6 +54,7 @@ waits for the new connection attempt and prints its outcome.`,
 		Example: `  switchboard server edit github --call-timeout 2m
   switchboard server edit github --env GITHUB_TOKEN=$NEW_TOKEN --wait
   switchboard server edit docs --url https://example.com/v2/mcp --header "Authorization: Bearer $TOKEN"
+  switchboard server edit docs --oauth
   switchboard server edit everything --arg -y --arg @modelcontextprotocol/server-everything@latest`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeServerName,
@@ -106,7 +109,8 @@ waits for the new connection attempt and prints its outcome.`,
 
 // editFlagNames are the flags that change something.
 var editFlagNames = []string{"command", "arg", "env", "cwd", "url", "header", "transport", "protocol",
-	"unset-env", "unset-header", "clear-args", "allow", "clear-allow", "startup-timeout", "call-timeout", "max-total", "mount"}
+	"unset-env", "unset-header", "clear-args", "allow", "clear-allow", "startup-timeout", "call-timeout", "max-total", "mount",
+	"no-sandbox", "oauth", "oauth-grant", "oauth-client-id", "oauth-client-secret", "oauth-scope"}
 
 // edit returns the change the flags given ask for, to apply to the
 // server's config as read: only flags given on the command line count.
@@ -123,6 +127,9 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 	}
 	if changed("allow") && ef.clearAllow {
 		return nil, fmt.Errorf("give --allow or --clear-allow, not both")
+	}
+	if sf.noSandbox && (changed("mount") || changed("allow")) {
+		return nil, fmt.Errorf("--mount and --allow shape the sandbox, which --no-sandbox turns off; give one or the other")
 	}
 	if err := checkAllow(sf.allow); err != nil {
 		return nil, err
@@ -203,6 +210,11 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 				return err
 			}
 		}
+		if changed("no-sandbox") {
+			if err := editNoSandbox(cfg, sf.noSandbox); err != nil {
+				return err
+			}
+		}
 		if err := setPairs(&cfg.Env, env, ef.unsetEnv, "--unset-env", "env variable"); err != nil {
 			return err
 		}
@@ -244,6 +256,22 @@ func editAllow(cfg *sb.ServerConfig, allow []string) error {
 		cfg.Sandbox = &sb.SandboxConfig{}
 	}
 	cfg.Sandbox.Network = &sb.SandboxNetwork{Allow: allow}
+	return nil
+}
+
+// editNoSandbox turns cfg's sandbox off (--no-sandbox) or back on
+// (--no-sandbox=false), keeping its mounts and allowlist for when it is on.
+func editNoSandbox(cfg *sb.ServerConfig, off bool) error {
+	if !cfg.IsStdio() {
+		return fmt.Errorf("--no-sandbox is for stdio servers; a remote server runs elsewhere")
+	}
+	if cfg.Sandbox == nil {
+		cfg.Sandbox = &sb.SandboxConfig{}
+	}
+	cfg.Sandbox.Enabled = nil
+	if off {
+		cfg.Sandbox.Enabled = new(false)
+	}
 	return nil
 }
 

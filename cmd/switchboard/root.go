@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 func newRootCommand() *cobra.Command {
@@ -32,4 +34,24 @@ and errors that say where and why a server failed.`,
 		newServerCommand(), newToolsCommand(), newCallCommand(), newImportCommand(), newClientConfigCommand(),
 		newEventsCommand(), newVersionCommand(), newWebCommand(), newToolsetCommand(), newTokenCommand())
 	return root
+}
+
+// subcommandArgs is the Args of a group of verbs (server, toolset, token):
+// an argument that names none of its verbs is refused with the nearest
+// ones, as cobra suggests verbs only for the root's own.
+func subcommandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	var verbs []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			verbs = append(verbs, c.Name())
+		}
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := upstream.Suggest(args[0], verbs); len(s) > 0 {
+		msg += fmt.Sprintf(": did you mean %q?", s[0])
+	}
+	return fmt.Errorf("%s (see %q)", msg, cmd.CommandPath()+" --help")
 }

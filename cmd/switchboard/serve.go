@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -81,7 +82,9 @@ server's config says "sandbox": {"enabled": false}; the runtime view says
 which. See the README's Sandbox section.
 
 The database is SQLite by default (a file kept at mode 0600), or
-PostgreSQL with a postgres:// DSN. Several serve processes (replicas, e.g.
+PostgreSQL with a postgres:// DSN. One serve at a time uses a SQLite file:
+it holds FILE.lock beside it (its pid, flock'd), and a second serve on the
+file is refused, naming the first. Several serve processes (replicas, e.g.
 behind a load balancer) may share one PostgreSQL database: a change made
 through any of them reaches the others within moments (LISTEN/NOTIFY), and
 each compares everything with the database every --resync-interval in case
@@ -385,6 +388,13 @@ type serveConfig struct {
 
 func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway.Options) error {
 	started := time.Now()
+	if f := store.SQLiteFile(sc.dsn); f != "" {
+		release, err := lockDatabase(f)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	st, err := store.Open(ctx, sc.dsn)
 	if err != nil {
 		return fmt.Errorf("opening the database %s: %w", store.Redact(sc.dsn), err)
@@ -420,12 +430,15 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	m.ReportSessions(gw)
 	defer gw.Close()
 	page := web.New(&web.Options{Logger: log})
-	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token,
+	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token, CredentialFile: sc.auth.file,
 		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: upstream.DefaultInstance,
 		Page: page, Authenticate: page.Authenticate, OAuth: oauth,
 		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings})
 
 	tcp, err := net.Listen("tcp", sc.listen)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listening on %s: %w\n(another process listens there, perhaps another switchboard serve: stop it, or give --listen another address)", sc.listen, err)
+	}
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", sc.listen, err)
 	}

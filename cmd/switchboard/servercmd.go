@@ -37,7 +37,7 @@ are never shown at all.`,
 		Example: `  switchboard server add everything --command npx --arg -y --arg @modelcontextprotocol/server-everything
   switchboard server list
   switchboard server show everything`,
-		Args: cobra.NoArgs,
+		Args: subcommandArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	addTokenFlag(cmd, true)

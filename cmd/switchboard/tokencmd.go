@@ -34,7 +34,7 @@ token name in switchboard_token_calls_total.`,
 		Example: `  switchboard token create coder-bot --scope toolset:coder
   switchboard token list
   switchboard token revoke coder-bot`,
-		Args: cobra.NoArgs,
+		Args: subcommandArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	addTokenFlag(cmd, true)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -162,8 +163,13 @@ stderr.`,
 				}
 				argText = string(b)
 			}
-			arguments, err := parseArguments(argText)
+			arguments, err := parseArguments(argText, "")
 			if err != nil {
+				// Again, with an example of this tool's own arguments, if the
+				// daemon can say what they are.
+				if ex := toolExample(cmd, tool); ex != "" {
+					_, err = parseArguments(argText, ex)
+				}
 				return err
 			}
 			opts, err := f.options()
@@ -215,6 +221,56 @@ func (f *callFlags) options() (client.CallOptions, error) {
 	return client.CallOptions{Timeout: f.timeout, MaxTotalTimeout: f.maxTotal, ResetTimeoutOnProgress: f.resetOnProgress}, nil
 }
 
+// toolExample returns arguments for the tool at address (server/tool)
+// made of its first field ('{"message": "..."}'), or "" if the daemon
+// cannot say what its fields are.
+func toolExample(cmd *cobra.Command, address string) string {
+	server, name, _ := strings.Cut(address, "/")
+	var example string
+	_ = withClient(cmd, func(c *client.Client) error {
+		tools, err := c.ServerTools(cmd.Context(), server)
+		if err != nil {
+			return err
+		}
+		for _, t := range tools {
+			if t.Name == name {
+				fields, _ := prompt.Fields(t.InputSchema)
+				example = exampleArguments(fields)
+			}
+		}
+		return nil
+	})
+	return example
+}
+
+// exampleArguments is a JSON object of the first field of fields (the
+// first required one, if any) with a value of its type; "" for none.
+func exampleArguments(fields []prompt.Field) string {
+	if len(fields) == 0 {
+		return ""
+	}
+	f := fields[0]
+	if i := slices.IndexFunc(fields, func(f prompt.Field) bool { return f.Required }); i >= 0 {
+		f = fields[i]
+	}
+	var v any = "..."
+	switch {
+	case len(f.Enum) > 0:
+		v = f.Enum[0]
+	case f.Type == "integer" || f.Type == "number":
+		v = 1
+	case f.Type == "boolean":
+		v = true
+	case f.Type == "array":
+		v = []any{}
+	case f.Type == "object":
+		v = map[string]any{}
+	}
+	b, _ := json.Marshal(v)
+	k, _ := json.Marshal(f.Name)
+	return fmt.Sprintf("{%s: %s}", k, b)
+}
+
 // progressMode resolves --progress for the stderr errOut: auto is a bar
 // on a terminal and lines elsewhere.
 func (f *callFlags) progressMode(errOut io.Writer) (string, error) {
@@ -230,19 +286,23 @@ func (f *callFlags) progressMode(errOut io.Writer) (string, error) {
 	return "", fmt.Errorf("--progress %q: want bar, lines, none or auto", f.progress)
 }
 
-// parseArguments checks that text is one JSON object.
-func parseArguments(text string) (json.RawMessage, error) {
+// parseArguments checks that text is one JSON object. example is the
+// object its refusals show ("": a generic one).
+func parseArguments(text, example string) (json.RawMessage, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return json.RawMessage("{}"), nil
+	}
+	if example == "" {
+		example = `{"name": "value"}`
 	}
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(strings.NewReader(text))
 	if err := dec.Decode(&obj); err != nil || obj == nil {
 		if err == nil || strings.Contains(err.Error(), "cannot unmarshal") {
-			return nil, fmt.Errorf("the arguments must be a JSON object such as '{\"text\": \"hi\"}', not %s", prompt.FirstLine(text, 40))
+			return nil, fmt.Errorf("the arguments must be a JSON object such as '%s', not %s", example, prompt.FirstLine(text, 40))
 		}
-		return nil, fmt.Errorf("the arguments are not valid JSON (%v); quote them for the shell: '{\"text\": \"hi\"}'", err)
+		return nil, fmt.Errorf("the arguments are not valid JSON (%v); quote them for the shell: '%s'", err, example)
 	}
 	if dec.More() {
 		return nil, errors.New("the arguments must be one JSON object; there is more after it")

@@ -233,7 +233,11 @@ func TestClientConfigOfAToolset(t *testing.T) {
 		t.Errorf("tools %v through the snippet, want [say]", names)
 	}
 
-	r = d.ok(t, "client-config", "claude", "--db", "sqlite:rel.db", "--toolset", "coder")
+	db := filepath.Join(t.TempDir(), "switchboard.db") // client-config claude refuses a database that is not there
+	if err := os.WriteFile(db, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = d.ok(t, "client-config", "claude", "--db", "sqlite:"+db, "--toolset", "coder")
 	var claude struct {
 		MCPServers map[string]struct {
 			Args []string `json:"args"`

@@ -43,7 +43,7 @@ in "tool", for prompts too:
 		Example: `  switchboard toolset add coder --tool github/search_* --tool fs/read_file=read
   switchboard toolset add support -f support.json
   switchboard toolset list`,
-		Args: cobra.NoArgs,
+		Args: subcommandArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	addTokenFlag(cmd, true)
