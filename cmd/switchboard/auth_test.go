@@ -422,9 +422,10 @@ func TestClientConfig(t *testing.T) {
 		})
 	}
 
-	// --write: a new file, 0600, whatever the umask; an existing one is
-	// left alone.
-	file := filepath.Join(t.TempDir(), "mcp.json")
+	// --write: a new file, 0600, whatever the umask, in a directory made
+	// if missing (.vscode in a fresh project); an existing one is left
+	// alone.
+	file := filepath.Join(t.TempDir(), ".vscode", "mcp.json")
 	r := d.ok(t, "client-config", "vscode", "--embed-token", "--write", file)
 	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("--write: %v, mode %v, want 0600", err, fi)

@@ -188,6 +188,11 @@ func tokenNote(which string, given bool) string {
 // snippet may hold a token, and a config file in a project directory is
 // read by whoever reads the project.
 func writePrivate(path string, b []byte) error {
+	// The client's directory (.vscode in a fresh project) may not exist
+	// yet: made as the client would make it.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("--write: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("--write %s: the file exists; merge the snippet into it by hand (print it without --write)", path)
