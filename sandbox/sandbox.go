@@ -92,7 +92,7 @@ type Runtime struct {
 
 // DefaultUser is the user a Switchboard running as root runs sandboxed
 // servers as when Runtime.Credential is unset. `switchboard serve`
-// creates it as a system user when it is missing (see EnsureUser).
+// creates it as a system user when it is missing (see LookupUser).
 const DefaultUser = "switchboard-sandbox"
 
 // nobodyID is the uid and gid of nobody, the last resort of a root

@@ -79,7 +79,7 @@ shuts every server down within 10 seconds.
 Stdio servers run in a bubblewrap sandbox (system directories read-only,
 home hidden, a workspace of their own) wherever bubblewrap works, unless a
 server's config says "sandbox": {"enabled": false}; the runtime view says
-which. See the README's Sandbox section.
+which. See docs/sandbox.md.
 
 The database is SQLite by default (a file kept at mode 0600), or
 PostgreSQL with a postgres:// DSN. One serve at a time uses a SQLite file:
