@@ -103,12 +103,12 @@ func newSide(ctx context.Context, name, transport, bin string) (*side, error) {
 		}
 		if name == SideSession {
 			return mcpSide(name, func(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-				return s.CallTool(ctx, tool, args, sb.InvokeOptions{})
+				return decoded(s.CallTool(ctx, tool, args, sb.InvokeOptions{}))
 			}, closeFn), nil
 		}
 		ex := executor.New(executor.NewMCP(executor.NewStatic(s)))
 		return mcpSide(name, func(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-			return ex.Execute(ctx, s.Name()+"/"+tool, args, sb.InvokeOptions{})
+			return decoded(ex.Execute(ctx, s.Name()+"/"+tool, args, sb.InvokeOptions{}))
 		}, closeFn), nil
 	}
 	return nil, fmt.Errorf("unknown side %q over %q", name, transport)
@@ -298,4 +298,17 @@ func newSession(ctx context.Context, transport, bin string, opts *upstream.Optio
 		return nil, nil, fmt.Errorf("session negotiated protocol %q, want %q", v, pinnedProtocol)
 	}
 	return s, closeFn, nil
+}
+
+// decoded is a call's outcome with its result decoded, as a client of the
+// go-sdk gets it.
+func decoded(res *upstream.Result, err error) (*mcp.CallToolResult, error) {
+	if res == nil {
+		return nil, err
+	}
+	dec, derr := res.Decode()
+	if derr != nil {
+		return nil, derr
+	}
+	return dec, err
 }

@@ -39,9 +39,13 @@ func (p *perClientSessions) Names() []string { return []string{"pc"} }
 
 // pidResult returns a function that reads the pid tool's result, failing
 // the test on an error.
-func pidResult(t *testing.T) func(*mcp.CallToolResult, error) int {
-	return func(res *mcp.CallToolResult, err error) int {
+func pidResult(t *testing.T) func(*upstream.Result, error) int {
+	return func(r *upstream.Result, err error) int {
 		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Decode()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,7 +69,7 @@ func Example() {
 	case errors.As(err, &timeout):
 		fmt.Printf("gave up: the %s limit fired after %s\n", timeout.Limit, timeout.Elapsed)
 	case errors.As(err, &toolErr):
-		fmt.Println("the build failed:", toolErr.Result.Content)
+		fmt.Println("the build failed:", toolErr.Result.MustDecode().Content)
 	case errors.Is(err, upstream.ErrConnectionLost):
 		fmt.Println("the server went away mid-build; it may have run:", err)
 	case errors.Is(err, upstream.ErrUnavailable), errors.Is(err, executor.ErrUnknownServer), errors.Is(err, upstream.ErrUnknownTool):
@@ -77,7 +77,7 @@ func Example() {
 	case err != nil:
 		fmt.Println("error:", err)
 	default:
-		fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+		fmt.Println(res.MustDecode().Content[0].(*mcp.TextContent).Text)
 	}
 
 	_, err = ex.Execute(ctx, "ci/biuld", nil, sb.InvokeOptions{})

@@ -15,8 +15,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -32,7 +30,7 @@ type Plugin interface {
 	Servers() []string
 	// Invoke calls a tool. It must honour every field of opts that its
 	// transport can, and never return a failure as an empty success.
-	Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error)
+	Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*upstream.Result, error)
 }
 
 // A ServerFinder is a Plugin that can tell whether it serves a server
@@ -100,7 +98,7 @@ func New(plugins ...Plugin) *Executor { return &Executor{plugins: plugins} }
 // Execute calls the tool at addr ("server/tool") with args, bounded and
 // observed per opts. An unknown server or tool fails before anything is
 // sent, with the closest names suggested.
-func (e *Executor) Execute(ctx context.Context, addr string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error) {
+func (e *Executor) Execute(ctx context.Context, addr string, args any, opts sb.InvokeOptions) (*upstream.Result, error) {
 	server, tool, err := ParseAddress(addr)
 	if err != nil {
 		return nil, err
@@ -116,7 +114,7 @@ func (e *Executor) Execute(ctx context.Context, addr string, args any, opts sb.I
 // kept holds a plugin to its contract, so that no surface has to: a tool's
 // isError result comes back with its *upstream.ToolError, and a call
 // returns a result or an error, never neither.
-func kept(addr string, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+func kept(addr string, res *upstream.Result, err error) (*upstream.Result, error) {
 	var te *upstream.ToolError
 	switch {
 	case errors.As(err, &te) && res == nil:

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -44,8 +45,8 @@ func TestExecuteDispatchesByAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Content[0].(*mcp.TextContent).Text != "done after 300ms" || len(progress) != 3 {
-		t.Fatalf("result %+v, %d progress notifications", res.Content[0], len(progress))
+	if res.MustDecode().Content[0].(*mcp.TextContent).Text != "done after 300ms" || len(progress) != 3 {
+		t.Fatalf("result %+v, %d progress notifications", res.MustDecode().Content[0], len(progress))
 	}
 }
 
@@ -82,8 +83,8 @@ type finderPlugin struct {
 
 func (f finderPlugin) Servers() []string         { *f.listed++; return f.names }
 func (f finderPlugin) Serves(server string) bool { return slices.Contains(f.names, server) }
-func (finderPlugin) Invoke(context.Context, string, string, any, sb.InvokeOptions) (*mcp.CallToolResult, error) {
-	return &mcp.CallToolResult{}, nil
+func (finderPlugin) Invoke(context.Context, string, string, any, sb.InvokeOptions) (*upstream.Result, error) {
+	return &upstream.Result{Raw: json.RawMessage(`{"content":[]}`)}, nil
 }
 
 // A call is routed without listing every server (with a thousand servers
@@ -112,7 +113,7 @@ func TestExecuteFindsTheServerWithoutListingThem(t *testing.T) {
 type silentPlugin struct{}
 
 func (silentPlugin) Servers() []string { return []string{"quiet"} }
-func (silentPlugin) Invoke(context.Context, string, string, any, sb.InvokeOptions) (*mcp.CallToolResult, error) {
+func (silentPlugin) Invoke(context.Context, string, string, any, sb.InvokeOptions) (*upstream.Result, error) {
 	return nil, nil
 }
 

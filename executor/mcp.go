@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -64,7 +62,7 @@ func (p *MCP) Serves(server string) bool {
 // Invoke implements Plugin. A call whose ctx carries a client (WithClient)
 // runs on the session the server keeps for that client, if its scope is
 // "per-client"; every other call on the server's shared session.
-func (p *MCP) Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error) {
+func (p *MCP) Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*upstream.Result, error) {
 	s, ok := p.sessions.Session(server)
 	if !ok {
 		return nil, &AddressError{Address: server + "/" + tool, Kind: ErrUnknownServer}

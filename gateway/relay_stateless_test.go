@@ -99,13 +99,10 @@ func TestRelayServesStatelessCallsAsTheGoSDKDoes(t *testing.T) {
 			{"rpc_error", `{"code":-32000,"message":"nope"}`, 0},
 		} {
 			tool := prefix + c.tool
-			served, bytes := gateway.RelayServed(e.gw), upstream.RelayedCalls()
+			served := gateway.RelayServed(e.gw)
 			relayed := send(t, statelessRequest(t, e.url+path, tool, c.args, plainCaps, ""))
 			if got := gateway.RelayServed(e.gw) - served; got != 1 {
 				t.Errorf("%s %s: the relay served %d calls, want 1", path, tool, got)
-			}
-			if got := upstream.RelayedCalls() - bytes; got != c.upstreamN {
-				t.Errorf("%s %s: the upstream relayed %d calls as bytes, want %d", path, tool, got, c.upstreamN)
 			}
 			served = gateway.RelayServed(e.gw)
 			sdk := send(t, statelessRequest(t, e.url+path, tool, c.args, samplingCaps, ""))

@@ -58,7 +58,10 @@ func (a *handler) call(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.CallResponse{Result: res})
+	// api.CallResponse with the result as the server wrote it.
+	writeJSON(w, http.StatusOK, struct {
+		Result json.RawMessage `json:"result"`
+	}{res.Raw})
 }
 
 // sseEvent is one server-sent event.
@@ -114,7 +117,7 @@ func (a *handler) streamCall(w http.ResponseWriter, r *http.Request, tool string
 			_, info := classify(err)
 			events <- sseEvent{api.EventError, info}
 		} else {
-			events <- sseEvent{api.EventResult, res}
+			events <- sseEvent{api.EventResult, res.Raw}
 		}
 		close(events)
 	}()

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -156,7 +155,7 @@ var _ executor.ServerFinder = (*instrumented)(nil) // the executor finds servers
 // Serves implements executor.ServerFinder for the wrapped plugin.
 func (i *instrumented) Serves(server string) bool { return executor.Serves(i.Plugin, server) }
 
-func (i *instrumented) Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error) {
+func (i *instrumented) Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*upstream.Result, error) {
 	g := i.m.inflight.WithLabelValues(server)
 	g.Inc()
 	start := time.Now()

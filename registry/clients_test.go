@@ -100,7 +100,7 @@ func TestClientSessionIsEachClientsOwnAndKept(t *testing.T) {
 			t.Fatalf("sessions: shared %p, alice %p then %p, bob %p; want alice's own, kept, and bob's own", shared, a, a2, b)
 		}
 		res, err := a.CallTool(context.Background(), "echo", map[string]any{"text": "mine"}, sb.InvokeOptions{})
-		if err != nil || res.Content[0].(*mcp.TextContent).Text != "mine" {
+		if err != nil || res.MustDecode().Content[0].(*mcp.TextContent).Text != "mine" {
 			t.Fatalf("a call on alice's session: %v %+v", err, res)
 		}
 		doneA()

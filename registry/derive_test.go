@@ -53,7 +53,7 @@ func callText(t *testing.T, reg *registry.Registry, server, tool string, args ma
 		t.Fatalf("%s %s: %v", server, tool, err)
 	}
 	var text strings.Builder
-	for _, c := range res.Content {
+	for _, c := range res.MustDecode().Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
 			text.WriteString(tc.Text)
 		}

@@ -62,7 +62,7 @@ func readInHome(t *testing.T, reg *registry.Registry, server, file string) (text
 	case err != nil:
 		t.Fatalf("read_file in %s: %v", server, err)
 	}
-	for _, c := range res.Content {
+	for _, c := range res.MustDecode().Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
 			text += tc.Text
 		}
@@ -109,7 +109,7 @@ func TestPerClientSessionsShareTheirServersWorkspace(t *testing.T) {
 	cfg.SessionScope = sb.SessionPerClient
 	reg := sandboxRegistry(t, rt, cfg)
 	waitConnected(t, reg, "notes")
-	call := func(client, tool, path string) (*mcp.CallToolResult, error) {
+	call := func(client, tool, path string) (*upstream.Result, error) {
 		t.Helper()
 		s, done, err := reg.ClientSession("notes", client)
 		if err != nil {

@@ -124,7 +124,16 @@ func kindOf(err error) string {
 }
 
 // record tallies one call that was asked to echo want.
-func (o *outcomes) record(res *mcp.CallToolResult, err error, want string) {
+func (o *outcomes) record(r *upstream.Result, err error, want string) {
+	var res *mcp.CallToolResult
+	if r != nil {
+		res, _ = r.Decode()
+	}
+	o.recordDecoded(res, err, want)
+}
+
+// recordDecoded is record for a result decoded.
+func (o *outcomes) recordDecoded(res *mcp.CallToolResult, err error, want string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.failed == nil {

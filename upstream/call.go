@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/rawjson"
+	"github.com/switchboard-mcp/switchboard/wire"
 )
 
 var (
@@ -31,7 +32,7 @@ var (
 // since the request provably never ran. A result with isError is returned
 // together with a *ToolError. No failure is ever returned as an empty
 // success.
-func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error) {
+func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.InvokeOptions) (*Result, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseToolCall, Kind: ErrInvalidOptions, Message: err.Error(), Err: err}
 	}
@@ -91,27 +92,36 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 		if err := cat.validate(s.cfg.Name, name, obj); err != nil {
 			return nil, err
 		}
-		meta := callMeta{tok: tok}
-		if r := l.cs.InitializeResult(); r != nil && r.ProtocolVersion >= protocol20260728 {
+		meta := callMeta{tok: tok, newMeta: l.newMeta}
+		if l.version >= protocol20260728 {
 			// The 2026-07-28 protocol has no logging/setLevel: the level
 			// travels with each request.
 			meta.logLevel = relayLogLevel
 		}
-		var sent *sendRecord // the POSTs of a call over HTTP (httpclient.go)
-		var res *mcp.CallToolResult
+		var sent *sendRecord // the POSTs of a call over the go-sdk's HTTP client (httpclient.go)
+		var res *Result
 		l.calls.Add(1)
-		if out := rawResultFrom(ctx); out != nil && l.frames != nil {
-			res, err = s.relayCall(rctx, l, name, raw, meta, out)
+		if l.conn != nil {
+			res, err = s.wireCall(rctx, l, name, raw, meta)
 		} else {
 			sent = &sendRecord{ctx: rctx}
 			if opts.OnElicitation != nil || opts.OnSampling != nil {
 				sent.tok = tok
 			}
-			if out != nil && l.capturesResults() {
+			out := &rawResult{}
+			if l.capturesResults() {
 				sent.capture = &resultCapture{out: out, max: s.opts.MaxResultBytes}
 			}
 			params := &mcp.CallToolParams{Name: name, Arguments: raw, Meta: meta.mcp()}
-			res, err = l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
+			var r *mcp.CallToolResult
+			r, err = l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
+			switch {
+			case err != nil:
+			case out.Result != nil:
+				res = &Result{Raw: out.Result, IsError: r.IsError}
+			default:
+				res, err = ResultOf(r)
+			}
 		}
 		l.calls.Add(-1)
 		if err == nil && res.IsError {
@@ -134,6 +144,16 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			c.finish()
 			return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseToolCall, Kind: ErrCancelled,
 				Message: "cancelled by the caller: " + context.Cause(ctx).Error(), Err: context.Cause(ctx)}
+		}
+		if we, ok := wire.AsError(err); ok {
+			if try == 0 && !we.Sent {
+				// The link ended between our picking it and the call's
+				// writing; nothing was sent. Wait for the replacement, once.
+				stale = l
+				continue
+			}
+			c.finish()
+			return nil, s.wireFailed(name, l, we)
 		}
 		if try == 0 && (neverSent(err) || (sent != nil && l.overHTTP() && sent.neverPosted())) {
 			// The link died between our picking it and the go-sdk sending
@@ -202,13 +222,14 @@ func (s *Session) statusAnswer(tool string, status int) *CallError {
 // token, if it has one, and the log level, for the 2026-07-28 protocol.
 type callMeta struct {
 	tok, logLevel string
+	newMeta       []byte // the link's 2026-07-28 members (link.newMeta); the go-sdk adds its own
 }
 
-func (m callMeta) empty() bool { return m.tok == "" && m.logLevel == "" }
+func (m callMeta) empty() bool { return m.tok == "" && m.logLevel == "" && len(m.newMeta) == 0 }
 
 // mcp is m as the go-sdk's params carry it; nil if empty.
 func (m callMeta) mcp() mcp.Meta {
-	if m.empty() {
+	if m.tok == "" && m.logLevel == "" {
 		return nil
 	}
 	meta := mcp.Meta{}
@@ -228,6 +249,10 @@ func (m callMeta) appendJSON(b []byte) []byte {
 		return b
 	}
 	b = append(b, '{')
+	b = append(b, m.newMeta...)
+	if len(m.newMeta) > 0 && (m.logLevel != "" || m.tok != "") {
+		b = append(b, ',')
+	}
 	if m.logLevel != "" {
 		b = rawjson.AppendString(b, mcp.MetaKeyLogLevel)
 		b = append(b, ':')
@@ -272,17 +297,7 @@ func (s *Session) callFailed(tool string, l *link, err error, status int) error 
 		}
 	}
 	if rpc, ok := rpcError(err); ok {
-		// The server answered: the connection is fine. Its message is
-		// shown to people and, through /mcp, to models: scrub it, and keep
-		// only the scrubbed copy in the chain.
-		scrubbed := &jsonrpc.Error{Code: rpc.Code, Message: s.redact.String(rpc.Message)}
-		if len(rpc.Data) > 0 {
-			if data := s.redact.String(string(rpc.Data)); json.Valid([]byte(data)) {
-				scrubbed.Data = json.RawMessage(data)
-			}
-		}
-		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
-			Message: fmt.Sprintf("the server answered with JSON-RPC error %d: %s", scrubbed.Code, scrubbed.Message), Err: scrubbed}
+		return s.serverAnswered(tool, rpc)
 	}
 	if l.oversized.Load() && !l.sharedBlame.Load() {
 		// This was the only call in flight, so the frame was its result.
@@ -317,12 +332,13 @@ func (s *Session) callFailed(tool string, l *link, err error, status int) error 
 
 // checkResult enforces the result size cap and turns isError into a
 // *ToolError (returned together with the result).
-func (s *Session) checkResult(tool string, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+func (s *Session) checkResult(tool string, res *Result) (*Result, error) {
 	if res == nil {
 		return nil, &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
 			Message: "the server answered with no result", Err: errors.New("nil result")}
 	}
-	if n := resultSize(res); n > s.opts.MaxResultBytes {
+	if n := len(res.Raw); n > s.opts.MaxResultBytes && resultSize(res.MustDecode()) > s.opts.MaxResultBytes {
+		n = resultSize(res.MustDecode())
 		return nil, &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,
 			Message: fmt.Sprintf("the result is %d bytes, over the %d-byte limit", n, s.opts.MaxResultBytes), Err: ErrResultTooLarge}
 	}
@@ -332,13 +348,101 @@ func (s *Session) checkResult(tool string, res *mcp.CallToolResult) (*mcp.CallTo
 	return res, nil
 }
 
-// resultSize approximates a result's size by its payloads, which dominate:
-// text, binary data, embedded resources and structured content. It is no
-// more than the size of the result as the server sent it, so that a result
-// the relay passes as bytes because they are within the cap (rawOutcome)
-// is one this measure passes too; but for what decoding writes longer:
-// invalid UTF-8, U+2028 and U+2029 in structured content, and a number
-// such as 1e21 (1e+21).
+// wireCall sends a call of the tool name with the raw arguments and meta
+// on the link's own connection, and returns its result as the server
+// wrote it.
+func (s *Session) wireCall(ctx context.Context, l *link, name string, args json.RawMessage, meta callMeta) (*Result, error) {
+	b := make([]byte, 0, 64+len(name)+len(args)+len(meta.newMeta))
+	b = append(b, `{"name":`...)
+	b = rawjson.AppendString(b, name)
+	b = append(b, `,"arguments":`...)
+	b = append(b, args...)
+	if !meta.empty() {
+		b = append(b, `,"_meta":`...)
+		b = meta.appendJSON(b)
+	}
+	b = append(b, '}')
+	raw, err := l.conn.Call(ctx, &wire.Request{Method: "tools/call", Params: b, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	res, err := NewResult(raw)
+	if err == nil && len(raw) > s.opts.MaxResultBytes {
+		_, err = res.Decode() // checkResult measures its payloads
+	}
+	if err != nil {
+		return nil, &wire.Error{Kind: wire.KindProtocol, Sent: true, Err: fmt.Errorf("the server's result: %w", err)}
+	}
+	return res, nil
+}
+
+// wireFailed classifies a call that failed on the link's own connection,
+// from what the wire knows of it (the request was sent: wireCall retries
+// one that was not).
+func (s *Session) wireFailed(tool string, l *link, we *wire.Error) error {
+	switch we.Kind {
+	case wire.KindRPC:
+		return s.serverAnswered(tool, we.RPC)
+	case wire.KindTooLarge:
+		l.blameOnce.Do(func() { l.sharedBlame.Store(l.calls.Load() > 0) })
+		if !l.sharedBlame.Load() {
+			// This was the only call in flight, so the message was its result.
+			return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,
+				Message: fmt.Sprintf("the server sent a message over the %d-byte limit (the result is too large); the connection was reset",
+					we.Limit), Err: ErrResultTooLarge}
+		}
+		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseRuntime, Kind: ErrConnectionLost,
+			Message: fmt.Sprintf("connection lost during the call; it may or may not have run: the server sent a message over the %d-byte limit; the connection was reset (the result of another call in flight, or of this one)", we.Limit),
+			Err:     we}
+	case wire.KindProtocol:
+		if !l.alive() {
+			break // what the server sent ended the connection: it was lost under the call
+		}
+		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
+			Message: s.redact.String(we.Error()), Err: we}
+	}
+	// The connection failed under the call. Name the real cause (the
+	// process's exit status, the closed stream) once the link knows it.
+	msg := describe(we.Err)
+	if we.Kind == wire.KindProtocol {
+		msg = we.Error()
+	}
+	t := time.NewTimer(exitReapGrace)
+	select {
+	case <-l.done:
+		if l.cause != nil {
+			msg = s.redact.String(l.cause.msg)
+		}
+	case <-t.C:
+		// The watcher is late; if Switchboard closed the link, that is
+		// the cause it would have given.
+		if f := l.ownClose(); f != nil {
+			msg = s.redact.String(f.msg)
+		}
+	}
+	t.Stop()
+	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseRuntime, Kind: ErrConnectionLost,
+		Message: "connection lost during the call; it may or may not have run: " + msg, Err: we}
+}
+
+// serverAnswered is a call the server answered with a JSON-RPC error: the
+// connection is fine. Its message is shown to people and, through /mcp,
+// to models: it is scrubbed, and only the scrubbed copy kept in the chain.
+func (s *Session) serverAnswered(tool string, rpc *jsonrpc.Error) error {
+	scrubbed := &jsonrpc.Error{Code: rpc.Code, Message: s.redact.String(rpc.Message)}
+	if len(rpc.Data) > 0 {
+		if data := s.redact.String(string(rpc.Data)); json.Valid([]byte(data)) {
+			scrubbed.Data = json.RawMessage(data)
+		}
+	}
+	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
+		Message: fmt.Sprintf("the server answered with JSON-RPC error %d: %s", scrubbed.Code, scrubbed.Message), Err: scrubbed}
+}
+
+// resultSize measures a result by its payloads, which dominate: text,
+// binary data, embedded resources and structured content. The cap applies
+// to them, not to the envelope, so that a result is refused for what it
+// holds. A result no longer than the cap as sent is within it, unmeasured.
 func resultSize(res *mcp.CallToolResult) int {
 	n := 0
 	for _, c := range res.Content {

@@ -43,7 +43,7 @@ func TestProgressResetsTheRequestTimeout(t *testing.T) {
 		if d := time.Since(start); d != 5*time.Second {
 			t.Errorf("took %v, want 5s", d)
 		}
-		if txt := res.Content[0].(*mcp.TextContent).Text; txt != "done after 5000ms" {
+		if txt := res.MustDecode().Content[0].(*mcp.TextContent).Text; txt != "done after 5000ms" {
 			t.Errorf("result %q", txt)
 		}
 		if len(got) != 5 || got[0].Progress != 1 || got[4].Progress != 5 || got[4].Total != 5 {
@@ -172,7 +172,7 @@ func TestElicitationWaitDoesNotCountAgainstTheTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CallTool: %v", err)
 		}
-		if txt := res.Content[0].(*mcp.TextContent).Text; txt != "answer: yes" || time.Since(start) != 3*time.Second {
+		if txt := res.MustDecode().Content[0].(*mcp.TextContent).Text; txt != "answer: yes" || time.Since(start) != 3*time.Second {
 			t.Fatalf("result %q after %v", txt, time.Since(start))
 		}
 	})
@@ -383,8 +383,8 @@ func TestSessionTerminatedUnderConcurrentCallers(t *testing.T) {
 	for i := range callers {
 		wg.Go(func() {
 			res, err := s.CallTool(context.Background(), "echo", map[string]any{"text": fmt.Sprint(i)}, sb.InvokeOptions{Timeout: 10 * time.Second})
-			if err == nil && res.Content[0].(*mcp.TextContent).Text != fmt.Sprint(i) {
-				err = fmt.Errorf("wrong answer %+v", res.Content[0])
+			if err == nil && res.MustDecode().Content[0].(*mcp.TextContent).Text != fmt.Sprint(i) {
+				err = fmt.Errorf("wrong answer %+v", res.MustDecode().Content[0])
 			}
 			errs[i] = err
 		})
@@ -422,7 +422,7 @@ func TestBadArgumentsNeverReachTheServer(t *testing.T) {
 		}
 	}
 	if res, err := s.CallTool(context.Background(), "add", map[string]any{"a": 1, "b": 2}, sb.InvokeOptions{}); err != nil ||
-		res.Content[0].(*mcp.TextContent).Text != "3" {
+		res.MustDecode().Content[0].(*mcp.TextContent).Text != "3" {
 		t.Fatalf("a good call: %v %+v", err, res)
 	}
 	calls := 0
@@ -464,29 +464,29 @@ func TestResultsKeepEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Content) != 5 {
-		t.Fatalf("%d contents, want 5", len(res.Content))
+	if len(res.MustDecode().Content) != 5 {
+		t.Fatalf("%d contents, want 5", len(res.MustDecode().Content))
 	}
-	text, _ := res.Content[0].(*mcp.TextContent)
-	img, _ := res.Content[1].(*mcp.ImageContent)
-	audio, _ := res.Content[2].(*mcp.AudioContent)
-	link, _ := res.Content[3].(*mcp.ResourceLink)
-	emb, _ := res.Content[4].(*mcp.EmbeddedResource)
+	text, _ := res.MustDecode().Content[0].(*mcp.TextContent)
+	img, _ := res.MustDecode().Content[1].(*mcp.ImageContent)
+	audio, _ := res.MustDecode().Content[2].(*mcp.AudioContent)
+	link, _ := res.MustDecode().Content[3].(*mcp.ResourceLink)
+	emb, _ := res.MustDecode().Content[4].(*mcp.EmbeddedResource)
 	switch {
 	case text == nil || text.Text != "text part":
-		t.Errorf("text %+v", res.Content[0])
+		t.Errorf("text %+v", res.MustDecode().Content[0])
 	case img == nil || !bytes.Equal(img.Data, testserver.MixedImage) || img.MIMEType != "image/png":
-		t.Errorf("image %+v", res.Content[1])
+		t.Errorf("image %+v", res.MustDecode().Content[1])
 	case audio == nil || !bytes.Equal(audio.Data, testserver.MixedAudio):
-		t.Errorf("audio %+v", res.Content[2])
+		t.Errorf("audio %+v", res.MustDecode().Content[2])
 	case link == nil || link.URI != "test://hello":
-		t.Errorf("resource link %+v", res.Content[3])
+		t.Errorf("resource link %+v", res.MustDecode().Content[3])
 	case emb == nil || emb.Resource.Text != "item 7":
-		t.Errorf("embedded resource %+v", res.Content[4])
+		t.Errorf("embedded resource %+v", res.MustDecode().Content[4])
 	}
-	sc, _ := json.Marshal(res.StructuredContent)
-	if string(sc) != `{"answer":42,"items":["a","b"]}` || res.Meta["testserver/trace"] != "abc123" {
-		t.Errorf("structured content %s, _meta %v", sc, res.Meta)
+	sc, _ := json.Marshal(res.MustDecode().StructuredContent)
+	if string(sc) != `{"answer":42,"items":["a","b"]}` || res.MustDecode().Meta["testserver/trace"] != "abc123" {
+		t.Errorf("structured content %s, _meta %v", sc, res.MustDecode().Meta)
 	}
 }
 
@@ -552,7 +552,7 @@ func TestCallWaitsForAConnectingSession(t *testing.T) {
 	s, _ := newSession(t, stdioConfig(t, "-startup-delay", "1s"), nil)
 	go s.Start(context.Background())
 	res, err := s.CallTool(context.Background(), "echo", map[string]any{"text": "late"}, sb.InvokeOptions{Timeout: 10 * time.Second})
-	if err != nil || res.Content[0].(*mcp.TextContent).Text != "late" {
+	if err != nil || res.MustDecode().Content[0].(*mcp.TextContent).Text != "late" {
 		t.Fatalf("call during connect: %v", err)
 	}
 	// A timeout shorter than the connect fails as a request timeout.

@@ -33,7 +33,7 @@ import (
 // resultCapture takes the result of a tool call's answer for out, if it
 // is at most max bytes.
 type resultCapture struct {
-	out *RawResult
+	out *rawResult
 	max int
 }
 
@@ -75,7 +75,6 @@ func (c *resultCapture) take(msg, own []byte) (standIn []byte, ok bool) {
 		return nil, false
 	}
 	c.out.Result = result
-	relayedCalls.Add(1)
 	b := make([]byte, 0, 64+len(id))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)

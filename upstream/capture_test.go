@@ -1,21 +1,9 @@
 package upstream_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
-	"testing"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	sb "github.com/switchboard-mcp/switchboard"
-	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // scriptServer is a Streamable HTTP server whose tools answer as a
@@ -89,59 +77,4 @@ func (ss *scriptServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 	}
 	w.Write([]byte(script))
-}
-
-// A call whose caller asks for the result's bytes (the endpoint's relay)
-// over Streamable HTTP gets, for every shape of answer, what the go-sdk
-// makes of the same answer: the same result (as the server's bytes, taken
-// from the answer, when it is an object within the size cap) or the same
-// error.
-func TestRawResultOverHTTPIsWhatTheGoSDKReads(t *testing.T) {
-	const maxResult = 4 << 10
-	ts := serve(t, (&scriptServer{maxResult: maxResult}).ServeHTTP)
-	s, _ := badInputSession(t, &sb.ServerConfig{Name: "script", Transport: sb.TransportStreamableHTTP, URL: ts.URL,
-		ProtocolVersion: "2025-11-25"}, upstream.Options{MaxResultBytes: maxResult, HealthInterval: -1})
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	taken := map[string]bool{"plain": true, "id-last": true, "tool-error": true, "false-error": true,
-		"two-lines": true, "others-first": true, "other-event": true, "unterminated": true, "json": true}
-	opts := sb.InvokeOptions{Timeout: 10 * time.Second}
-	for name := range scriptAnswers {
-		t.Run(name, func(t *testing.T) {
-			want, wantErr := s.CallTool(context.Background(), name, map[string]any{}, opts)
-
-			ctx, raw := upstream.WithRawResult(context.Background())
-			before := upstream.RelayedCalls()
-			got, err := s.CallTool(ctx, name, map[string]any{}, opts)
-			if n := upstream.RelayedCalls() - before; n != map[bool]int64{true: 1}[taken[name]] {
-				t.Errorf("%d results taken as bytes, want %v", n, taken[name])
-			}
-			// A tool error's message quotes the result's text, which only
-			// the go-sdk's decoding has: a relayed one's caller reads the
-			// result instead (as over stdio).
-			if sameErr := fmt.Sprint(err) == fmt.Sprint(wantErr) || errors.Is(wantErr, upstream.ErrToolError) && errors.Is(err, upstream.ErrToolError); !sameErr || sb.CodeOf(err) != sb.CodeOf(wantErr) {
-				t.Errorf("error %v (%s); the go-sdk's: %v (%s)", err, sb.CodeOf(err), wantErr, sb.CodeOf(wantErr))
-			}
-			if !taken[name] {
-				if raw.Result != nil {
-					t.Errorf("result bytes %s, want none", raw.Result)
-				}
-				if !reflect.DeepEqual(got, want) {
-					t.Errorf("result %+v, want the go-sdk's %+v", got, want)
-				}
-				return
-			}
-			var res mcp.CallToolResult
-			if err := json.Unmarshal(raw.Result, &res); err != nil {
-				t.Fatalf("the result's bytes %s: %v", raw.Result, err)
-			}
-			if !reflect.DeepEqual(&res, want) || got.IsError != want.IsError {
-				t.Errorf("result %s (isError %v), want the go-sdk's %+v", raw.Result, got.IsError, want)
-			}
-			if !bytes.Contains([]byte(strings.ReplaceAll(scriptAnswers[name], "\r\ndata: ", "")), raw.Result) {
-				t.Errorf("result %s is not the server's bytes", raw.Result)
-			}
-		})
-	}
 }

@@ -41,7 +41,28 @@ func (s *Session) connect(ctx context.Context, l *link, t mcp.Transport) (*mcp.C
 		l.forget()
 		return nil, err
 	}
+	l.version = cs.InitializeResult().ProtocolVersion
+	if l.version >= protocol20260728 {
+		l.newMeta = requestMeta(l.version, &s.opts.ClientInfo)
+	}
 	return cs, nil
+}
+
+// requestMeta returns the members of _meta that every request of the
+// 2026-07-28 protocol carries, as the shared client's go-sdk session adds
+// them to its own: the protocol version, the client's info and its
+// capabilities (those its handlers give it: elicitation and sampling).
+func requestMeta(version string, info *mcp.Implementation) []byte {
+	caps := struct {
+		Elicitation *mcp.ElicitationCapabilities `json:"elicitation"`
+		Sampling    *mcp.SamplingCapabilities    `json:"sampling"`
+	}{&mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}, &mcp.SamplingCapabilities{}}
+	b, _ := json.Marshal(map[string]any{ // plain data: never fails; keys sorted
+		mcp.MetaKeyProtocolVersion:    version,
+		mcp.MetaKeyClientInfo:         info,
+		mcp.MetaKeyClientCapabilities: caps,
+	})
+	return b[1 : len(b)-1]
 }
 
 // sharedClient returns the client that introduces itself as info.

@@ -51,7 +51,7 @@ func TestConcurrentElicitationsReachTheirOwnCalls(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			results[i] = res.Content[0].(*mcp.TextContent).Text
+			results[i] = res.MustDecode().Content[0].(*mcp.TextContent).Text
 		})
 	}
 	wg.Wait()

@@ -154,12 +154,16 @@ func (e *CallError) ErrorPhase() sb.Phase { return e.Phase }
 // ToolError is a result with isError set. The result is kept whole.
 type ToolError struct {
 	Server, Tool string
-	Result       *mcp.CallToolResult
+	Result       *Result
 }
 
 func (e *ToolError) Error() string {
 	msg := "the tool reported an error"
-	for _, c := range e.Result.Content {
+	res, err := e.Result.Decode()
+	if err != nil {
+		return fmt.Sprintf("%s/%s: %s", e.Server, e.Tool, msg)
+	}
+	for _, c := range res.Content {
 		if t, ok := c.(*mcp.TextContent); ok && t.Text != "" {
 			msg = t.Text
 			break

@@ -39,7 +39,7 @@ func FuzzTakeResult(f *testing.F) {
 	f.Add(`{"jsonrpc":"2.0","id":7,"result":{},"\u0065rror":{"code":1,"message":"x"}}`, "7", 64)
 	f.Add(`{"jsonrpc":"2.0","id":7,"result":{},"\u0069d":8}`, "7", 64)
 	f.Fuzz(func(t *testing.T, msg, own string, max int) {
-		out := &RawResult{}
+		out := &rawResult{}
 		c := &resultCapture{out: out, max: max}
 		standIn, ok := c.take([]byte(msg), []byte(own))
 		if !ok {
@@ -119,9 +119,9 @@ func TestStreamCapturesTakeOnlyAnswersOfCallsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var sc streamCaptures
 		ctx, end := context.WithCancel(context.Background())
-		out := &RawResult{}
+		out := &rawResult{}
 		sc.add(ctx, []byte("7"), &resultCapture{out: out, max: 1 << 10})
-		sc.add(ctx, nil, &resultCapture{out: &RawResult{}, max: 1 << 10}) // no id: nothing to register
+		sc.add(ctx, nil, &resultCapture{out: &rawResult{}, max: 1 << 10}) // no id: nothing to register
 		if _, ok := sc.take([]byte(`{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{}}`)); ok {
 			t.Error("took a server request with the call's id")
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/wire"
 )
 
 // This file is the link: one live connection to the server, whichever
@@ -22,7 +23,9 @@ type link struct {
 	cs        *mcp.ClientSession
 	transport sb.Transport
 	proc      *process           // stdio only
-	frames    *frameConn         // byte-stream links only: carries relayed calls
+	conn      wire.Conn          // the link's own connection: carries calls and lists as bytes (byte streams, for now)
+	version   string             // the protocol version negotiated
+	newMeta   []byte             // from 2026-07-28 on: the _meta members every request carries (requestMeta)
 	cancel    context.CancelFunc // ends the link's context (the SSE stream)
 	session   *Session           // whose link it is, for the shared client's handlers (client.go)
 	catalog   catalog            // owned by the lifecycle goroutine
@@ -31,6 +34,7 @@ type link struct {
 	oversized   atomic.Bool   // the server sent a stdio frame over the size cap
 	calls       atomic.Int64  // tool calls in flight on this link
 	sharedBlame atomic.Bool   // other calls were in flight when the oversized frame came
+	blameOnce   sync.Once     // sets sharedBlame, for the first call that learns of the oversized message
 	expired     chan struct{} // closed by expire: the server forgot the session
 	expireOnce  sync.Once
 	dead        chan struct{} // closed by markDead: a request found the connection gone
@@ -70,6 +74,13 @@ func newLink(t sb.Transport) *link {
 // alive reports whether the link can still carry a call: it has not ended
 // and the server has not forgotten its session.
 func (l *link) alive() bool {
+	if l.conn != nil {
+		select {
+		case <-l.conn.Done():
+			return false
+		default:
+		}
+	}
 	select {
 	case <-l.done:
 		return false
@@ -217,9 +228,25 @@ func (l *link) dropCause(cause *failure) *failure {
 // the link's watcher makes of the end (found, called only then).
 func (l *link) ended(found func() *failure) {
 	if l.cause = l.ownClose(); l.cause == nil {
-		l.cause = found()
+		if l.cause = l.wireCause(); l.cause == nil {
+			l.cause = found()
+		}
 	}
 	close(l.done)
+}
+
+// wireCause is the cause of a link whose own connection ended on a message
+// over the size cap, or nil.
+func (l *link) wireCause() *failure {
+	if l.conn == nil {
+		return nil
+	}
+	we, ok := wire.AsError(l.conn.Err())
+	if !ok || we.Kind != wire.KindTooLarge {
+		return nil
+	}
+	return fail(sb.PhaseRuntime, sb.CodeResultTooLarge, retryFast, ErrResultTooLarge,
+		"the server sent a message over the %d-byte limit; the connection was reset", we.Limit)
 }
 
 // ownClose returns why Switchboard closed the link, or nil if it has not

@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/switchboard-mcp/switchboard/internal/rawjson"
+	"github.com/switchboard-mcp/switchboard/wire"
 )
 
 // This file lists a server's tools, resources, templates and prompts on a
@@ -33,21 +34,19 @@ import (
 // to the go-sdk's requests; links that negotiated one list through the
 // go-sdk as before.
 
-// listsRaw reports whether l lists over its frame connection.
-func (l *link) listsRaw() bool {
-	return l.frames != nil && l.cs.InitializeResult().ProtocolVersion < protocol20260728
-}
+// listsRaw reports whether l lists over its own connection.
+func (l *link) listsRaw() bool { return l.conn != nil }
 
 // rawPages lists method page by page, as the go-sdk's iterators do:
 // decode each result into a new R, yield what page returns, follow the
 // cursor until it is empty.
-func rawPages[R any, T any](ctx context.Context, c *frameConn, method string, page func(*R) ([]T, string)) iter.Seq2[T, error] {
+func rawPages[R any, T any](ctx context.Context, l *link, method string, page func(*R) ([]T, string)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		cursor := ""
 		for {
 			res := new(R)
-			if err := c.rawRequest(ctx, method, cursor, res); err != nil {
+			if err := l.rawRequest(ctx, method, cursor, res); err != nil {
 				yield(zero, err)
 				return
 			}
@@ -67,47 +66,34 @@ func rawPages[R any, T any](ctx context.Context, c *frameConn, method string, pa
 
 // rawRequest sends a list request (with cursor, if set) and decodes its
 // result into out. Errors read as the go-sdk's do: `calling "tools/list":
-// ...`, the server's JSON-RPC error as a *jsonrpc.Error, a connection
-// that ended as mcp.ErrConnectionClosed unless what ended it was a
-// malformed message, which is named instead.
-func (c *frameConn) rawRequest(ctx context.Context, method, cursor string, out any) error {
-	params := "{}"
+// ...`, wrapping the wire's *wire.Error.
+func (l *link) rawRequest(ctx context.Context, method, cursor string, out any) error {
+	params := make([]byte, 0, 32+len(cursor)+len(l.newMeta))
+	params = append(params, '{')
 	if cursor != "" {
-		q, _ := json.Marshal(cursor) // a string: never fails
-		params = `{"cursor":` + string(q) + `}`
+		params = append(params, `"cursor":`...)
+		params = rawjson.AppendString(params, cursor)
 	}
-	reply, err := c.call(ctx, func(id string) []byte {
-		return []byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"` + method + `","params":` + params + "}\n")
-	})
+	if len(l.newMeta) > 0 {
+		if cursor != "" {
+			params = append(params, ',')
+		}
+		params = append(params, `"_meta":{`...)
+		params = append(params, l.newMeta...)
+		params = append(params, '}')
+	}
+	params = append(params, '}')
+	result, err := l.conn.Call(ctx, &wire.Request{Method: method, Params: params})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if rerr := c.endedBy(); rerr != nil && !errors.Is(rerr, io.EOF) && errors.Is(err, mcp.ErrConnectionClosed) {
-			return fmt.Errorf("calling %q: %w", method, rerr)
-		}
 		return fmt.Errorf("calling %q: %w", method, err)
 	}
-	if reply.err != nil {
-		return fmt.Errorf("calling %q: %w", method, reply.err)
-	}
-	if _, err := segjson.Parse(reply.result, out, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+	if _, err := segjson.Parse(result, out, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 		return fmt.Errorf("calling %q: %w", method, err)
 	}
 	return nil
-}
-
-// endedBy returns why reading the connection stopped, or nil while it
-// reads.
-func (c *frameConn) endedBy() error {
-	select {
-	case <-c.ended:
-	default:
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.readErr
 }
 
 // toolPages lists the server's tools.
@@ -115,7 +101,7 @@ func (l *link) toolPages(ctx context.Context) iter.Seq2[*mcp.Tool, error] {
 	if !l.listsRaw() {
 		return l.cs.Tools(ctx, nil)
 	}
-	return rawPages(ctx, l.frames, "tools/list", func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) {
+	return rawPages(ctx, l, "tools/list", func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) {
 		return l.session.validTools(r.Tools), r.NextCursor
 	})
 }
@@ -124,7 +110,7 @@ func (l *link) resourcePages(ctx context.Context) iter.Seq2[*mcp.Resource, error
 	if !l.listsRaw() {
 		return l.cs.Resources(ctx, nil)
 	}
-	return rawPages(ctx, l.frames, "resources/list", func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) {
+	return rawPages(ctx, l, "resources/list", func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) {
 		return r.Resources, r.NextCursor
 	})
 }
@@ -133,7 +119,7 @@ func (l *link) templatePages(ctx context.Context) iter.Seq2[*mcp.ResourceTemplat
 	if !l.listsRaw() {
 		return l.cs.ResourceTemplates(ctx, nil)
 	}
-	return rawPages(ctx, l.frames, "resources/templates/list", func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
+	return rawPages(ctx, l, "resources/templates/list", func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
 		return r.ResourceTemplates, r.NextCursor
 	})
 }
@@ -142,7 +128,7 @@ func (l *link) promptPages(ctx context.Context) iter.Seq2[*mcp.Prompt, error] {
 	if !l.listsRaw() {
 		return l.cs.Prompts(ctx, nil)
 	}
-	return rawPages(ctx, l.frames, "prompts/list", func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) {
+	return rawPages(ctx, l, "prompts/list", func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) {
 		return r.Prompts, r.NextCursor
 	})
 }
@@ -152,17 +138,12 @@ func (l *link) setLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
 	if !l.listsRaw() {
 		return l.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
 	}
-	q, _ := json.Marshal(level) // a string: never fails
-	reply, err := l.frames.call(ctx, func(id string) []byte {
-		return []byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"logging/setLevel","params":{"level":` + string(q) + "}}\n")
-	})
-	switch {
-	case err != nil:
-		return err
-	case reply.err != nil:
-		return reply.err
-	}
-	return nil
+	params := make([]byte, 0, 32+len(l.newMeta))
+	params = append(params, `{"level":`...)
+	params = rawjson.AppendString(params, string(level))
+	params = append(params, '}')
+	_, err := l.conn.Call(ctx, &wire.Request{Method: "logging/setLevel", Params: params})
+	return err
 }
 
 // validTools drops what the go-sdk's ListTools drops (filterValidTools): a

@@ -68,7 +68,7 @@ func call(t *testing.T, s *upstream.Session, tool string, args map[string]any) (
 		t.Fatalf("%s: %v", tool, err)
 	}
 	text := ""
-	for _, c := range res.Content {
+	for _, c := range res.MustDecode().Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
 			text += tc.Text
 		}

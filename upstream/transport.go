@@ -6,34 +6,21 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/wire"
 )
 
 // This file carries MCP over a byte stream: newline-delimited JSON-RPC, on
 // a stdio server's pipes or on the stream that Options.Dial returns (an
 // in-process server).
 
-// ioTransport speaks newline-delimited JSON-RPC over r and w, frames
-// bounded by the result size cap; its connection (frames.go), kept on the
-// link, also carries relayed calls, and shows every message to the
-// progress tap (onWire) as it reads it. The connection ends on an
-// oversized frame without saying so in a way a caller can test; the
-// oversize hook notes it on the link first.
+// ioTransport speaks newline-delimited JSON-RPC over r and w (wire.Stream),
+// messages bounded by the result size cap; the connection, kept on the
+// link, also carries calls and lists as bytes, and shows every message to
+// the progress tap (onWire) as it reads it.
 func (s *Session) ioTransport(l *link, r io.ReadCloser, w io.WriteCloser) mcp.Transport {
-	limit := s.opts.MaxResultBytes + frameOverhead
-	return &frameTransport{
-		r:     r,
-		w:     w,
-		limit: limit,
-		hooks: frameHooks{line: s.onWire, oversize: func() {
-			// No call is sent on the link from here on: calls wait for the
-			// reconnect instead of failing on a connection being reset.
-			l.markDead(fail(sb.PhaseRuntime, sb.CodeResultTooLarge, retryFast, ErrResultTooLarge,
-				"the server sent a message over the %d-byte limit; the connection was reset", limit))
-			l.sharedBlame.Store(l.calls.Load() > 1)
-			l.oversized.Store(true) // last: it publishes the two above
-		}},
-		conn: &l.frames,
-	}
+	c := wire.NewStream(r, w, &wire.Options{Limit: s.opts.MaxResultBytes + frameOverhead, OnMessage: s.onWire})
+	l.conn = c
+	return wire.Transport{C: c}
 }
 
 // dialCustom connects over the byte stream of Options.Dial.

@@ -167,7 +167,7 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("the server sent a message over the %d-byte limit", e.Limit)
 	case KindRPC:
 		if e.RPC != nil {
-			return fmt.Sprintf("JSON-RPC error %d: %s", e.RPC.Code, e.RPC.Message)
+			return e.RPC.Error() // the server's words, as the go-sdk reports them
 		}
 	}
 	if e.Err != nil {
