@@ -330,14 +330,37 @@ func (c *SSE) message(events *eventReader, data []byte) error {
 			return nil
 		}
 	}
-	msgs, err := decodeMessages(data)
-	for _, m := range msgs {
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '[' {
+		m, err := jsonrpc.DecodeMessage(data)
+		if err != nil {
+			return &Error{Kind: KindProtocol, Err: err}
+		}
+		c.deliver(m)
+		return nil
+	}
+	// A batch, which protocol 2024-11-05 allows: each of its messages is
+	// routed as one of its own would be.
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return &Error{Kind: KindProtocol, Err: err}
+	}
+	if len(raws) == 0 {
+		return &Error{Kind: KindProtocol, Err: errors.New("an empty batch")}
+	}
+	for _, raw := range raws {
+		if bytes.Contains(raw, callIDQuoted) {
+			if id, reply, ok := parseReply(raw); ok {
+				c.answer(id, reply)
+				continue
+			}
+		}
+		m, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return &Error{Kind: KindProtocol, Err: err}
+		}
 		if !c.deliver(m) {
 			return nil
 		}
-	}
-	if err != nil {
-		return &Error{Kind: KindProtocol, Err: err}
 	}
 	return nil
 }
@@ -401,35 +424,6 @@ func (c *SSE) deliver(m jsonrpc.Message) bool {
 	case <-c.ctx.Done():
 		return false
 	}
-}
-
-// decodeMessages decodes one event's data: a message, or a batch of them
-// (which protocol 2024-11-05 allows).
-func decodeMessages(data []byte) ([]jsonrpc.Message, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '[' {
-		m, err := jsonrpc.DecodeMessage(data)
-		if err != nil {
-			return nil, err
-		}
-		return []jsonrpc.Message{m}, nil
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, err
-	}
-	if len(raws) == 0 {
-		return nil, errors.New("an empty batch")
-	}
-	msgs := make([]jsonrpc.Message, 0, len(raws))
-	for _, raw := range raws {
-		m, err := jsonrpc.DecodeMessage(raw)
-		if err != nil {
-			return msgs, err
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, nil
 }
 
 // parseReply reads a response with a Call's id: its id and its result or

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,13 +43,17 @@ type sseServer struct {
 	callAccepted chan struct{}
 }
 
+// bigAnswer is the size of the "big" tool's text: over the limit of the
+// tests that set one.
+const bigAnswer = 256 << 10
+
 var errReleased = errors.New("released by the test's end")
 
 type textArgs struct {
 	Text string `json:"text"`
 }
 
-func newSSEServer(t *testing.T) *sseServer {
+func newSSEServer(t testing.TB) *sseServer {
 	t.Helper()
 	s := &sseServer{blockStarted: make(chan struct{}, 4), blockEnded: make(chan error, 4), release: make(chan struct{}), callAccepted: make(chan struct{}, 16)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "ssetest", Version: "1"}, nil)
@@ -72,6 +77,9 @@ func newSSEServer(t *testing.T) *sseServer {
 			return nil, nil, err
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action + ":" + fmt.Sprint(res.Content["name"])}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "big"}, func(ctx context.Context, req *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("z", bigAnswer)}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "block"}, func(ctx context.Context, req *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, any, error) {
 		s.blockStarted <- struct{}{}
@@ -130,7 +138,7 @@ func (c *client) seen() []string {
 
 // dial connects a go-sdk client to url over DialSSE; its elicitation
 // handler accepts with the name "ada".
-func dial(t *testing.T, url string, limit int) *client {
+func dial(t testing.TB, url string, limit int) *client {
 	t.Helper()
 	c := &client{hc: &http.Client{Transport: &http.Transport{}}}
 	conn, err := wire.DialSSE(context.Background(), url, c.hc, &wire.Options{Limit: limit, OnMessage: func(msg []byte) {
@@ -177,7 +185,7 @@ func callTool(name string, args any, meta string) *wire.Request {
 }
 
 // text returns the first text of a tools/call result.
-func text(t *testing.T, raw json.RawMessage) string {
+func text(t testing.TB, raw json.RawMessage) string {
 	t.Helper()
 	var r struct {
 		Content []struct{ Text string }
@@ -211,7 +219,7 @@ func TestSSECallReturnsTheResultAsBytesBesideTheGoSDK(t *testing.T) {
 	}
 	// The go-sdk's own requests run over the same connection.
 	tools, err := c.session.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 4 {
+	if err != nil || len(tools.Tools) != 5 {
 		t.Fatalf("ListTools = %v, %v", tools, err)
 	}
 	res, err := c.session.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: textArgs{"via sdk"}})
@@ -385,6 +393,7 @@ type rawSSE struct {
 	*httptest.Server
 	events chan string // written to the stream as they come; close to end it
 	posts  chan []byte // every POST's body
+	status int         // what a POST is answered with (0: 202)
 }
 
 func newRawSSE(t *testing.T, endpoint string) *rawSSE {
@@ -393,7 +402,7 @@ func newRawSSE(t *testing.T, endpoint string) *rawSSE {
 		if req.Method == http.MethodPost {
 			body, _ := io.ReadAll(req.Body)
 			r.posts <- body
-			w.WriteHeader(http.StatusAccepted)
+			w.WriteHeader(cmp.Or(r.status, http.StatusAccepted))
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -529,5 +538,74 @@ func TestSSEOversizedMessageThatCannotBeToldApartEndsTheConnection(t *testing.T)
 	wantKind(t, conn.Err(), wire.KindTooLarge)
 	if we := wantKind(t, <-errc, wire.KindClosed); !we.Sent {
 		t.Fatalf("the waiting Call: %+v", we)
+	}
+}
+
+func TestSSEOversizedAnswerFromTheGoSDKServerFailsEachRequestAlone(t *testing.T) {
+	noLeaks(t)
+	s := newSSEServer(t)
+	c := dial(t, s.URL, bigAnswer/2)
+	_, err := c.conn.Call(context.Background(), callTool("big", textArgs{}, ""))
+	if we := wantKind(t, err, wire.KindTooLarge); we.Limit != bigAnswer/2 {
+		t.Fatalf("Call: %+v", we)
+	}
+	// The go-sdk's own request is failed with the wire's error, as its
+	// jsonrpc2 layer hands a response's error to the caller.
+	_, err = c.session.CallTool(context.Background(), &mcp.CallToolParams{Name: "big", Arguments: textArgs{}})
+	wantKind(t, err, wire.KindTooLarge)
+	raw, err := c.conn.Call(context.Background(), callTool("echo", textArgs{"still here"}, ""))
+	if err != nil || text(t, raw) != "still here" {
+		t.Fatalf("Call after = %s, %v", raw, err)
+	}
+	if _, err := c.session.ListTools(context.Background(), nil); err != nil {
+		t.Fatalf("the go-sdk's ListTools after: %v", err)
+	}
+}
+
+func TestSSEPostAnswered404EndsTheConnection(t *testing.T) {
+	noLeaks(t)
+	r := newRawSSE(t, "/messages")
+	r.status = http.StatusNotFound
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	conn, err := wire.DialSSE(context.Background(), r.URL, hc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = conn.Call(context.Background(), callTool("any", nil, ""))
+	if we := wantKind(t, err, wire.KindSessionMissing); we.Status != http.StatusNotFound || !we.Sent {
+		t.Fatalf("Call: %+v", we)
+	}
+	<-conn.Done()
+	wantKind(t, conn.Err(), wire.KindSessionMissing)
+}
+
+func TestSSEBatchAnswerReachesItsCall(t *testing.T) {
+	noLeaks(t)
+	r := newRawSSE(t, "/messages")
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	conn, err := wire.DialSSE(context.Background(), r.URL, hc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go func() {
+		<-r.posts
+		r.events <- `data: [{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}},` +
+			`{"jsonrpc":"2.0","id":"sb-1","result":{"content":[{"type":"text","text":"batched"}]}}]` + "\n\n"
+	}()
+	readc := make(chan error, 1)
+	go func() {
+		_, err := conn.Read(context.Background()) // the notification, for the go-sdk
+		readc <- err
+	}()
+	raw, err := conn.Call(context.Background(), callTool("any", nil, ""))
+	if err != nil || text(t, raw) != "batched" {
+		t.Fatalf("Call = %s, %v", raw, err)
+	}
+	if err := <-readc; err != nil {
+		t.Fatalf("Read: %v", err)
 	}
 }
