@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,7 +48,7 @@ type SSE struct {
 
 	incoming chan jsonrpc.Message // to Read, in the stream's order
 
-	next    atomic.Uint64
+	ids     ids
 	mu      sync.Mutex
 	pending map[string]chan sseReply // Calls awaiting their answer
 	cause   *Error                   // why the connection was ended, if not by the stream or Close
@@ -66,12 +65,6 @@ type sseReply struct {
 	result json.RawMessage
 	err    *Error
 }
-
-// callIDPrefix starts the id of every Call: the go-sdk numbers its
-// requests, so it never uses this namespace.
-const callIDPrefix = "sb-"
-
-var callIDQuoted = []byte(`"` + callIDPrefix)
 
 // afterCallTimeout bounds the POST of a notifications/cancelled sent for
 // a Call whose ctx has ended: nothing else bounds it but the connection.
@@ -323,8 +316,8 @@ func (c *SSE) message(events *eventReader, data []byte) error {
 	if c.onMsg != nil {
 		c.onMsg(data)
 	}
-	if bytes.Contains(data, callIDQuoted) {
-		if id, reply, ok := parseReply(data); ok {
+	if bytes.Contains(data, idPrefixQuoted) {
+		if id, reply, ok := sseReplyOf(data); ok {
 			events.take() // the result is a part of data, now the caller's
 			c.answer(id, reply)
 			return nil
@@ -348,8 +341,8 @@ func (c *SSE) message(events *eventReader, data []byte) error {
 		return &Error{Kind: KindProtocol, Err: errors.New("an empty batch")}
 	}
 	for _, raw := range raws {
-		if bytes.Contains(raw, callIDQuoted) {
-			if id, reply, ok := parseReply(raw); ok {
+		if bytes.Contains(raw, idPrefixQuoted) {
+			if id, reply, ok := sseReplyOf(raw); ok {
 				c.answer(id, reply)
 				continue
 			}
@@ -384,7 +377,7 @@ func (c *SSE) oversized(ev *sseEvent) error {
 		return nil
 	case kind == kindResponse && id != nil:
 		c.log.Warn("discarded an answer over the size limit", "limit", c.limit, "size", ev.size)
-		if s, ok := rawjson.String(id); ok && strings.HasPrefix(s, callIDPrefix) {
+		if s, ok := rawjson.String(id); ok && strings.HasPrefix(s, idPrefix) {
 			c.answer(s, sseReply{err: tooLarge})
 			return nil
 		}
@@ -426,41 +419,17 @@ func (c *SSE) deliver(m jsonrpc.Message) bool {
 	}
 }
 
-// parseReply reads a response with a Call's id: its id and its result or
-// error (the result is a part of data).
-func parseReply(data []byte) (id string, reply sseReply, ok bool) {
-	var result, rpcErr []byte
-	isRequest := false
-	err := rawjson.Members(data, func(k, v []byte) bool {
-		switch string(k) {
-		case "id":
-			id, _ = rawjson.String(v)
-		case "method":
-			isRequest = true
-		case "result":
-			result = v
-		case "error":
-			rpcErr = v
-		}
-		return true
-	})
-	if err != nil || isRequest || !strings.HasPrefix(id, callIDPrefix) {
+// sseReplyOf reads a response with a Call's id (parseReply) as what fails
+// or answers the Call.
+func sseReplyOf(data []byte) (id string, r sseReply, ok bool) {
+	id, rep, ok := parseReply(data)
+	if !ok {
 		return "", sseReply{}, false
 	}
-	switch {
-	case rpcErr != nil:
-		var e jsonrpc.Error
-		if json.Unmarshal(rpcErr, &e) != nil {
-			reply.err = &Error{Kind: KindProtocol, Sent: true, Err: errors.New("the server answered with a malformed error")}
-			break
-		}
-		reply.err = &Error{Kind: KindRPC, Sent: true, RPC: &e}
-	case result != nil:
-		reply.result = result
-	default:
-		reply.err = &Error{Kind: KindProtocol, Sent: true, Err: errors.New("the server answered with neither a result nor an error")}
+	if rep.err != nil {
+		return id, sseReply{err: &Error{Kind: KindRPC, Sent: true, RPC: rep.err}}, true
 	}
-	return id, reply, true
+	return id, sseReply{result: rep.result}, true
 }
 
 // Read implements mcp.Connection: the next message of the stream that is
@@ -556,7 +525,7 @@ func (c *SSE) Err() error {
 // server is told with notifications/cancelled (when the request was
 // sent) and ctx's error returned.
 func (c *SSE) Call(ctx context.Context, req *Request) (json.RawMessage, error) {
-	id := callIDPrefix + strconv.FormatUint(c.next.Add(1), 10)
+	id := c.ids.take()
 	ch := make(chan sseReply, 1)
 	c.mu.Lock()
 	if c.pending == nil {
@@ -566,16 +535,7 @@ func (c *SSE) Call(ctx context.Context, req *Request) (json.RawMessage, error) {
 	c.pending[id] = ch
 	c.mu.Unlock()
 
-	body := make([]byte, 0, 64+len(req.Method)+len(req.Params))
-	body = append(body, `{"jsonrpc":"2.0","id":"`...)
-	body = append(body, id...)
-	body = append(body, `","method":`...)
-	body = rawjson.AppendString(body, req.Method)
-	if len(req.Params) > 0 {
-		body = append(body, `,"params":`...)
-		body = append(body, req.Params...)
-	}
-	body = append(body, '}')
+	body := appendRequest(make([]byte, 0, 64+len(req.Method)+len(req.Params)), id, req)
 
 	if err := c.post(ctx, body, req.Header); err != nil {
 		c.forget(id)
@@ -619,12 +579,7 @@ func (c *SSE) forget(id string) {
 // cancelled tells the server that the Call with id was given up, as the
 // go-sdk does for its own requests; ctx, the Call's, has ended.
 func (c *SSE) cancelled(ctx context.Context, id string) {
-	body := make([]byte, 0, 128)
-	body = append(body, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"`...)
-	body = append(body, id...)
-	body = append(body, `","reason":`...)
-	body = rawjson.AppendString(body, context.Cause(ctx).Error())
-	body = append(body, "}}"...)
+	body := cancelled(id, context.Cause(ctx).Error())
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterCallTimeout)
 	defer cancel()
 	if err := c.post(pctx, body, nil); err != nil {
