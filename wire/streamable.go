@@ -698,7 +698,11 @@ func (c *Streamable) readStream(resp *http.Response, id jsonrpc.ID, lastID *stri
 	er := newEventReader(resp.Body, c.limit)
 	defer func() {
 		er.release()
-		resp.Body.Close()
+		if ans != nil {
+			c.drain(resp.Body)
+		} else {
+			resp.Body.Close()
+		}
 	}()
 	for {
 		ev, err := er.next()
@@ -739,6 +743,24 @@ func (c *Streamable) readStream(resp *http.Response, id jsonrpc.ID, lastID *stri
 			return nil, &Error{Kind: KindClosed, Status: resp.StatusCode, Sent: true, Err: c.Err()}, true
 		}
 	}
+}
+
+// drainLimit bounds what is read of a request's stream after its answer.
+const drainLimit = 64 << 10
+
+// drain reads what a server sends after a request's answer (the stream's
+// end, as a rule) on a goroutine of its own, so that the HTTP connection
+// is reused and the caller is not held; a body not done within
+// drainLimit, or by the connection's end, is closed instead.
+func (c *Streamable) drain(body io.ReadCloser) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		stop := context.AfterFunc(c.ctx, func() { body.Close() })
+		defer stop()
+		io.CopyN(io.Discard, body, drainLimit)
+		body.Close()
+	}()
 }
 
 // passOn decodes msg and hands it to Read; false if the connection has

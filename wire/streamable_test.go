@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -41,13 +42,16 @@ const (
 // handler that can fault one request (by the X-Fault header a Call sends,
 // or faultNext for the go-sdk's next tools/call) and records what it saw.
 type fixture struct {
-	url string
-	srv *httptest.Server
+	url    string
+	srv    *httptest.Server
+	server *mcp.Server
 
 	faultNext atomic.Value // string: the fault for the next tools/call POST
 	resumes   atomic.Int32 // GETs naming a Last-Event-ID
+	getFault  atomic.Bool  // the standalone GET sends an oversized event, then a notification
 	mu        sync.Mutex
 	recorded  http.Header // headers of the last POST with X-Record
+	sdkCall   http.Header // headers of the go-sdk's last tools/call
 
 	cancelled chan struct{} // closed when the "block" tool's ctx ends
 	blocking  chan struct{} // closed when the "block" tool has started
@@ -95,10 +99,19 @@ func newFixture(t *testing.T, opts *mcp.StreamableHTTPOptions) *fixture {
 			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: time.Millisecond})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "after the cut"}}}, nil
 		})
+	f.server = server
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, opts)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" {
 			f.resumes.Add(1)
+		}
+		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") == "" && f.getFault.Load() {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"%s\"}}\n\n", strings.Repeat("a", 1<<20))
+			io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
 		}
 		fault := r.Header.Get("X-Fault")
 		if fault == "" && r.Method == http.MethodPost {
@@ -106,6 +119,11 @@ func newFixture(t *testing.T, opts *mcp.StreamableHTTPOptions) *fixture {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			if bytes.Contains(body, []byte(`"tools/call"`)) {
 				fault, _ = f.faultNext.Swap("").(string)
+				if !bytes.Contains(body, []byte(`"sb-`)) {
+					f.mu.Lock()
+					f.sdkCall = r.Header.Clone()
+					f.mu.Unlock()
+				}
 			}
 		}
 		if r.Header.Get("X-Record") != "" {
@@ -160,6 +178,12 @@ func (f *fixture) fault(w http.ResponseWriter, r *http.Request, fault string) bo
 		return false
 	}
 	return true
+}
+
+func (f *fixture) lastSDKCall() http.Header {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sdkCall
 }
 
 func (f *fixture) lastRecorded() http.Header {
@@ -234,18 +258,23 @@ func wantError(t *testing.T, err error, kind wire.Kind, status int, sent bool) *
 func TestStreamableHandshakeAndCall(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		version string
+		asked   string // the version the client asks for
+		version string // the version agreed
 		opts    mcp.StreamableHTTPOptions
 	}{
-		{"stateful-sse", legacyVersion, mcp.StreamableHTTPOptions{}},
-		{"stateful-json", legacyVersion, mcp.StreamableHTTPOptions{JSONResponse: true}},
-		{"stateless-legacy", legacyVersion, mcp.StreamableHTTPOptions{Stateless: true}},
-		{"stateless-2026-sse", statelessVersion, mcp.StreamableHTTPOptions{Stateless: true}},
-		{"stateless-2026-json", statelessVersion, mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}},
+		{"stateful-sse", legacyVersion, legacyVersion, mcp.StreamableHTTPOptions{}},
+		{"stateful-json", legacyVersion, legacyVersion, mcp.StreamableHTTPOptions{JSONResponse: true}},
+		{"stateless-legacy", legacyVersion, legacyVersion, mcp.StreamableHTTPOptions{Stateless: true}},
+		{"stateless-2026-sse", statelessVersion, statelessVersion, mcp.StreamableHTTPOptions{Stateless: true}},
+		{"stateless-2026-json", statelessVersion, statelessVersion, mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}},
+		// A stateful server refuses server/discover with HTTP 400 and a
+		// JSON-RPC error (KindRPC), which the go-sdk reads to fall back to
+		// initialize.
+		{"stateful-2026-fallback", statelessVersion, legacyVersion, mcp.StreamableHTTPOptions{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, &tc.opts)
-			conn, cs := connect(t, f, tc.version, nil, nil)
+			conn, cs := connect(t, f, tc.asked, nil, nil)
 			if got := cs.InitializeResult().ProtocolVersion; got != tc.version {
 				t.Fatalf("negotiated %q, want %q", got, tc.version)
 			}
@@ -283,6 +312,38 @@ func TestStreamableHandshakeAndCall(t *testing.T) {
 			}
 			if got := h.Get("Mcp-Session-Id"); got != conn.SessionID() {
 				t.Errorf("Call sent session %q, want %q", got, conn.SessionID())
+			}
+			h = f.lastSDKCall()
+			if h.Get("Mcp-Protocol-Version") != tc.version || h.Get("Mcp-Method") != wantMethod || h.Get("Mcp-Name") != wantName {
+				t.Errorf("the go-sdk's tools/call was sent with Mcp-Protocol-Version %q Mcp-Method %q Mcp-Name %q, want %q %q %q",
+					h.Get("Mcp-Protocol-Version"), h.Get("Mcp-Method"), h.Get("Mcp-Name"), tc.version, wantMethod, wantName)
+			}
+			if tc.asked != tc.version {
+				// Call of the newer protocol on the older server: the
+				// server's JSON-RPC error in its 400, typed.
+				_, err := conn.Call(context.Background(), &wire.Request{Method: "tools/call", Name: "echo",
+					Params: callParams(tc.asked, "echo", map[string]any{"text": "x"}, nil)})
+				if we := wantError(t, err, wire.KindRPC, http.StatusBadRequest, true); we.RPC == nil || we.RPC.Code != mcp.CodeUnsupportedProtocolVersion {
+					t.Fatalf("RPC error %v, want code %d", we.RPC, mcp.CodeUnsupportedProtocolVersion)
+				}
+			}
+			sid := conn.SessionID()
+			conn.Close()
+			if sid != "" {
+				// Close ended the session on the server.
+				req, _ := http.NewRequest(http.MethodPost, f.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+				req.Header.Set("Mcp-Session-Id", sid)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Mcp-Protocol-Version", tc.version)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusNotFound {
+					t.Fatalf("after Close, the session answers %d, want 404", resp.StatusCode)
+				}
 			}
 		})
 	}
@@ -436,6 +497,41 @@ func TestStreamableRefused(t *testing.T) {
 	wantError(t, err, wire.KindRefused, 0, false)
 }
 
+// TestStreamableClientErrorsKept: what the caller's HTTP client refuses
+// (its RoundTripper, its CheckRedirect) fails the request with that error
+// kept, and says whether the request was sent.
+func TestStreamableClientErrorsKept(t *testing.T) {
+	f := newFixture(t, &mcp.StreamableHTTPOptions{})
+	blocked := errors.New("the egress policy blocks this address")
+	noRedirect := errors.New("redirects are refused")
+	redirector := httptest.NewServer(http.RedirectHandler(f.url, http.StatusTemporaryRedirect))
+	defer redirector.Close()
+	for _, tc := range []struct {
+		name string
+		url  string
+		hc   *http.Client
+		want error
+		sent bool
+	}{
+		{"blocked", f.url, &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, blocked })}, blocked, false},
+		{"redirect", redirector.URL, &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return noRedirect }}, noRedirect, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := wire.NewStreamable(tc.url, tc.hc, nil)
+			defer conn.Close()
+			_, err := conn.Call(context.Background(), &wire.Request{Method: "tools/call", Params: json.RawMessage(`{"name":"echo"}`)})
+			wantError(t, err, wire.KindTransport, 0, tc.sent)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("error %v does not keep %v", err, tc.want)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // TestStreamableHTMLPage: a 200 web page is not an answer.
 func TestStreamableHTMLPage(t *testing.T) {
 	f := newFixture(t, &mcp.StreamableHTTPOptions{})
@@ -509,6 +605,67 @@ func TestStreamableResumesCutStream(t *testing.T) {
 	}
 	if n := f.resumes.Load(); n != 2 {
 		t.Fatalf("%d resuming GETs, want 2", n)
+	}
+}
+
+// warnings counts the warnings logged to it, with their "limit" attribute.
+type warnings struct {
+	mu     sync.Mutex
+	limits []int64
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	limit := int64(-1)
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "limit" {
+			limit = a.Value.Int64()
+		}
+		return true
+	})
+	w.limits = append(w.limits, limit)
+	return nil
+}
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnings) WithGroup(string) slog.Handler      { return w }
+
+// TestStreamableStandaloneStream: after the handshake, the server's
+// messages outside any request reach the go-sdk on the standalone GET
+// stream; one over the limit there is dropped with a warning, and the
+// stream goes on.
+func TestStreamableStandaloneStream(t *testing.T) {
+	for _, oversized := range []bool{false, true} {
+		t.Run(fmt.Sprint("oversized=", oversized), func(t *testing.T) {
+			f := newFixture(t, &mcp.StreamableHTTPOptions{})
+			f.getFault.Store(oversized)
+			changed := make(chan struct{}, 1)
+			var warned warnings
+			_, _ = connect(t, f, legacyVersion, &wire.Options{Limit: 64 << 10, Logger: slog.New(&warned)}, &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}})
+			if !oversized {
+				// Outside any request: the server sends it on the standalone stream.
+				f.server.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)},
+					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+						return &mcp.CallToolResult{}, nil
+					})
+			}
+			<-changed
+			warned.mu.Lock()
+			defer warned.mu.Unlock()
+			if oversized && (len(warned.limits) != 1 || warned.limits[0] != 64<<10) {
+				t.Fatalf("warnings with limits %v, want one of 65536", warned.limits)
+			}
+			if !oversized && len(warned.limits) != 0 {
+				t.Fatalf("warnings %v", warned.limits)
+			}
+		})
 	}
 }
 
