@@ -159,6 +159,24 @@ func (c *Streamable) Err() error {
 	}
 }
 
+// ended reports whether the connection has ended (or was closed).
+func (c *Streamable) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// withConn returns a ctx for one request: ctx, also ended when the
+// connection ends, so that Close does not wait for answers.
+func (c *Streamable) withConn(ctx context.Context) (context.Context, func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.ctx, cancel)
+	return rctx, func() { stop(); cancel() }
+}
+
 // end ends the connection because of err (nil: Close).
 func (c *Streamable) end(err error) {
 	c.endOnce.Do(func() {
@@ -168,18 +186,20 @@ func (c *Streamable) end(err error) {
 	})
 }
 
-// Close ends the session with a DELETE (bounded by closeTimeout; not when
-// the server has no session or has already forgotten it), then ends the
-// streams and waits for their readers.
+// Close ends the connection: requests in flight fail (KindClosed), the
+// streams end, and the session ends with a DELETE, bounded by
+// closeTimeout (none when the server has no session, or the connection
+// ended on its own: the server forgot the session or cannot be reached).
+// Requests in flight are aborted first: a server may hold the DELETE until
+// their handlers return.
 func (c *Streamable) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	sid, endedBefore := c.SessionID(), c.ended()
+	c.end(nil)
 	var closeErr error
-	sid := c.SessionID()
-	// A connection that ended on its own has no session to end: the
-	// server forgot it (KindSessionMissing) or cannot be reached.
-	if sid != "" && c.Err() == nil {
+	if sid != "" && !endedBefore {
 		ctx, stop := context.WithTimeout(context.Background(), closeTimeout)
 		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.endpoint, nil)
 		if err == nil {
@@ -192,7 +212,6 @@ func (c *Streamable) Close() error {
 		stop()
 		closeErr = err
 	}
-	c.end(nil)
 	c.wg.Wait()
 	return closeErr
 }
@@ -272,9 +291,13 @@ func (c *Streamable) Write(ctx context.Context, msg jsonrpc.Message) error {
 			}
 		}
 	}
-	resp, werr := c.post(ctx, &out)
+	rctx, release := c.withConn(ctx)
+	resp, werr := c.post(rctx, &out)
 	if werr == nil && out.call {
 		werr = c.checkAnswer(resp)
+	}
+	if werr != nil || !out.call {
+		release()
 	}
 	if werr != nil {
 		if ctx.Err() != nil {
@@ -299,11 +322,13 @@ func (c *Streamable) Write(ctx context.Context, msg jsonrpc.Message) error {
 	// The answer is read on its own goroutine, as the go-sdk's transport
 	// does: Write returns once the server took the request. ctx is the
 	// request's: the go-sdk ends it when the caller gives up, after which
-	// nothing more of the stream matters.
+	// nothing more of the stream matters; rctx ends with it, or with the
+	// connection.
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		ans, werr := c.readAnswer(ctx, resp, id)
+		defer release()
+		ans, werr := c.readAnswer(rctx, resp, id)
 		if werr != nil {
 			c.forgetHandshake(id)
 			if ctx.Err() == nil {
@@ -433,13 +458,15 @@ func (c *Streamable) Call(ctx context.Context, req *Request) (json.RawMessage, e
 	id, _ := jsonrpc.MakeID(idText)
 
 	var sent atomic.Bool
-	resp, werr := c.postSent(ctx, &out, &sent)
+	rctx, release := c.withConn(ctx)
+	defer release()
+	resp, werr := c.postSent(rctx, &out, &sent)
 	if werr == nil {
 		werr = c.checkAnswer(resp)
 	}
 	var ans []byte
 	if werr == nil {
-		ans, werr = c.readAnswer(ctx, resp, id)
+		ans, werr = c.readAnswer(rctx, resp, id)
 	}
 	if ctx.Err() != nil {
 		if sent.Load() {
@@ -501,7 +528,7 @@ func (c *Streamable) postSent(ctx context.Context, out *outgoing, sent *atomic.B
 		return nil, &Error{Kind: KindTransport, Err: err}
 	}
 	for k, v := range out.header {
-		req.Header[k] = v
+		req.Header[http.CanonicalHeaderKey(k)] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -565,7 +592,11 @@ func (c *Streamable) clientError(err error, sent bool) *Error {
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return &Error{Kind: KindRefused, Err: err}
 	}
-	if c.Err() != nil {
+	if c.ended() {
+		// The connection's end aborted the request: say why it ended.
+		if cause := c.Err(); cause != nil {
+			err = cause
+		}
 		return &Error{Kind: KindClosed, Sent: sent, Err: err}
 	}
 	return &Error{Kind: KindTransport, Sent: sent, Err: err}
@@ -649,7 +680,7 @@ func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, id jso
 		if ans != nil || werr != nil {
 			return ans, werr
 		}
-		if ctx.Err() != nil || c.Err() != nil {
+		if ctx.Err() != nil || c.ended() {
 			return nil, &Error{Kind: KindClosed, Status: status, Sent: true, Err: c.Err()}
 		}
 		if lastID == "" {
@@ -682,7 +713,7 @@ func (c *Streamable) readJSON(resp *http.Response) ([]byte, *Error) {
 	}
 	w := bytes.NewBuffer(buf)
 	if _, err := w.ReadFrom(r); err != nil {
-		return nil, &Error{Kind: KindTransport, Status: resp.StatusCode, Sent: true, Err: err}
+		return nil, c.clientError(err, true)
 	}
 	if c.limit > 0 && w.Len() > c.limit {
 		return nil, &Error{Kind: KindTooLarge, Status: resp.StatusCode, Sent: true, Limit: c.limit}

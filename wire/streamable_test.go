@@ -53,13 +53,16 @@ type fixture struct {
 	recorded  http.Header // headers of the last POST with X-Record
 	sdkCall   http.Header // headers of the go-sdk's last tools/call
 
-	cancelled chan struct{} // closed when the "block" tool's ctx ends
-	blocking  chan struct{} // closed when the "block" tool has started
+	cancelled  chan struct{} // closed when the "block" tool's ctx ends
+	blocking   chan struct{} // closed when the "block" tool has started
+	blockOnce  sync.Once
+	release    chan struct{} // closed as the test ends, before the server's Close
+	cancelOnce sync.Once
 }
 
 func newFixture(t *testing.T, opts *mcp.StreamableHTTPOptions) *fixture {
 	t.Helper()
-	f := &fixture{cancelled: make(chan struct{}), blocking: make(chan struct{})}
+	f := &fixture{cancelled: make(chan struct{}), blocking: make(chan struct{}), release: make(chan struct{})}
 	f.faultNext.Store("")
 	server := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1"}, nil)
 	server.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -87,10 +90,14 @@ func newFixture(t *testing.T, opts *mcp.StreamableHTTPOptions) *fixture {
 		})
 	server.AddTool(&mcp.Tool{Name: "block", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			close(f.blocking)
-			<-ctx.Done()
-			close(f.cancelled)
-			return nil, ctx.Err()
+			f.blockOnce.Do(func() { close(f.blocking) })
+			select {
+			case <-ctx.Done():
+				f.cancelOnce.Do(func() { close(f.cancelled) })
+				return nil, ctx.Err()
+			case <-f.release: // the test is over
+				return nil, errors.New("released")
+			}
 		})
 	server.AddTool(&mcp.Tool{Name: "cut", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -138,6 +145,7 @@ func newFixture(t *testing.T, opts *mcp.StreamableHTTPOptions) *fixture {
 	}))
 	f.url = f.srv.URL
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(func() { close(f.release) })
 	return f
 }
 
@@ -435,6 +443,46 @@ func TestStreamableCancelReachesServer(t *testing.T) {
 	}
 }
 
+// TestStreamableCloseEndsRequests: Close does not wait for the answers of
+// requests in flight, Call's or the go-sdk's: they fail as closed. (On a
+// stateless server: the go-sdk's stateful one holds Close's DELETE until
+// the handlers in flight return.)
+func TestStreamableCloseEndsRequests(t *testing.T) {
+	for _, sdk := range []bool{false, true} {
+		t.Run(fmt.Sprint("go-sdk=", sdk), func(t *testing.T) {
+			f := newFixture(t, &mcp.StreamableHTTPOptions{Stateless: true})
+			conn, cs := connect(t, f, legacyVersion, nil, nil)
+			errc := make(chan error, 1)
+			go func() {
+				var err error
+				if sdk {
+					_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "block", Arguments: map[string]any{}})
+				} else {
+					_, err = conn.Call(context.Background(), &wire.Request{Method: "tools/call", Name: "block",
+						Params: callParams(legacyVersion, "block", map[string]any{}, nil)})
+				}
+				errc <- err
+			}()
+			<-f.blocking
+			if err := conn.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			err := <-errc
+			if sdk {
+				if err == nil {
+					t.Fatal("the go-sdk's call succeeded on a closed connection")
+				}
+				return
+			}
+			// The stateless server sends the answer's headers with its
+			// first event: whether a status came depends on the race.
+			if we, ok := wire.AsError(err); !ok || we.Kind != wire.KindClosed || !we.Sent {
+				t.Fatalf("Call: %v, want a sent request closed", err)
+			}
+		})
+	}
+}
+
 // TestStreamableSessionMissing: a 404 to a request naming the session
 // fails it with KindSessionMissing and ends the connection with it.
 func TestStreamableSessionMissing(t *testing.T) {
@@ -449,6 +497,11 @@ func TestStreamableSessionMissing(t *testing.T) {
 	resp.Body.Close()
 	_, err = conn.Call(context.Background(), &wire.Request{Method: "tools/call", Name: "echo",
 		Params: callParams(legacyVersion, "echo", map[string]any{"text": "x"}, nil)})
+	if we, ok := wire.AsError(err); ok && we.Kind == wire.KindClosed {
+		// The standalone stream's GET was answered 404 first, which
+		// ended the connection and the Call in flight with it.
+		err = we.Err
+	}
 	wantError(t, err, wire.KindSessionMissing, http.StatusNotFound, true)
 	<-conn.Done()
 	wantError(t, conn.Err(), wire.KindSessionMissing, http.StatusNotFound, true)
