@@ -282,7 +282,8 @@ func TestStreamableHandshakeAndCall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, &tc.opts)
-			conn, cs := connect(t, f, tc.asked, nil, nil)
+			var warned warnings
+			conn, cs := connect(t, f, tc.asked, &wire.Options{Logger: slog.New(&warned)}, nil)
 			if got := cs.InitializeResult().ProtocolVersion; got != tc.version {
 				t.Fatalf("negotiated %q, want %q", got, tc.version)
 			}
@@ -326,6 +327,11 @@ func TestStreamableHandshakeAndCall(t *testing.T) {
 				t.Errorf("the go-sdk's tools/call was sent with Mcp-Protocol-Version %q Mcp-Method %q Mcp-Name %q, want %q %q %q",
 					h.Get("Mcp-Protocol-Version"), h.Get("Mcp-Method"), h.Get("Mcp-Name"), tc.version, wantMethod, wantName)
 			}
+			_, err = conn.Call(context.Background(), &wire.Request{Method: "tools/call", Name: "nosuch",
+				Params: callParams(tc.version, "nosuch", map[string]any{}, nil)})
+			if we, ok := wire.AsError(err); !ok || we.Kind != wire.KindRPC || !we.Sent || we.RPC == nil {
+				t.Fatalf("Call of an unknown tool: %v, want the server's JSON-RPC error", err)
+			}
 			if tc.asked != tc.version {
 				// Call of the newer protocol on the older server: the
 				// server's JSON-RPC error in its 400, typed.
@@ -335,6 +341,12 @@ func TestStreamableHandshakeAndCall(t *testing.T) {
 					t.Fatalf("RPC error %v, want code %d", we.RPC, mcp.CodeUnsupportedProtocolVersion)
 				}
 			}
+			warned.mu.Lock()
+			if len(warned.limits) != 0 {
+				// A stateless server answers the standalone GET 405: none.
+				t.Errorf("%d warnings logged", len(warned.limits))
+			}
+			warned.mu.Unlock()
 			sid := conn.SessionID()
 			conn.Close()
 			if sid != "" {
