@@ -1,0 +1,151 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"sync"
+)
+
+// This file reads a text/event-stream body one event at a time, each
+// bounded: the data of an event over the limit is counted, never held, so a
+// server that streams a 300 MB event costs a buffer, not 300 MB.
+
+// event is one server-sent event.
+type event struct {
+	id    string
+	name  string
+	retry string
+	data  []byte // the event's own copy; nil when oversized
+	// oversized reports that data passed the limit and was dropped.
+	oversized bool
+	// seenID reports that the event had an id field (possibly empty,
+	// which resets the last event id).
+	seenID bool
+}
+
+// eventBufSize is the size of the buffer a stream is read through; a line
+// longer than it is read in pieces.
+const eventBufSize = 32 << 10
+
+var eventBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, eventBufSize) }}
+
+// eventReader reads events from a body. limit bounds one event's data
+// (0: no bound).
+type eventReader struct {
+	r     *bufio.Reader
+	limit int
+}
+
+func newEventReader(body io.Reader, limit int) *eventReader {
+	br := eventBufs.Get().(*bufio.Reader)
+	br.Reset(body)
+	return &eventReader{r: br, limit: limit}
+}
+
+// release gives the buffer back; the reader is not used after it.
+func (er *eventReader) release() {
+	er.r.Reset(nil)
+	eventBufs.Put(er.r)
+	er.r = nil
+}
+
+// next returns the next event. An event cut short by the stream's end is
+// dropped (the event-stream format dispatches an event only at its blank
+// line), and next returns the read error: io.EOF for a stream that ended.
+func (er *eventReader) next() (event, error) {
+	var ev event
+	fields := false // a field line was read since the last dispatch
+	hasData := false
+	for {
+		line, err := er.r.ReadSlice('\n')
+		long := err == bufio.ErrBufferFull
+		if err != nil && !long {
+			return event{}, err
+		}
+		if !long {
+			line = trimEOL(line)
+		}
+		if len(line) == 0 {
+			if fields {
+				return ev, nil
+			}
+			continue
+		}
+		fields = true
+		if line[0] == ':' { // a comment
+			if long {
+				if err := er.skipLine(); err != nil {
+					return event{}, err
+				}
+			}
+			continue
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			value = bytes.TrimPrefix(value, []byte(" "))
+		}
+		switch string(field) {
+		case "data":
+			if hasData {
+				er.appendData(&ev, []byte("\n"))
+			}
+			hasData = true
+			er.appendData(&ev, value)
+			for long {
+				line, err = er.r.ReadSlice('\n')
+				long = err == bufio.ErrBufferFull
+				if err != nil && !long {
+					return event{}, err
+				}
+				if !long {
+					line = trimEOL(line)
+				}
+				er.appendData(&ev, line)
+			}
+			continue
+		case "id":
+			ev.id, ev.seenID = string(value), true
+		case "event":
+			ev.name = string(value)
+		case "retry":
+			ev.retry = string(value)
+		}
+		if long { // an over-long line of another field is not kept
+			if err := er.skipLine(); err != nil {
+				return event{}, err
+			}
+		}
+	}
+}
+
+// appendData adds p to ev's data, or drops the data once it passes the limit.
+func (er *eventReader) appendData(ev *event, p []byte) {
+	if ev.oversized {
+		return
+	}
+	if er.limit > 0 && len(ev.data)+len(p) > er.limit {
+		ev.oversized, ev.data = true, nil
+		return
+	}
+	if ev.data == nil {
+		ev.data = make([]byte, 0, len(p))
+	}
+	ev.data = append(ev.data, p...)
+}
+
+// skipLine reads to the end of the current line.
+func (er *eventReader) skipLine() error {
+	for {
+		_, err := er.r.ReadSlice('\n')
+		if err != bufio.ErrBufferFull {
+			return err
+		}
+	}
+}
+
+func trimEOL(line []byte) []byte {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r"))
+}
