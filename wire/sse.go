@@ -131,7 +131,7 @@ func DialSSE(ctx context.Context, endpoint string, hc *http.Client, opts *Option
 }
 
 // open checks the stream's answer and reads its endpoint event.
-func (c *SSE) open(ctx context.Context, base *url.URL, resp *http.Response) (*eventReader, error) {
+func (c *SSE) open(ctx context.Context, base *url.URL, resp *http.Response) (*sseReader, error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, &Error{Kind: KindStatus, Status: resp.StatusCode, Sent: true}
 	}
@@ -139,7 +139,7 @@ func (c *SSE) open(ctx context.Context, base *url.URL, resp *http.Response) (*ev
 		return nil, &Error{Kind: KindProtocol, Status: resp.StatusCode, Sent: true,
 			Err: fmt.Errorf("the stream's answer is of type %q, not text/event-stream", resp.Header.Get("Content-Type"))}
 	}
-	events := newEventReader(resp.Body, c.limit)
+	events := newSSEReader(resp.Body, c.limit)
 	ev, err := events.next()
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -250,7 +250,7 @@ func (c *SSE) fail(e *Error) {
 
 // readLoop reads the stream until it ends, handing every message to
 // OnMessage, the answers to Calls to their callers, and the rest to Read.
-func (c *SSE) readLoop(events *eventReader) {
+func (c *SSE) readLoop(events *sseReader) {
 	var err error
 	for err == nil {
 		var ev *sseEvent
@@ -312,7 +312,7 @@ func (c *SSE) endCause() error {
 var errClosed = errors.New("the connection was closed")
 
 // message handles one message within the limit.
-func (c *SSE) message(events *eventReader, data []byte) error {
+func (c *SSE) message(events *sseReader, data []byte) error {
 	if c.onMsg != nil {
 		c.onMsg(data)
 	}

@@ -34,7 +34,7 @@ const (
 )
 
 // sseEvent is one event of the stream. Data is the reader's until the next
-// call of next, unless the caller takes it (eventReader.take).
+// call of next, unless the caller takes it (sseReader.take).
 type sseEvent struct {
 	name []byte
 	data []byte
@@ -52,20 +52,20 @@ func (e *sseEvent) isMessage() bool {
 	return len(e.name) == 0 || string(e.name) == "message"
 }
 
-// eventReader reads events off a stream with a bound on each one's data.
-type eventReader struct {
+// sseReader reads events off a stream with a bound on each one's data.
+type sseReader struct {
 	br    *bufio.Reader
 	limit int // 0: none
 	ev    sseEvent
 	lines int // data lines of the current event
 }
 
-func newEventReader(r io.Reader, limit int) *eventReader {
-	return &eventReader{br: bufio.NewReaderSize(r, sseReadBuffer), limit: limit}
+func newSSEReader(r io.Reader, limit int) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, sseReadBuffer), limit: limit}
 }
 
 // take gives the current event's data to the caller, who may keep it.
-func (r *eventReader) take() []byte {
+func (r *sseReader) take() []byte {
 	d := r.ev.data
 	r.ev.data = nil
 	return d
@@ -74,7 +74,7 @@ func (r *eventReader) take() []byte {
 // next returns the next event that has data (or had, if it was over the
 // limit). An event cut off by the end of the stream is not returned, as
 // the SSE specification says; the stream's error is.
-func (r *eventReader) next() (*sseEvent, error) {
+func (r *sseReader) next() (*sseEvent, error) {
 	r.reset()
 	for {
 		done, err := r.line()
@@ -90,7 +90,7 @@ func (r *eventReader) next() (*sseEvent, error) {
 	}
 }
 
-func (r *eventReader) reset() {
+func (r *sseReader) reset() {
 	data := r.ev.data
 	if cap(data) > keptEventBuffer {
 		data = nil
@@ -111,7 +111,7 @@ const (
 // line reads one line and applies it to the current event, reporting
 // whether it was the blank line that ends the event. A line longer than
 // the buffer is read in chunks, none held beyond what the event keeps.
-func (r *eventReader) line() (blank bool, err error) {
+func (r *sseReader) line() (blank bool, err error) {
 	var f field
 	for first := true; ; first = false {
 		chunk, err := r.br.ReadSlice('\n')
@@ -167,7 +167,7 @@ func parseField(line []byte) (field, []byte) {
 
 // appendData adds p to the current event's data, or, past the limit, to
 // what is kept of it.
-func (r *eventReader) appendData(p []byte) {
+func (r *sseReader) appendData(p []byte) {
 	e := &r.ev
 	if !e.over && (r.limit <= 0 || len(e.data)+len(p) <= r.limit) {
 		e.data = append(e.data, p...)

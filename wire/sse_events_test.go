@@ -13,7 +13,7 @@ func TestEventReaderReadsFieldsLinesAndEnds(t *testing.T) {
 		"event: nodata\n\n" +
 		"data:{\"b\":2}\n\n" +
 		"data: cut by the end"
-	r := newEventReader(strings.NewReader(in), 0)
+	r := newSSEReader(strings.NewReader(in), 0)
 	for _, want := range []struct{ name, data string }{
 		{"endpoint", "/messages?s=1"},
 		{"", "{\"a\":\n1}"},
@@ -33,7 +33,7 @@ func TestEventReaderKeepsTheEndsOfAnOversizedEvent(t *testing.T) {
 	head := `{"jsonrpc":"2.0","id":"sb-9","result":{"text":"`
 	tail := `"},"id":"sb-9"}`
 	data := head + strings.Repeat("y", 200<<10) + tail // lines longer than the reader's buffer
-	r := newEventReader(strings.NewReader("data: "+data+"\n\ndata: {\"small\":1}\n\n"), 64<<10)
+	r := newSSEReader(strings.NewReader("data: "+data+"\n\ndata: {\"small\":1}\n\n"), 64<<10)
 	ev, err := r.next()
 	if err != nil || !ev.over || ev.size != len(data) || len(ev.data) != 0 {
 		t.Fatalf("next() = over %v, size %d (want %d), %d bytes held, %v", ev.over, ev.size, len(data), len(ev.data), err)

@@ -185,7 +185,7 @@ func callTool(name string, args any, meta string) *wire.Request {
 }
 
 // text returns the first text of a tools/call result.
-func text(t testing.TB, raw json.RawMessage) string {
+func sseText(t testing.TB, raw json.RawMessage) string {
 	t.Helper()
 	var r struct {
 		Content []struct{ Text string }
@@ -214,7 +214,7 @@ func TestSSECallReturnsTheResultAsBytesBesideTheGoSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := text(t, raw); got != "hello" {
+	if got := sseText(t, raw); got != "hello" {
 		t.Fatalf("echo = %q", got)
 	}
 	// The go-sdk's own requests run over the same connection.
@@ -236,7 +236,7 @@ func TestSSEProgressReachesOnMessageBeforeTheResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text(t, raw) != "done" {
+	if sseText(t, raw) != "done" {
 		t.Fatalf("result %s", raw)
 	}
 	var order []string
@@ -265,7 +265,7 @@ func TestSSEElicitationDuringACallIsAnsweredByTheGoSDKClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := text(t, raw); got != "accept:ada" {
+	if got := sseText(t, raw); got != "accept:ada" {
 		t.Fatalf("ask = %q", got)
 	}
 }
@@ -291,7 +291,7 @@ func TestSSECallCancelledReachesTheServersHandler(t *testing.T) {
 		t.Fatalf("the handler's ctx ended by %v, want context.Canceled", cause)
 	}
 	raw, err := c.conn.Call(context.Background(), callTool("echo", textArgs{"after"}, ""))
-	if err != nil || text(t, raw) != "after" {
+	if err != nil || sseText(t, raw) != "after" {
 		t.Fatalf("Call after the cancellation = %s, %v", raw, err)
 	}
 }
@@ -307,7 +307,7 @@ func TestSSEPostRefusedWith503FailsThatCallAlone(t *testing.T) {
 		t.Fatalf("error %+v, want status 503, sent", we)
 	}
 	raw, err := c.conn.Call(context.Background(), callTool("echo", textArgs{"next"}, ""))
-	if err != nil || text(t, raw) != "next" {
+	if err != nil || sseText(t, raw) != "next" {
 		t.Fatalf("the next Call = %s, %v", raw, err)
 	}
 	// The go-sdk's own request, refused the same way, fails alone too.
@@ -510,7 +510,7 @@ func TestSSEOversizedAnswerFailsItsCallAloneWithTheHeapSmall(t *testing.T) {
 	_, err = conn.Call(context.Background(), callTool("big", nil, ""))
 	wantKind(t, err, wire.KindTooLarge)
 	raw, err := conn.Call(context.Background(), callTool("small", nil, ""))
-	if err != nil || text(t, raw) != "small" {
+	if err != nil || sseText(t, raw) != "small" {
 		t.Fatalf("the Call after two oversized answers = %s, %v", raw, err)
 	}
 }
@@ -554,7 +554,7 @@ func TestSSEOversizedAnswerFromTheGoSDKServerFailsEachRequestAlone(t *testing.T)
 	_, err = c.session.CallTool(context.Background(), &mcp.CallToolParams{Name: "big", Arguments: textArgs{}})
 	wantKind(t, err, wire.KindTooLarge)
 	raw, err := c.conn.Call(context.Background(), callTool("echo", textArgs{"still here"}, ""))
-	if err != nil || text(t, raw) != "still here" {
+	if err != nil || sseText(t, raw) != "still here" {
 		t.Fatalf("Call after = %s, %v", raw, err)
 	}
 	if _, err := c.session.ListTools(context.Background(), nil); err != nil {
@@ -602,7 +602,7 @@ func TestSSEBatchAnswerReachesItsCall(t *testing.T) {
 		readc <- err
 	}()
 	raw, err := conn.Call(context.Background(), callTool("any", nil, ""))
-	if err != nil || text(t, raw) != "batched" {
+	if err != nil || sseText(t, raw) != "batched" {
 		t.Fatalf("Call = %s, %v", raw, err)
 	}
 	if err := <-readc; err != nil {
