@@ -129,8 +129,14 @@ func (er *eventReader) appendData(ev *event, p []byte) {
 		ev.oversized, ev.data = true, nil
 		return
 	}
-	if ev.data == nil {
-		ev.data = make([]byte, 0, len(p))
+	if need := len(ev.data) + len(p); need > cap(ev.data) {
+		// Double, but not past the limit: an event dropped at the limit
+		// costs about twice the limit.
+		grown := max(2*cap(ev.data), need)
+		if er.limit > 0 {
+			grown = min(grown, er.limit)
+		}
+		ev.data = append(make([]byte, 0, grown), ev.data...)
 	}
 	ev.data = append(ev.data, p...)
 }

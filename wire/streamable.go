@@ -703,22 +703,41 @@ func (c *Streamable) readJSON(resp *http.Response) ([]byte, *Error) {
 	if c.limit > 0 && resp.ContentLength > int64(c.limit) {
 		return nil, &Error{Kind: KindTooLarge, Status: resp.StatusCode, Sent: true, Limit: c.limit}
 	}
-	var buf []byte
-	if resp.ContentLength > 0 {
-		buf = make([]byte, 0, resp.ContentLength+1)
-	}
-	r := io.Reader(resp.Body)
+	// The buffer doubles as it fills, but never past the limit (and one
+	// byte, to tell a body over it): a refused answer costs about twice
+	// the limit, whatever its size.
+	most := -1
 	if c.limit > 0 {
-		r = io.LimitReader(resp.Body, int64(c.limit)+1)
+		most = c.limit + 1
 	}
-	w := bytes.NewBuffer(buf)
-	if _, err := w.ReadFrom(r); err != nil {
-		return nil, c.clientError(err, true)
+	size := 4 << 10
+	if resp.ContentLength > 0 {
+		size = int(resp.ContentLength) + 1
 	}
-	if c.limit > 0 && w.Len() > c.limit {
-		return nil, &Error{Kind: KindTooLarge, Status: resp.StatusCode, Sent: true, Limit: c.limit}
+	if most > 0 {
+		size = min(size, most)
 	}
-	return w.Bytes(), nil
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) == most {
+				return nil, &Error{Kind: KindTooLarge, Status: resp.StatusCode, Sent: true, Limit: c.limit}
+			}
+			grown := 2 * cap(buf)
+			if most > 0 {
+				grown = min(grown, most)
+			}
+			buf = append(make([]byte, 0, grown), buf...)
+		}
+		n, err := resp.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, c.clientError(err, true)
+		}
+	}
 }
 
 // readStream reads events from resp until the answer to id (returned),
