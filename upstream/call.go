@@ -98,31 +98,8 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			// travels with each request.
 			meta.logLevel = relayLogLevel
 		}
-		var sent *sendRecord // the POSTs of a call over the go-sdk's HTTP client (httpclient.go)
-		var res *Result
 		l.calls.Add(1)
-		if l.conn != nil {
-			res, err = s.wireCall(rctx, l, name, raw, meta)
-		} else {
-			sent = &sendRecord{ctx: rctx}
-			if opts.OnElicitation != nil || opts.OnSampling != nil {
-				sent.tok = tok
-			}
-			out := &rawResult{}
-			if l.capturesResults() {
-				sent.capture = &resultCapture{out: out, max: s.opts.MaxResultBytes}
-			}
-			params := &mcp.CallToolParams{Name: name, Arguments: raw, Meta: meta.mcp()}
-			var r *mcp.CallToolResult
-			r, err = l.cs.CallTool(context.WithValue(rctx, sendRecordKey{}, sent), params)
-			switch {
-			case err != nil:
-			case out.Result != nil:
-				res = &Result{Raw: out.Result, IsError: r.IsError}
-			default:
-				res, err = ResultOf(r)
-			}
-		}
+		res, err := s.wireCall(rctx, l, name, raw, meta)
 		l.calls.Add(-1)
 		if err == nil && res.IsError {
 			// A limit that fired while the call ran sent the server a
@@ -145,57 +122,34 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseToolCall, Kind: ErrCancelled,
 				Message: "cancelled by the caller: " + context.Cause(ctx).Error(), Err: context.Cause(ctx)}
 		}
-		if we, ok := wire.AsError(err); ok {
-			if try == 0 && !we.Sent {
-				// The link ended between our picking it and the call's
-				// writing; nothing was sent. Wait for the replacement, once.
-				stale = l
-				continue
-			}
+		we, ok := wire.AsError(err)
+		if !ok {
+			// Not the wire's: the go-sdk's or ours, before anything was sent.
 			c.finish()
-			return nil, s.wireFailed(name, l, we)
+			return nil, s.unavailable(name, ctx, err)
 		}
-		if try == 0 && (neverSent(err) || (sent != nil && l.overHTTP() && sent.neverPosted())) {
-			// The link died between our picking it and the go-sdk sending
-			// on it; nothing was sent. Wait for the replacement, once.
+		if try == 0 && !we.Sent {
+			// The link ended between our picking it and the call's
+			// writing; nothing was sent. Wait for the replacement, once.
 			stale = l
 			continue
 		}
-		if try == 0 && sent != nil && l.transport == sb.TransportStreamableHTTP && (isSessionMissing(err) || l.sessionGone()) &&
-			sent.neverRan(closeTimeout) {
-			// The server has forgotten the session, and this request either
-			// drew a 404 itself or was refused before it was sent: it never
-			// ran. One reconnect serves every caller that saw the same link
-			// fail; then the call is retried once.
+		if try == 0 && we.Kind == wire.KindSessionMissing {
+			// The server has forgotten the session: the request drew a 404
+			// and never ran. One reconnect serves every caller that saw the
+			// same link fail; then the call is retried once.
 			l.expire()
 			stale = l
 			continue
 		}
 		c.finish()
-		if sent != nil && sent.wasRefused(closeTimeout) {
-			return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseRuntime, Kind: ErrUnavailable,
-				Message: fmt.Sprintf("connection refused by %s: the server is no longer running; the call never ran",
-					hostOf(s.redact.String(s.cfg.URL))), Err: err}
-		}
-		status := 0
-		if sent != nil {
-			status = sent.errorStatus()
-		}
-		if status == http.StatusBadRequest {
-			// Some servers answer a session they do not know with 400
-			// rather than 404: the lifecycle asks at once (probe).
-			l.notify(probeSoon)
-		}
-		return nil, s.callFailed(name, l, err, status)
+		return nil, s.wireFailed(name, l, we)
 	}
 }
 
 // statusAnswer classifies a call whose POST was answered with an HTTP
-// status that the go-sdk reports as no more than "rejected by transport"
-// (JSON-RPC error -32005, its own; the client's refusal layer makes it
-// so where the go-sdk would not, refusal.go): a transient status (transientStatus) or
-// one that refuses the message itself (messageStatus). The status tells
-// whether the call ran. It returns nil for other statuses.
+// error status and no JSON-RPC answer (wire.KindStatus). The status tells
+// whether the call ran.
 func (s *Session) statusAnswer(tool string, status int) *CallError {
 	var msg string
 	switch status {
@@ -208,11 +162,10 @@ func (s *Session) statusAnswer(tool string, status int) *CallError {
 			status, http.StatusText(status))
 	case http.StatusInternalServerError:
 		msg = "the server answered the call with HTTP 500 Internal Server Error; the call may or may not have run"
-	default:
-		if !messageStatus(status) {
-			return nil
-		}
+	case http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusRequestHeaderFieldsTooLarge:
 		msg = fmt.Sprintf("the server refused the call with HTTP %d %s; the call did not run", status, http.StatusText(status))
+	default:
+		msg = fmt.Sprintf("the server answered the call with HTTP %d %s", status, http.StatusText(status))
 	}
 	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError, Message: msg,
 		Err: &HTTPStatusError{StatusCode: status, URL: s.redact.String(s.cfg.URL)}}
@@ -282,54 +235,6 @@ func (s *Session) unavailable(tool string, ctx context.Context, err error) error
 	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseRuntime, Kind: ErrUnavailable, Message: err.Error(), Err: err}
 }
 
-// callFailed classifies an error from the go-sdk's CallTool; status is the
-// last HTTP error status its POSTs were answered with, or 0.
-func (s *Session) callFailed(tool string, l *link, err error, status int) error {
-	if ce := s.refusedCall(tool, err); ce != nil {
-		return ce
-	}
-	// A status answer to the POST that refuses this request alone is no
-	// JSON-RPC answer: the go-sdk reports it as rejected, or the client's
-	// refusal layer makes it so where the go-sdk would not (refusal.go).
-	if rejected(err) {
-		if ce := s.statusAnswer(tool, status); ce != nil {
-			return ce
-		}
-	}
-	if rpc, ok := rpcError(err); ok {
-		return s.serverAnswered(tool, rpc)
-	}
-	if l.oversized.Load() && !l.sharedBlame.Load() {
-		// This was the only call in flight, so the frame was its result.
-		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,
-			Message: fmt.Sprintf("the server sent a message over the %d-byte limit (the result is too large); the connection was reset",
-				s.opts.MaxResultBytes+frameOverhead), Err: ErrResultTooLarge}
-	}
-	// The connection failed under the call. Name the real cause (the
-	// process's exit status, the closed stream) once the link knows it.
-	msg := describe(err)
-	if l.oversized.Load() {
-		msg = l.deadCause.msg + " (the result of another call in flight, or of this one)"
-	} else {
-		t := time.NewTimer(exitReapGrace)
-		select {
-		case <-l.done:
-			if l.cause != nil {
-				msg = s.redact.String(l.cause.msg)
-			}
-		case <-t.C:
-			// The watcher is late; if Switchboard closed the link, that
-			// is the cause it would have given.
-			if f := l.ownClose(); f != nil {
-				msg = s.redact.String(f.msg)
-			}
-		}
-		t.Stop()
-	}
-	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseRuntime, Kind: ErrConnectionLost,
-		Message: "connection lost during the call; it may or may not have run: " + msg, Err: err}
-}
-
 // checkResult enforces the result size cap and turns isError into a
 // *ToolError (returned together with the result).
 func (s *Session) checkResult(tool string, res *Result) (*Result, error) {
@@ -383,7 +288,34 @@ func (s *Session) wireFailed(tool string, l *link, we *wire.Error) error {
 	switch we.Kind {
 	case wire.KindRPC:
 		return s.serverAnswered(tool, we.RPC)
+	case wire.KindRefused:
+		l.markDead(fail(sb.PhaseRuntime, sb.CodeConnectionRefused, retryFast, we,
+			"connection refused by %s: the server is no longer running", hostOf(s.redact.String(s.cfg.URL))))
+		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseRuntime, Kind: ErrUnavailable,
+			Message: fmt.Sprintf("connection refused by %s: the server is no longer running; the call never ran",
+				hostOf(s.redact.String(s.cfg.URL))), Err: we}
+	case wire.KindStatus:
+		if we.Status == http.StatusBadRequest {
+			// Some servers answer a session they do not know with 400
+			// rather than 404: the lifecycle asks at once (probe).
+			l.notify(probeSoon)
+		}
+		return s.statusAnswer(tool, we.Status)
+	case wire.KindSessionMissing:
+		l.expire()
+		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseRuntime, Kind: ErrConnectionLost,
+			Message: "the server ended the session (HTTP 404) again on the retry; the call did not run", Err: we}
+	case wire.KindTransport:
+		if ce := s.refusedCall(tool, we.Err); ce != nil {
+			return ce
+		}
 	case wire.KindTooLarge:
+		if l.alive() {
+			// The connection dropped that one answer unread and goes on.
+			return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,
+				Message: fmt.Sprintf("the result is over the %d-byte limit: the server's answer went past %d bytes (the limit and 1 MiB for its envelope) and was discarded unread; the session is unaffected",
+					s.opts.MaxResultBytes, we.Limit), Err: ErrResultTooLarge}
+		}
 		l.blameOnce.Do(func() { l.sharedBlame.Store(l.calls.Load() > 0) })
 		if !l.sharedBlame.Load() {
 			// This was the only call in flight, so the message was its result.

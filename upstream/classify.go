@@ -10,11 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
@@ -154,11 +152,6 @@ func (s *Session) refusedCall(tool string, err error) *CallError {
 		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
 			Message: "the server answered the call with an " + re.Error() + "; the call did not run", Err: re}
 	}
-	if limit, ok := asTooLarge(err); ok {
-		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,
-			Message: fmt.Sprintf("the result is over the %d-byte limit: the server's answer went past %d bytes (the limit and 1 MiB for its envelope) and was discarded unread; the session is unaffected",
-				s.opts.MaxResultBytes, limit), Err: ErrResultTooLarge}
-	}
 	return nil
 }
 
@@ -220,96 +213,10 @@ func describe(err error) string {
 	return err.Error()
 }
 
-// isSessionMissing reports whether err comes from the server having
-// forgotten the session (HTTP 404). The go-sdk wraps ErrSessionMissing
-// with %v once the connection has failed, so its text is matched too.
-func isSessionMissing(err error) bool {
-	return err != nil && (errors.Is(err, mcp.ErrSessionMissing) || strings.Contains(err.Error(), mcp.ErrSessionMissing.Error()))
-}
-
-// The go-sdk's JSON-RPC layer reports a connection that is shutting down
-// as wire errors with these codes ("client is closing", "server is
-// closing"), which are not answers from the server.
-const (
-	codeClientClosing = -32003
-	codeServerClosing = -32004
-)
-
-func isConnectionError(err error) bool {
-	if pipeClosed(err) || errors.Is(err, mcp.ErrSessionMissing) {
-		return true
-	}
-	var we *jsonrpc.Error
-	return errors.As(err, &we) && (we.Code == codeClientClosing || we.Code == codeServerClosing || isRejected(we))
-}
-
-// isRejected reports whether we is the go-sdk's "rejected by transport"
-// (jsonrpc2.ErrRejected, code -32005), which its Streamable HTTP client
-// wraps around a request that failed in the transport rather than being
-// answered: a POST that failed (its client.Do: cut short by the link's
-// close, say, whether or not it had left), one it could not prepare, an
-// answer with a transient status (429, 500, 502, 503, 504); and which the
-// client's refusal layer wraps around an answer that refuses one message
-// (refusal.go). None is an answer from the server; the call's send record
-// (whether its POSTs left, the status they drew) tells what became of the
-// request. A server's own JSON-RPC error in an HTTP error answer is
-// wrapped with it too, but comes first in the chain, so it is the one
-// errors.As finds. The sentinel is internal to the go-sdk, so its code and
-// text are matched.
-func isRejected(we *jsonrpc.Error) bool {
-	return we.Code == codeRejected && we.Message == rejectedText
-}
-
-// rejected reports whether err is the go-sdk's "rejected by transport"
-// for a request (isRejected), not a JSON-RPC error the server answered.
-func rejected(err error) bool {
-	var we *jsonrpc.Error
-	return errors.As(err, &we) && isRejected(we)
-}
-
-// codeRejected and rejectedText are the go-sdk's jsonrpc2.ErrRejected.
-const (
-	codeRejected = -32005
-	rejectedText = "rejected by transport"
-)
-
 // pipeClosed reports whether err says the other end closed the stream:
 // the go-sdk's closed connection, or the end of the input. "Client is
 // closing" alone is not that: the go-sdk also closes its side on its own,
 // after malformed JSON for one.
 func pipeClosed(err error) bool {
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-// neverSent reports whether the go-sdk refused to send a request because
-// its connection was already shutting down ("client is closing", which its
-// JSON-RPC layer returns from Call before writing anything): the request
-// cannot have reached the server. The mcp package wraps that error with %v
-// once the connection has failed, so its text is matched too.
-func neverSent(err error) bool {
-	var we *jsonrpc.Error
-	if errors.As(err, &we) {
-		return we.Code == codeClientClosing
-	}
-	return err != nil && strings.HasSuffix(err.Error(), ": "+clientClosingText)
-}
-
-// clientClosingText is the message of the go-sdk's "client is closing"
-// error (jsonrpc2.ErrClientClosing, code -32003).
-const clientClosingText = "client is closing"
-
-// rpcError returns the JSON-RPC error the server answered a request with,
-// if err carries one. (The go-sdk's *jsonrpc.Error has no method to match
-// on, so it is matched by type.)
-func rpcError(err error) (*jsonrpc.Error, bool) {
-	var we *jsonrpc.Error
-	if !errors.As(err, &we) || isConnectionError(err) {
-		return nil, false
-	}
-	return we, true
-}
-
-func isRPCError(err error) bool {
-	_, ok := rpcError(err)
-	return ok
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/wire"
 )
 
 // run is the session's lifecycle goroutine: the only goroutine that dials,
@@ -229,21 +230,23 @@ func (s *Session) serve(ctx context.Context, l *link) *failure {
 func (s *Session) probe(ctx context.Context, l *link) *failure {
 	pctx, cancel := context.WithTimeout(ctx, s.opts.ProbeTimeout)
 	defer cancel()
-	pctx, rec := withStatusRecorder(pctx)
-	var err error
-	if l.cs.InitializeResult().ProtocolVersion >= protocol20260728 {
+	req := &wire.Request{Method: "ping"}
+	if l.version >= protocol20260728 {
 		// The 2026-07-28 protocol has no ping; a one-page list is the
 		// cheapest request every server answers.
-		_, err = l.cs.ListTools(pctx, nil)
-	} else {
-		err = l.cs.Ping(pctx, nil)
+		req = &wire.Request{Method: "tools/list", Params: append(append([]byte(`{"_meta":{`), l.newMeta...), "}}"...)}
 	}
+	_, err := l.conn.Call(pctx, req)
 	if err == nil || ctx.Err() != nil {
 		return nil
 	}
-	status := rec.Status()
+	we, _ := wire.AsError(err)
+	status := 0
+	if we != nil {
+		status = we.Status
+	}
 	switch {
-	case errors.Is(err, mcp.ErrSessionMissing) || status == 404:
+	case we != nil && we.Kind == wire.KindSessionMissing:
 		return fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err, "the server ended the session (HTTP 404)")
 	case status == 400:
 		// A ping has nothing in it to refuse: servers that answer a
@@ -257,7 +260,7 @@ func (s *Session) probe(ctx context.Context, l *link) *failure {
 	case status >= 400:
 		s.log.Warn("health probe answered with an HTTP error", "status", status)
 		return nil
-	case isRPCError(err):
+	case we != nil && we.Kind == wire.KindRPC:
 		return nil // the server answered, if only to say it has no ping
 	case pctx.Err() != nil && l.proc != nil && s.inflight.Load() > 0:
 		// A stdio server that runs one request at a time is busy, not
@@ -330,7 +333,7 @@ func boundDiscover(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "server/discover" {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(withoutStatusRecorder(ctx), discoverProbeTimeout)
+			ctx, cancel = context.WithTimeout(ctx, discoverProbeTimeout)
 			defer cancel()
 		}
 		return next(ctx, method, req)

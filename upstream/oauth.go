@@ -649,7 +649,7 @@ func (t *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		err := t.ts.required("the server asks for more scopes: %s", bearerParam(challenges, "scope"))
 		t.ts.refuse(err)
-		return nil, refusedMessage(err)
+		return nil, err // the call fails with it (refusedCall); the wire keeps it (wire.KindTransport)
 	}
 	if resp.StatusCode == http.StatusUnauthorized && tok != "" {
 		// The server refused a token we thought good (revoked, or expired

@@ -37,15 +37,8 @@ func (cs *calls) only(accepts func(*call) bool) (*call, int) {
 }
 
 // serverRequestCall finds the call a server request belongs to: the one
-// whose event stream carried it (Streamable HTTP: its token is in meta,
-// see calltag.go), else the one call that accepts such requests.
+// call that accepts such requests.
 func (s *Session) serverRequestCall(kind string, meta mcp.Meta, accepts func(*call) bool) (*call, error) {
-	if tok, ok := callToken(meta); ok {
-		if c := s.calls.byToken(tok); c != nil && accepts(c) {
-			return c, nil
-		}
-		return nil, fmt.Errorf("the call to %s that this %s request belongs to has ended", s.cfg.Name, kind)
-	}
 	c, n := s.calls.only(accepts)
 	switch {
 	case c != nil:
