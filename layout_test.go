@@ -44,7 +44,7 @@ func deps(t *testing.T, dir string) []string {
 // by concern": the domain package keeps types, errors and pure functions
 // and touches no file (the OAuth key file is internal/oauthkey's); the
 // registry returns domain types, never the HTTP API's wire types (httpapi
-// converts).
+// converts); metrics reads the gateway through an interface of its own.
 func TestPackagesByConcern(t *testing.T) {
 	p, err := build.ImportDir(".", 0)
 	if err != nil {
@@ -58,6 +58,7 @@ func TestPackagesByConcern(t *testing.T) {
 	}
 	for _, edge := range []struct{ from, to string }{
 		{"registry", "api"},
+		{"metrics", "gateway"},
 	} {
 		if slices.Contains(deps(t, edge.from), module+"/"+edge.to) {
 			t.Errorf("%s imports %s", edge.from, edge.to)
