@@ -156,15 +156,12 @@ func (m *Metrics) Instrument(p executor.Plugin) executor.Plugin {
 	return &instrumented{Plugin: p, m: m}
 }
 
+// instrumented is a measured plugin: Serves and Servers are the wrapped
+// plugin's.
 type instrumented struct {
 	executor.Plugin
 	m *Metrics
 }
-
-var _ executor.ServerFinder = (*instrumented)(nil) // the executor finds servers without listing them
-
-// Serves implements executor.ServerFinder for the wrapped plugin.
-func (i *instrumented) Serves(server string) bool { return executor.Serves(i.Plugin, server) }
 
 func (i *instrumented) Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*mcp.CallToolResult, error) {
 	g := i.m.inflight.WithLabelValues(server)
