@@ -7,15 +7,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/switchboard-mcp/switchboard/internal/fileowner"
 )
 
 // OAuth grants of a remote server's config.
@@ -201,31 +196,17 @@ type OAuthStore interface {
 
 // OAuthKey seals OAuth grants at rest with AES-256-GCM. The server's name
 // is the additional data, so a grant copied to another server's row does
-// not open.
+// not open. The key's file (created, checked, read) is package
+// internal/oauthkey's.
 type OAuthKey struct{ aead cipher.AEAD }
 
-// oauthKeySize is the key file's length: an AES-256 key.
-const oauthKeySize = 32
+// OAuthKeySize is the length of a key: AES-256.
+const OAuthKeySize = 32
 
-// LoadOAuthKey reads the key file at path, creating it (0600, 32 random
-// bytes) if it does not exist. A key file that its group or others may
-// read or write, or that another user owns, is refused: whoever reads it
-// reads every stored token.
-func LoadOAuthKey(path string) (*OAuthKey, error) {
-	key, err := readOAuthKey(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		key, err = createOAuthKey(path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return NewOAuthKey(key)
-}
-
-// NewOAuthKey returns the key for 32 raw bytes.
+// NewOAuthKey returns the key for OAuthKeySize raw bytes.
 func NewOAuthKey(key []byte) (*OAuthKey, error) {
-	if len(key) != oauthKeySize {
-		return nil, fmt.Errorf("oauth key: %d bytes, want %d", len(key), oauthKeySize)
+	if len(key) != OAuthKeySize {
+		return nil, fmt.Errorf("oauth key: %d bytes, want %d", len(key), OAuthKeySize)
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
@@ -236,49 +217,6 @@ func NewOAuthKey(key []byte) (*OAuthKey, error) {
 		return nil, err
 	}
 	return &OAuthKey{aead: aead}, nil
-}
-
-// readOAuthKey reads the key file at path, refusing it unless it is
-// private to this user (fileowner.ReadPrivate).
-func readOAuthKey(path string) ([]byte, error) {
-	key, err := fileowner.ReadPrivate(path, oauthKeySize+1)
-	if errors.Is(err, fileowner.ErrNotPrivate) {
-		return nil, fmt.Errorf("oauth key file is not private (it holds the key to every stored token): %w", err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(key) != oauthKeySize {
-		return nil, fmt.Errorf("oauth key file %s holds %d bytes, not %d: it is not a key Switchboard wrote", path, len(key), oauthKeySize)
-	}
-	return key, nil
-}
-
-// createOAuthKey writes a new random key to path, failing if a file
-// appeared there meanwhile (another replica won: its key is read instead).
-func createOAuthKey(path string) ([]byte, error) {
-	key := make([]byte, oauthKeySize)
-	rand.Read(key)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("oauth key file: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return readOAuthKey(path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("oauth key file: %w", err)
-	}
-	if _, err := f.Write(key); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("oauth key file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
-		return nil, fmt.Errorf("oauth key file: %w", err)
-	}
-	return key, nil
 }
 
 // Seal encrypts plaintext for server.

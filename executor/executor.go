@@ -2,43 +2,38 @@
 // opts) finds the plugin that serves the server and invokes the tool with
 // the caller's InvokeOptions.
 //
-// A Plugin is a kind of tool source. The MCP plugin (NewMCP) sits on
-// upstream sessions; a later OpenAPI or HTTP plugin maps the same
-// InvokeOptions onto its own timeouts, so callers never name MCP internals
-// to say "let this run longer".
+// The one source of tools is the MCP plugin (NewMCP), on upstream
+// sessions. Plugin is an interface for what wraps or stands in for it:
+// metrics.Instrument measures its calls, and the tests of the surfaces
+// (gateway's TestEveryCodeReadsTheSameOnEverySurface) fail calls with
+// every error code through a plugin of their own.
 package executor
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
-// Plugin serves the tools of some servers. The MCP plugin (NewMCP) is the
-// one kind of tool source today; metrics.Instrument wraps any Plugin to
-// measure its calls. Listing tools is not a Plugin's job: the registry's
-// views and the gateway's mirrors read them from the sessions, which know
-// when a list changes. A second kind of source (OpenAPI, say) would add
-// listing here, where both callers could share it.
+// Plugin serves the tools of some servers: the MCP plugin (NewMCP), or
+// one that wraps it (metrics.Instrument). Listing tools is not a Plugin's
+// job: the registry's views and the gateway's mirrors read them from the
+// sessions, which know when a list changes.
 type Plugin interface {
-	// Servers returns the names of the servers this plugin serves now.
+	// Serves reports whether the plugin serves server now. The executor
+	// asks it on every call, so it must not list every server: with a
+	// thousand servers that costs more than the call it routes.
+	Serves(server string) bool
+	// Servers returns the names of the servers this plugin serves now;
+	// the executor lists them only to suggest names for an unknown one.
 	Servers() []string
 	// Invoke calls a tool. It must honour every field of opts that its
 	// transport can, and never return a failure as an empty success.
 	Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*upstream.Result, error)
-}
-
-// A ServerFinder is a Plugin that can tell whether it serves a server
-// without listing them all. The executor asks it on every call; a plugin
-// that is not one has its Servers listed and searched each time, which
-// with a thousand servers costs more than the call it routes.
-type ServerFinder interface {
-	Serves(server string) bool
 }
 
 // Errors of address resolution, matched with errors.Is.
@@ -129,7 +124,7 @@ func kept(addr string, res *upstream.Result, err error) (*upstream.Result, error
 // server lists every plugin's servers, for the suggestions.
 func (e *Executor) plugin(addr, server string) (Plugin, error) {
 	for _, p := range e.plugins {
-		if Serves(p, server) {
+		if p.Serves(server) {
 			return p, nil
 		}
 	}
@@ -138,14 +133,4 @@ func (e *Executor) plugin(addr, server string) (Plugin, error) {
 		all = append(all, p.Servers()...)
 	}
 	return nil, &AddressError{Address: addr, Kind: ErrUnknownServer, Suggestions: upstream.Suggest(server, all)}
-}
-
-// Serves reports whether p serves server: by asking it, if it can tell
-// (ServerFinder), else by looking through its list. A plugin that wraps
-// another implements ServerFinder with it.
-func Serves(p Plugin, server string) bool {
-	if f, ok := p.(ServerFinder); ok {
-		return f.Serves(server)
-	}
-	return slices.Contains(p.Servers(), server)
 }

@@ -88,8 +88,8 @@ func (finderPlugin) Invoke(context.Context, string, string, any, sb.InvokeOption
 }
 
 // A call is routed without listing every server (with a thousand servers
-// that cost more than the call); only an unknown server lists them, for
-// the suggestions. A plugin that cannot tell is still searched.
+// that cost more than the call), to the first plugin that serves it; only
+// an unknown server lists them, for the suggestions.
 func TestExecuteFindsTheServerWithoutListingThem(t *testing.T) {
 	listed := 0
 	ex := executor.New(finderPlugin{names: []string{"github"}, listed: &listed}, silentPlugin{})
@@ -100,7 +100,7 @@ func TestExecuteFindsTheServerWithoutListingThem(t *testing.T) {
 		t.Fatalf("Servers was called %d times for a call to a known server, want 0", listed)
 	}
 	if _, err := ex.Execute(context.Background(), "quiet/tool", nil, sb.InvokeOptions{}); sb.CodeOf(err) != sb.CodeInternal {
-		t.Fatalf("a plugin without Serves: err = %v, want its call made (and its empty answer refused)", err)
+		t.Fatalf("a server of the second plugin: err = %v, want its call made (and its empty answer refused)", err)
 	}
 	_, err := ex.Execute(context.Background(), "githb/echo", nil, sb.InvokeOptions{})
 	var ae *executor.AddressError
@@ -112,7 +112,8 @@ func TestExecuteFindsTheServerWithoutListingThem(t *testing.T) {
 // silentPlugin answers every call with neither a result nor an error.
 type silentPlugin struct{}
 
-func (silentPlugin) Servers() []string { return []string{"quiet"} }
+func (silentPlugin) Serves(server string) bool { return server == "quiet" }
+func (silentPlugin) Servers() []string         { return []string{"quiet"} }
 func (silentPlugin) Invoke(context.Context, string, string, any, sb.InvokeOptions) (*upstream.Result, error) {
 	return nil, nil
 }

@@ -53,7 +53,7 @@ func NewMCP(sessions Sessions) *MCP { return &MCP{sessions: sessions} }
 // Servers implements Plugin.
 func (p *MCP) Servers() []string { return p.sessions.Names() }
 
-// Serves implements ServerFinder.
+// Serves implements Plugin.
 func (p *MCP) Serves(server string) bool {
 	_, ok := p.sessions.Session(server)
 	return ok

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,8 @@ import (
 // argument names, as the MCP plugin would have returned it.
 type failingPlugin struct{ servers func() []string }
 
-func (p failingPlugin) Servers() []string { return p.servers() }
+func (p failingPlugin) Serves(server string) bool { return slices.Contains(p.servers(), server) }
+func (p failingPlugin) Servers() []string         { return p.servers() }
 
 func (p failingPlugin) Invoke(_ context.Context, server, tool string, args any, _ sb.InvokeOptions) (*upstream.Result, error) {
 	raw, _ := json.Marshal(args)

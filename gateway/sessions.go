@@ -59,22 +59,8 @@ const codeTooManySessions = -32000
 // the log).
 const refusalWarnEvery = time.Minute
 
-// SessionStats describes the downstream Streamable HTTP sessions of a
-// gateway's MCP endpoint.
-type SessionStats struct {
-	// Live is how many sessions there are: from their successful
-	// initialize until they end.
-	Live int
-	// MaxSessions, MaxSessionsPerAddress and MaxSessionsPerPrincipal are
-	// the caps in force; 0 for none.
-	MaxSessions, MaxSessionsPerAddress, MaxSessionsPerPrincipal int
-	// RefusedGlobal, RefusedPerAddress and RefusedPerPrincipal count the
-	// new sessions refused since New, by the cap that refused them.
-	RefusedGlobal, RefusedPerAddress, RefusedPerPrincipal uint64
-	// Expired counts the sessions that Options.SessionTimeout ended since
-	// New (the others ended with a DELETE).
-	Expired uint64
-}
+// SessionStats describes the downstream sessions (sb.SessionStats).
+type SessionStats = sb.SessionStats
 
 // SessionStats returns the counts of the downstream sessions. It is safe
 // for concurrent use.

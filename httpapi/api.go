@@ -486,7 +486,12 @@ func (a *handler) testServer(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, testResult(res))
+}
+
+// testResult is the API's view of what a test session found.
+func testResult(res registry.TestResult) api.TestResult {
+	return api.TestResult{Runtime: res.Runtime, Logs: res.Logs}
 }
 
 func (a *handler) testDraft(w http.ResponseWriter, r *http.Request) {
@@ -503,7 +508,7 @@ func (a *handler) testDraft(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, testResult(res))
 }
 
 func (a *handler) serverTools(w http.ResponseWriter, r *http.Request) {

@@ -546,7 +546,7 @@ func TestStdioCommandsRunWithoutAShell(t *testing.T) {
 		for k, v := range c {
 			draft[k] = v
 		}
-		var res registry.TestResult
+		var res api.TestResult
 		st, _, body := e.do("POST", "/api/v1/test", draft)
 		json.Unmarshal([]byte(body), &res)
 		if st != 200 || res.Runtime.Error == nil || res.Runtime.Error.Phase != sb.PhaseSpawn || res.Runtime.Error.Code != "command_not_found" {

@@ -2,8 +2,9 @@
 // every server (read from the registry at scrape time), the latency,
 // outcome, timeouts and concurrency of tool calls (recorded by wrapping the
 // executor's plugins), and the downstream MCP sessions (read from the
-// gateway at scrape time). Labels carry server names only, never config
-// values.
+// gateway at scrape time). It knows its sources by the small interfaces
+// Source, Sessions and Connections, not by their packages. Labels carry
+// server names only, never config values.
 package metrics
 
 import (
@@ -18,7 +19,6 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/executor"
-	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -27,10 +27,20 @@ type Source interface {
 	List() []sb.ServerView
 }
 
-// Sessions reports the downstream MCP sessions; the gateway implements it.
+// Sessions reports the downstream MCP sessions; *gateway.Gateway
+// implements it.
 type Sessions interface {
-	SessionStats() gateway.SessionStats
+	SessionStats() sb.SessionStats
 }
+
+// The limits that refuse new sessions, as the label limit names them: the
+// names a refused session's JSON-RPC error gives them (data.limit,
+// limitGlobal and the others).
+const (
+	limitGlobal       = "global"
+	limitPerAddress   = "per_address"
+	limitPerPrincipal = "per_principal"
+)
 
 // ConnStats describes the connections of serve's HTTP listener.
 type ConnStats struct {
@@ -145,15 +155,12 @@ func (m *Metrics) Instrument(p executor.Plugin) executor.Plugin {
 	return &instrumented{Plugin: p, m: m}
 }
 
+// instrumented is a measured plugin: Serves and Servers are the wrapped
+// plugin's.
 type instrumented struct {
 	executor.Plugin
 	m *Metrics
 }
-
-var _ executor.ServerFinder = (*instrumented)(nil) // the executor finds servers without listing them
-
-// Serves implements executor.ServerFinder for the wrapped plugin.
-func (i *instrumented) Serves(server string) bool { return executor.Serves(i.Plugin, server) }
 
 func (i *instrumented) Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*upstream.Result, error) {
 	g := i.m.inflight.WithLabelValues(server)
@@ -243,15 +250,15 @@ func (c *sessionCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.src.SessionStats()
 	ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(st.Live))
-	for limit, max := range map[string]int{gateway.LimitGlobal: st.MaxSessions, gateway.LimitPerAddress: st.MaxSessionsPerAddress,
-		gateway.LimitPerPrincipal: st.MaxSessionsPerPrincipal} {
+	for limit, max := range map[string]int{limitGlobal: st.MaxSessions, limitPerAddress: st.MaxSessionsPerAddress,
+		limitPerPrincipal: st.MaxSessionsPerPrincipal} {
 		if max > 0 {
 			ch <- prometheus.MustNewConstMetric(sessionLimitDesc, prometheus.GaugeValue, float64(max), limit)
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedGlobal), gateway.LimitGlobal)
-	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedPerAddress), gateway.LimitPerAddress)
-	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedPerPrincipal), gateway.LimitPerPrincipal)
+	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedGlobal), limitGlobal)
+	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedPerAddress), limitPerAddress)
+	ch <- prometheus.MustNewConstMetric(sessionsRefusedDesc, prometheus.CounterValue, float64(st.RefusedPerPrincipal), limitPerPrincipal)
 	ch <- prometheus.MustNewConstMetric(sessionsExpiredDesc, prometheus.CounterValue, float64(st.Expired))
 }
 

@@ -20,7 +20,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
-	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/sandbox"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -544,18 +543,22 @@ func (r *Registry) Logs(name string) ([]string, error) {
 	return e.session.Logs(), nil
 }
 
-// TestResult is api.TestResult, under the name the tests that predate
-// package api still use.
-type TestResult = api.TestResult
+// TestResult is what a test session found: the session's runtime info
+// (with the tool list, or the classified error) and the server's stderr
+// lines. The HTTP API shows it as api.TestResult.
+type TestResult struct {
+	Runtime sb.RuntimeInfo
+	Logs    []string
+}
 
 // Test runs a throwaway session for a stored server (name) and reports what
 // it found (see TestSession). It never touches the live session of that
 // server: the test session is a separate process or connection under a
 // random id.
-func (r *Registry) Test(ctx context.Context, name string) (api.TestResult, error) {
+func (r *Registry) Test(ctx context.Context, name string) (TestResult, error) {
 	e, err := r.get(name)
 	if err != nil {
-		return api.TestResult{}, err
+		return TestResult{}, err
 	}
 	e.mu.Lock()
 	cfg := e.stored.Config.Clone()
@@ -565,7 +568,7 @@ func (r *Registry) Test(ctx context.Context, name string) (api.TestResult, error
 
 // TestConfig is Test for a draft config that is not stored. Masked secrets
 // ("***") are taken from the stored server of the same name, if any.
-func (r *Registry) TestConfig(ctx context.Context, cfg *sb.ServerConfig) (api.TestResult, error) {
+func (r *Registry) TestConfig(ctx context.Context, cfg *sb.ServerConfig) (TestResult, error) {
 	var prev *sb.ServerConfig
 	if e, err := r.get(cfg.Name); err == nil {
 		e.mu.Lock()
@@ -574,7 +577,7 @@ func (r *Registry) TestConfig(ctx context.Context, cfg *sb.ServerConfig) (api.Te
 	}
 	cfg, err := cfg.Unmask(prev)
 	if err != nil {
-		return api.TestResult{}, err
+		return TestResult{}, err
 	}
 	r.derive(cfg)
 	o := r.opts.Session
@@ -590,9 +593,9 @@ func (r *Registry) TestConfig(ctx context.Context, cfg *sb.ServerConfig) (api.Te
 // TestSession returns. An invalid cfg is an error; a server that fails is
 // a result. A sandboxed server's test session runs in a fresh isolated
 // workspace of the server's sandbox profile, never in the shared one.
-func TestSession(ctx context.Context, cfg *sb.ServerConfig, o *upstream.Options) (api.TestResult, error) {
+func TestSession(ctx context.Context, cfg *sb.ServerConfig, o *upstream.Options) (TestResult, error) {
 	if err := cfg.Validate(); err != nil {
-		return api.TestResult{}, err
+		return TestResult{}, err
 	}
 	cfg = cfg.Clone()
 	cfg.Enabled = nil
@@ -636,7 +639,7 @@ func TestSession(ctx context.Context, cfg *sb.ServerConfig, o *upstream.Options)
 	}
 	// Report the state the test reached, not the "disabled" of a session
 	// that has been shut down.
-	return api.TestResult{Runtime: info, Logs: logs}, nil
+	return TestResult{Runtime: info, Logs: logs}, nil
 }
 
 // testOutcomeGrace bounds how long a test session waits, once its startup

@@ -16,6 +16,7 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/oauthkey"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -227,7 +228,7 @@ func newOAuth(st sb.Store, keyFile string, opts *upstream.Options) (*upstream.OA
 		}
 		keyFile = filepath.Join(dir, "oauth.key")
 	}
-	key, err := sb.LoadOAuthKey(keyFile)
+	key, err := oauthkey.Load(keyFile)
 	if err != nil {
 		return nil, err
 	}
