@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/egress"
 )
 
 // streamHeaderTimeout bounds how long a GET for an event stream may wait for
@@ -27,7 +29,7 @@ const streamHeaderTimeout = 15 * time.Second
 const afterCallTimeout = 10 * time.Second
 
 // roundTripper puts the config's headers on every request of the
-// configured origin (and refuses requests for any other: origin.go), records the
+// configured origin (and refuses requests for any other: egress/origin.go), records the
 // HTTP status of failed responses in the request context's statusRecorder,
 // and ties every request to the link's context, so that closing a link
 // aborts all of its requests at once: the go-sdk detaches its Streamable
@@ -36,17 +38,17 @@ const afterCallTimeout = 10 * time.Second
 type roundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
-	guard   *originGuard // refuses requests for other origins, which must not get the headers
-	via     *Instance    // says who sends every request (loop.go)
-	reach   *Reach       // learns whom the server reaches from its answers (loop.go)
+	guard   *egress.OriginGuard // refuses requests for other origins, which must not get the headers
+	via     *egress.Instance    // says who sends every request (egress/loop.go)
+	reach   *egress.Reach       // learns whom the server reaches from its answers (egress/loop.go)
 	linkCtx context.Context
 	onSSE   func(msg []byte) // sees every server-sent event's data (the progress tap)
 	// onRefused hears of every request that found nothing listening: the
 	// server is gone, whatever the go-sdk makes of the failed request.
 	onRefused func(err error)
 	// onBlocked hears of every request refused for its address
-	// (netpolicy.go), which the go-sdk reports as a mere failed request.
-	onBlocked func(err *BlockedAddressError)
+	// (egress/policy.go), which the go-sdk reports as a mere failed request.
+	onBlocked func(err *egress.BlockedAddressError)
 	// limit bounds one message of every answer (bodylimit.go); log hears
 	// of the ones discarded; onUnknown is bodyLimit's.
 	limit     int
@@ -69,7 +71,7 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.guard != nil {
 		// A redirect is refused before it gets here (checkRedirect); what
 		// remains is the legacy SSE endpoint event, which names any URL.
-		if err := t.guard.check(req, 0); err != nil {
+		if err := t.guard.Check(req, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -125,7 +127,7 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set(k, v)
 	}
 	if t.via != nil {
-		req.Header.Set(ViaHeader, t.via.Via())
+		req.Header.Set(egress.ViaHeader, t.via.Via())
 	}
 	var post *postRecord
 	var capture *resultCapture // takes the result from this POST's answer (capture.go)
@@ -154,7 +156,7 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if refused && t.onRefused != nil && t.linkCtx.Err() == nil {
 		t.onRefused(err)
 	}
-	var blocked *BlockedAddressError
+	var blocked *egress.BlockedAddressError
 	if err != nil && t.onBlocked != nil && errors.As(err, &blocked) {
 		t.onBlocked(blocked)
 	}
@@ -166,7 +168,7 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if t.reach != nil && resp.StatusCode < 300 {
-		t.reach.Answered(resp.Header.Values(ReachHeader))
+		t.reach.Answered(resp.Header.Values(egress.ReachHeader))
 	}
 	if resp.StatusCode >= 400 {
 		if rec, ok := ctx.Value(statusRecorderKey{}).(*statusRecorder); ok {

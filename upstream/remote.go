@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"mime"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/egress"
 )
 
 // This file dials remote servers: Streamable HTTP, legacy SSE, or
@@ -52,18 +52,18 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	// A request refused for safety fails the attempt with its own reason,
 	// whatever the go-sdk makes of the failed request.
 	var refusal first[*failure]
-	guard := newOriginGuard(s.cfg.URL, s.redact.String, func(e *RedirectError) {
+	guard := egress.NewOriginGuard(s.cfg.URL, s.redact.String, func(e *egress.RedirectError) {
 		refusal.put(fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, e,
 			"%s: %v (if the server has moved there, configure that URL)", endpoint, e))
 	})
-	via := cmp.Or(s.opts.Instance, DefaultInstance)
-	rt := &roundTripper{base: transportFor(s.opts.AllowedNetworks), headers: s.cfg.Headers, guard: guard,
+	via := s.opts.Instance
+	rt := &roundTripper{base: s.opts.Egress.Transport(), headers: s.cfg.Headers, guard: guard,
 		via: via, reach: via.Track(lctx, s.cfg.Name), linkCtx: lctx, onSSE: s.onWire,
 		onRefused: func(err error) {
 			l.markDead(fail(sb.PhaseRuntime, sb.CodeConnectionRefused, retryFast, err,
 				"connection refused by %s: the server is no longer running", host))
 		},
-		onBlocked: func(err *BlockedAddressError) {
+		onBlocked: func(err *egress.BlockedAddressError) {
 			refusal.put(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
 		},
 		limit: limit, log: s.log}
@@ -90,7 +90,7 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	}
 	pages := &pageRecorder{base: rt}
 	refusals := messageRefusals{base: pages, sse: kind == sb.TransportSSE}
-	hc := &http.Client{Transport: s.withOAuth(refusals), CheckRedirect: guard.checkRedirect}
+	hc := &http.Client{Transport: s.withOAuth(refusals), CheckRedirect: guard.CheckRedirect}
 	// MaxEventSize: the round-tripper bounds every event at limit already.
 	// It is set all the same: the go-sdk's Streamable HTTP client takes
 	// its zero value for "no limit" (v1.8.0), not for its default.
