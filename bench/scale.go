@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -209,10 +210,11 @@ func parallel(n, conc int, fn func(i int)) time.Duration {
 // failures, and the time until every Start returned.
 func startSessions(ctx context.Context, cfg *Config, base *sb.ServerConfig, n int) ([]*upstream.Session, []error, time.Duration) {
 	sessions := make([]*upstream.Session, n)
+	opts := &upstream.Options{Logger: discardLogger, Egress: egress.NewPolicy(nil), Instance: egress.NewInstance()} // one pool, as serve's
 	for i := range sessions {
 		c := *base
 		c.Name = fmt.Sprintf("s%04d", i)
-		sessions[i] = upstream.New(&c, &upstream.Options{Logger: discardLogger})
+		sessions[i] = upstream.New(&c, opts)
 	}
 	var (
 		mu     sync.Mutex

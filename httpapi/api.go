@@ -23,10 +23,11 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/metrics"
+	"github.com/switchboard-mcp/switchboard/oauthclient"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // Request body limits. A config is small; call arguments may carry a
@@ -62,8 +63,8 @@ type Options struct {
 	// request to /mcp whose Switchboard-Via header names it, or one it
 	// reaches, comes from this Switchboard itself, directly or through
 	// others, and is refused with 508 loop; every other answer names what
-	// it reaches in Switchboard-Reach (see upstream.Instance).
-	Instance *upstream.Instance
+	// it reaches in Switchboard-Reach (see egress.Instance).
+	Instance *egress.Instance
 	// Page, if set, is the web page (package web): served at GET / and
 	// under /ui/ without the credential (it holds no data; it logs in and
 	// then calls the API), and behind it at POST /api/v1/login-codes.
@@ -81,7 +82,7 @@ type Options struct {
 	Tokens *registry.Tokens
 	// OAuth, if set, serves the authorization routes (oauth.go); it is the
 	// registry's sessions' Options.OAuth.
-	OAuth  *upstream.OAuth
+	OAuth  *oauthclient.Client
 	Logger *slog.Logger
 	// Warnings, if set, says what the MCP endpoint does not show of a
 	// server, for its view (gateway.Gateway.Warnings).
@@ -100,7 +101,7 @@ type handler struct {
 	// toolsets and tokens are nil if the daemon keeps none.
 	toolsets *registry.Toolsets
 	tokens   *registry.Tokens
-	oauth    *upstream.OAuth
+	oauth    *oauthclient.Client
 	warnings func(server string) []string
 	// unauthorized is the message of a 401 (see Options.CredentialFile).
 	unauthorized string
@@ -287,15 +288,15 @@ func withoutLocalAddr(next http.Handler) http.Handler {
 // it would feed the aggregate its own tools without end. The session that
 // sent it reads the 508 as a loop, and stops. Every other answer names the
 // instances this endpoint reaches, for the Switchboard that sent it to
-// learn from (upstream.Instance).
-func refuseLoops(in *upstream.Instance, next http.Handler) http.Handler {
+// learn from (egress.Instance).
+func refuseLoops(in *egress.Instance, next http.Handler) http.Handler {
 	if in == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if in.Arrived(r.Header.Values(upstream.ViaHeader)) {
+		if in.Arrived(r.Header.Values(egress.ViaHeader)) {
 			writeJSON(w, http.StatusLoopDetected, api.ErrorBody{Error: api.ErrorInfo{Code: sb.CodeLoop,
-				Message: "this request comes from this Switchboard itself or one it uses (its " + upstream.ViaHeader + " header names it): " +
+				Message: "this request comes from this Switchboard itself or one it uses (its " + egress.ViaHeader + " header names it): " +
 					"a server configured with this /mcp as its URL, directly or through other Switchboards, would feed on its own tools"}})
 			return
 		}
@@ -303,7 +304,7 @@ func refuseLoops(in *upstream.Instance, next http.Handler) http.Handler {
 		if rest, ok := strings.CutPrefix(r.URL.Path, "/mcp/"); ok {
 			server, _, _ = strings.Cut(rest, "/")
 		}
-		w.Header().Set(upstream.ReachHeader, in.ReachOf(server))
+		w.Header().Set(egress.ReachHeader, in.ReachOf(server))
 		next.ServeHTTP(w, r)
 	})
 }

@@ -10,7 +10,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
-	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/oauthclient"
 )
 
 // The OAuth routes (api/oauth.go), under /api/v1/servers/{name}/oauth. A
@@ -84,7 +84,7 @@ func (a *handler) startAuth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, api.AuthStart{AuthorizationURL: u, RedirectURL: redirect,
-		ExpiresAt: time.Now().Add(upstream.FlowTimeout).UTC()})
+		ExpiresAt: time.Now().Add(oauthclient.FlowTimeout).UTC()})
 }
 
 func (a *handler) authStatus(w http.ResponseWriter, r *http.Request) {

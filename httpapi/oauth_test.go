@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/pgtest"
 	"github.com/switchboard-mcp/switchboard/internal/registrytest"
 	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
+	"github.com/switchboard-mcp/switchboard/oauthclient"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -28,7 +29,7 @@ import (
 func TestOAuthRoutes(t *testing.T) {
 	as := oauthtest.New(t)
 	store := sqlitetest.Store(t)
-	o := &upstream.OAuth{Store: store, Key: oauthtest.Key(t)}
+	o := &oauthclient.Client{Store: store, Key: oauthtest.Key(t)}
 	tokens, err := registry.NewTokens(store, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 
 // followMove drops the OAuth tokens of a server whose URL changed from
 // prev's to st's, if they were granted for another origin than the new
-// URL's (upstream.OAuth.Moved): the copy this replica holds, and the
+// URL's (oauthclient.Client.Moved): the copy this replica holds, and the
 // stored ones, before the session restarts with the new config, which then
 // waits in phase auth for an authorization at its new address. It runs
 // where the change is made (Update) and where another replica's change is

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/sandbox"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -118,6 +119,14 @@ func New(store sb.Store, opts *Options) *Registry {
 	}
 	if o.ClientIdleTimeout <= 0 {
 		o.ClientIdleTimeout = DefaultClientIdleTimeout
+	}
+	// Every session of the registry dials under one policy, sharing its
+	// connection pool, and speaks for one instance, unless told otherwise.
+	if o.Session.Egress == nil {
+		o.Session.Egress = egress.NewPolicy(nil)
+	}
+	if o.Session.Instance == nil {
+		o.Session.Instance = egress.NewInstance()
 	}
 	r := &Registry{store: store, opts: o, log: o.Logger, servers: make(map[string]*entry), loaded: make(chan struct{}),
 		reapWake: make(chan struct{}, 1)}

@@ -17,6 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/egress"
+	"github.com/switchboard-mcp/switchboard/oauthclient"
 )
 
 // This file turns what went wrong (a command that cannot start, an HTTP
@@ -89,7 +91,7 @@ func classifyRemote(phase sb.Phase, endpoint string, status, page int, err error
 			"HTTP 429 from %s: the server is rate limiting; retrying later", endpoint)
 	case http.StatusLoopDetected:
 		// What a Switchboard answers a request that names it in its
-		// Switchboard-Via (loop.go). Retrying cannot help: the config must
+		// Switchboard-Via (egress/loop.go). Retrying cannot help: the config must
 		// change.
 		return fail(sb.PhaseConfig, sb.CodeLoop, retryNever, &HTTPStatusError{status, endpoint},
 			"HTTP 508 Loop Detected from %s: this server is Switchboard itself (its /mcp), or leads back to it through other Switchboards; "+
@@ -136,19 +138,20 @@ func classifyRemote(phase sb.Phase, endpoint string, status, page int, err error
 }
 
 // refusedCall classifies a call that Switchboard itself cut short for
-// safety, or returns nil: a redirect to another origin (origin.go), which
+// safety, or returns nil: a redirect to another origin (egress/origin.go), which
 // the go-sdk reports as a failed request that would read as a lost
 // connection, or an answer over the size limit (bodylimit.go), which it
 // reports as the JSON-RPC error that replaced it.
 func (s *Session) refusedCall(tool string, err error) *CallError {
-	var are *authRequiredError
+	var are *oauthclient.RequiredError
 	if errors.As(err, &are) {
-		// No token, or the server wants more scopes (oauth.go): the call
+		// No token, or the server wants more scopes (oauthclient): the call
 		// was not sent, or was refused; it did not run.
 		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseAuth, Kind: ErrUnavailable,
 			Message: s.redact.String(are.Error()), Err: err}
 	}
-	if re, ok := asRedirect(err); ok {
+	var re *egress.RedirectError
+	if errors.As(err, &re) {
 		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
 			Message: "the server answered the call with an " + re.Error() + "; the call did not run", Err: re}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -88,7 +89,7 @@ func TestListChangedArrivesOnTheStream(t *testing.T) {
 // goroutines than it needs: its lifecycle, the go-sdk's JSON-RPC reader
 // and the reader of its event stream. No goroutine waits on the
 // connection for its end (dialHTTP), and the stream's connection has no
-// net/http loops (streamconn.go). Thousands of idle remote servers each kept three more,
+// net/http loops (egress/streamconn.go). Thousands of idle remote servers each kept three more,
 // 4 KiB of stack apiece.
 func TestIdleRemoteSessionGoroutines(t *testing.T) {
 	const sessions = 20
@@ -97,12 +98,17 @@ func TestIdleRemoteSessionGoroutines(t *testing.T) {
 		t.Run(string(tc.transport), func(t *testing.T) {
 			srv := testserver.StartHTTP(t)
 			before := runtime.NumGoroutine()
+			policy := egress.NewPolicy(nil) // one pool for them all, as serve's sessions share
 			for i := range sessions {
-				startRemote(t, srv, fmt.Sprint("s", i), tc.transport, tc.path)
+				cfg := &sb.ServerConfig{Name: fmt.Sprint("s", i), Transport: tc.transport, URL: srv.BaseURL + tc.path}
+				s, _ := newSession(t, cfg, &upstream.Options{HealthInterval: -1, Egress: policy})
+				if err := s.Start(context.Background()); err != nil {
+					t.Fatal(err)
+				}
 			}
 			// Beyond the sessions' own: the connections the requests of the
-			// handshakes left idle in the pool (two goroutines each), and
-			// goroutines on their way out.
+			// handshakes left idle in the policy's pool (two goroutines
+			// each), and goroutines on their way out.
 			const slack = 10
 			deadline := time.Now().Add(5 * time.Second)
 			for {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+
+	"github.com/switchboard-mcp/switchboard/egress"
 )
 
 // This file is the HTTP client under a remote link's connection (the wire
@@ -18,20 +20,20 @@ import (
 type roundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
-	guard   *originGuard // refuses requests for other origins, which must not get the headers
-	via     *Instance    // says who sends every request (loop.go)
-	reach   *Reach       // learns whom the server reaches from its answers (loop.go)
+	guard   *egress.OriginGuard // refuses requests for other origins, which must not get the headers
+	via     *egress.Instance    // says who sends every request (loop.go)
+	reach   *egress.Reach       // learns whom the server reaches from its answers (loop.go)
 	linkCtx context.Context
 	// onBlocked hears of every request refused for its address
 	// (netpolicy.go), so that the attempt names the policy.
-	onBlocked func(err *BlockedAddressError)
+	onBlocked func(err *egress.BlockedAddressError)
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.guard != nil {
 		// A redirect is refused before it gets here (checkRedirect); what
 		// remains is the legacy SSE endpoint event, which names any URL.
-		if err := t.guard.check(req, 0); err != nil {
+		if err := t.guard.Check(req, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -46,19 +48,19 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set(k, v)
 	}
 	if t.via != nil {
-		req.Header.Set(ViaHeader, t.via.Via())
+		req.Header.Set(egress.ViaHeader, t.via.Via())
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		release()
-		var blocked *BlockedAddressError
+		var blocked *egress.BlockedAddressError
 		if t.onBlocked != nil && errors.As(err, &blocked) {
 			t.onBlocked(blocked)
 		}
 		return nil, err
 	}
 	if t.reach != nil && resp.StatusCode < 300 {
-		t.reach.Answered(resp.Header.Values(ReachHeader))
+		t.reach.Answered(resp.Header.Values(egress.ReachHeader))
 	}
 	resp.Body = &releaseOnClose{ReadCloser: resp.Body, release: release}
 	return resp, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -46,7 +47,7 @@ func TestMetadataAddressIsRefusedBeforeConnecting(t *testing.T) {
 
 // TestAllowedNetworksReallowABlockedAddress: the unspecified address
 // 0.0.0.0 is refused by default (on Linux it reaches this host's own
-// services by another name than loopback), and Options.AllowedNetworks
+// services by another name than loopback), and Options.Egress (egress.NewPolicy)
 // lets it through. Both run against a loopback server.
 func TestAllowedNetworksReallowABlockedAddress(t *testing.T) {
 	srv := inProcessServer(t)
@@ -65,7 +66,7 @@ func TestAllowedNetworksReallowABlockedAddress(t *testing.T) {
 		t.Fatalf("by default: Start %v; error %+v; want %s naming 0.0.0.0", err, info.Error, sb.CodeBlockedAddress)
 	}
 
-	allowed, _ := badInputSession(t, cfg, upstream.Options{AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/32")}})
+	allowed, _ := badInputSession(t, cfg, upstream.Options{Egress: egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("0.0.0.0/32")})})
 	if err := allowed.Start(context.Background()); err != nil {
 		t.Fatalf("with 0.0.0.0/32 allowed: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
 	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
+	"github.com/switchboard-mcp/switchboard/oauthclient"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -24,14 +25,14 @@ type clock struct{ off atomic.Int64 }
 
 func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *clock) advance(d time.Duration) { c.off.Add(int64(d)) }
-func newOAuth(t *testing.T, st sb.OAuthStore, c *clock) *upstream.OAuth {
-	return &upstream.OAuth{Store: st, Key: oauthtest.Key(t), Now: c.now}
+func newOAuth(t *testing.T, st sb.OAuthStore, c *clock) *oauthclient.Client {
+	return &oauthclient.Client{Store: st, Key: oauthtest.Key(t), Now: c.now}
 }
 
 // approve plays the person in the browser: opens the authorization URL,
 // which the test authorization server approves at once, and hands the
 // callback's parameters to Complete.
-func approve(t *testing.T, o *upstream.OAuth, server, authURL string) {
+func approve(t *testing.T, o *oauthclient.Client, server, authURL string) {
 	t.Helper()
 	q := oauthtest.Approve(t, authURL).Query()
 	if err := o.Complete(context.Background(), server, q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error")); err != nil {
@@ -40,7 +41,7 @@ func approve(t *testing.T, o *upstream.OAuth, server, authURL string) {
 }
 
 // authorize runs an out-of-band authorization of cfg's server to the end.
-func authorize(t *testing.T, o *upstream.OAuth, cfg *sb.ServerConfig) {
+func authorize(t *testing.T, o *oauthclient.Client, cfg *sb.ServerConfig) {
 	t.Helper()
 	u, err := o.Begin(context.Background(), cfg, "http://127.0.0.1:9/callback")
 	if err != nil {

@@ -8,19 +8,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
-
 	"golang.org/x/oauth2"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/oauthclient"
 )
 
-// This file hooks OAuth (oauth.go) into a session's connection attempts:
-// the gate before an attempt, the transport of its requests, and what its
-// failures mean.
-
-// authCommand is what a person runs to authorize server.
-func authCommand(server string) string { return "switchboard server auth " + server }
+// This file hooks OAuth (package oauthclient) into a session's connection
+// attempts: the gate before an attempt, the transport of its requests, and
+// what its failures mean.
 
 // oauthGate fails an attempt before any request when the server requires
 // OAuth and no token can be had without a person: the session waits with
@@ -32,14 +28,10 @@ func (s *Session) oauthGate(ctx context.Context) *failure {
 		return nil
 	}
 	if s.opts.OAuth == nil {
-		return fail(sb.PhaseAuth, sb.CodeAuthorizationRequired, retryNever, errAuthorizationRequired,
+		return fail(sb.PhaseAuth, sb.CodeAuthorizationRequired, retryNever, oauthclient.ErrAuthorizationRequired,
 			"%s requires OAuth, and this Switchboard keeps no OAuth tokens (it has no OAuth store)", s.cfg.Name)
 	}
-	if s.opts.OAuth.Fetcher != nil && s.cfg.OAuth.EffectiveGrant() == sb.GrantAuthorizationCode {
-		return nil // in band: the first 401 authorizes
-	}
-	_, err := s.opts.OAuth.source(s.cfg.Name).token(ctx, s.cfg, s.cfg.URL, s.opts.OAuth.client())
-	return s.oauthError(err)
+	return s.oauthError(s.opts.OAuth.Ready(ctx, s.cfg))
 }
 
 // oauthError classifies an error of the token source.
@@ -47,7 +39,7 @@ func (s *Session) oauthError(err error) *failure {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, errAuthorizationRequired):
+	case errors.Is(err, oauthclient.ErrAuthorizationRequired):
 		// The token source's errors say why and what to run.
 		return fail(sb.PhaseAuth, sb.CodeAuthorizationRequired, retrySlow, err, "%s", s.redact.String(err.Error()))
 	}
@@ -64,7 +56,7 @@ func (s *Session) withOAuth(rt http.RoundTripper) http.RoundTripper {
 	if s.cfg.OAuth == nil || s.opts.OAuth == nil {
 		return rt
 	}
-	return &oauthTransport{base: rt, ts: s.opts.OAuth.source(s.cfg.Name), cfg: s.cfg, hc: s.opts.OAuth.client()}
+	return s.opts.OAuth.Transport(rt, s.cfg, nil) // a refused request fails with its own error, which the wire keeps (wire.KindTransport)
 }
 
 // oauthFailure rewrites the failure of an attempt of a server that
@@ -77,21 +69,20 @@ func (s *Session) oauthFailure(f *failure, err error) *failure {
 	if s.opts.OAuth == nil {
 		return f
 	}
-	if errors.Is(err, errAuthorizationRequired) {
+	if errors.Is(err, oauthclient.ErrAuthorizationRequired) {
 		return s.oauthError(err)
 	}
-	ts := s.opts.OAuth.source(s.cfg.Name)
-	if refusal := ts.lastRefusal(); refusal != nil {
+	if refusal := s.opts.OAuth.LastRefusal(s.cfg.Name); refusal != nil {
 		return s.oauthError(refusal)
 	}
 	var se *HTTPStatusError
 	if f.phase != sb.PhaseAuth || !errors.As(f, &se) {
 		return f
 	}
-	if g, _, _ := s.opts.OAuth.load(context.Background(), s.cfg.Name); g != nil && len(g.StepUp) > 0 && se.StatusCode == http.StatusForbidden {
-		return s.oauthError(ts.required("the server asks for more scopes: %s", strings.Join(g.StepUp, " ")))
+	if stepUp := s.opts.OAuth.StepUp(context.Background(), s.cfg.Name); len(stepUp) > 0 && se.StatusCode == http.StatusForbidden {
+		return s.oauthError(oauthclient.NewRequiredError(s.cfg.Name, "the server asks for more scopes: "+strings.Join(stepUp, " ")))
 	}
-	return s.oauthError(ts.required("HTTP %d from the server", se.StatusCode))
+	return s.oauthError(oauthclient.NewRequiredError(s.cfg.Name, fmt.Sprintf("HTTP %d from the server", se.StatusCode)))
 }
 
 // hintTimeout bounds the probe of oauthHint.
@@ -108,17 +99,12 @@ func (s *Session) oauthHint(f *failure) *failure {
 	}
 	ctx, cancel := context.WithTimeout(s.runCtx, hintTimeout)
 	defer cancel()
-	hc := &http.Client{Transport: transportFor(s.opts.AllowedNetworks), Timeout: hintTimeout}
-	resp, err := challenge(ctx, s.cfg, hc)
-	if err != nil {
-		return f
-	}
-	cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-	if bearerParam(cs, "resource_metadata") == "" {
+	hc := &http.Client{Transport: s.opts.Egress.Transport(), Timeout: hintTimeout}
+	if !oauthclient.NamesResourceMetadata(ctx, s.cfg, hc) {
 		return f
 	}
 	g := *f
 	g.msg = fmt.Sprintf("HTTP 401 from %s: the server requires OAuth; run `switchboard server edit %s --oauth`, then `%s`",
-		s.redact.String(se.URL), s.cfg.Name, authCommand(s.cfg.Name))
+		s.redact.String(se.URL), s.cfg.Name, oauthclient.AuthCommand(s.cfg.Name))
 	return &g
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/wire"
 )
 
@@ -48,17 +49,17 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	// A request refused for safety fails the attempt with its own reason,
 	// whatever the handshake makes of the failed request.
 	var refusal first[*failure]
-	guard := newOriginGuard(s.cfg.URL, s.redact.String, func(e *RedirectError) {
+	guard := egress.NewOriginGuard(s.cfg.URL, s.redact.String, func(e *egress.RedirectError) {
 		refusal.put(fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, e,
 			"%s: %v (if the server has moved there, configure that URL)", endpoint, e))
 	})
-	via := cmp.Or(s.opts.Instance, DefaultInstance)
-	rt := &roundTripper{base: transportFor(s.opts.AllowedNetworks), headers: s.cfg.Headers, guard: guard,
+	via := s.opts.Instance
+	rt := &roundTripper{base: s.opts.Egress.Transport(), headers: s.cfg.Headers, guard: guard,
 		via: via, reach: via.Track(lctx, s.cfg.Name), linkCtx: lctx,
-		onBlocked: func(err *BlockedAddressError) {
+		onBlocked: func(err *egress.BlockedAddressError) {
 			refusal.put(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
 		}}
-	hc := &http.Client{Transport: s.withOAuth(rt), CheckRedirect: guard.checkRedirect}
+	hc := &http.Client{Transport: s.withOAuth(rt), CheckRedirect: guard.CheckRedirect}
 	wopts := &wire.Options{Limit: limit, OnMessage: s.onWire, Logger: s.log}
 
 	var err error

@@ -16,9 +16,9 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
-	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // startServe starts `switchboard serve` built for this test (into its
@@ -191,7 +191,7 @@ func TestForgedViaStopsNothing(t *testing.T) {
 	ids := make(chan string, 1)
 	recorder := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case ids <- strings.TrimSpace(strings.Split(r.Header.Get(upstream.ViaHeader), ",")[0]):
+		case ids <- strings.TrimSpace(strings.Split(r.Header.Get(egress.ViaHeader), ",")[0]):
 		default:
 		}
 		http.NotFound(w, r)
@@ -219,7 +219,7 @@ func TestForgedViaStopsNothing(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Authorization", "Bearer "+tok.Secret)
-		req.Header.Set(upstream.ViaHeader, bID)
+		req.Header.Set(egress.ViaHeader, bID)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

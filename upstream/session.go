@@ -16,13 +16,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/egress"
+	"github.com/switchboard-mcp/switchboard/oauthclient"
 	"github.com/switchboard-mcp/switchboard/sandbox"
 )
 
@@ -83,17 +84,22 @@ type Options struct {
 	// JSON answer or a server-sent event over HTTP. If zero,
 	// DefaultMaxResultBytes is used.
 	MaxResultBytes int
-	// AllowedNetworks re-allows addresses that a remote server may not
-	// have by default: link-local (169.254.0.0/16, fe80::/10), the cloud
+	// Egress is where a remote server may be dialed: by default not to
+	// link-local addresses (169.254.0.0/16, fe80::/10), the cloud
 	// metadata services inside and outside them (169.254.169.254,
-	// fd00:ec2::254, 100.100.100.200, 168.63.129.16) and the unspecified
-	// addresses (0.0.0.0, ::). Loopback and private networks are always
+	// fd00:ec2::254, 100.100.100.200, 168.63.129.16) nor the unspecified
+	// addresses (0.0.0.0, ::), less what its allow-list re-allows
+	// (egress.NewPolicy). Loopback and private networks are always
 	// allowed. The address is checked as it is dialed, after resolution.
-	AllowedNetworks []netip.Prefix
+	// Sessions that share a Policy share its connection pool. Nil means
+	// the default policy, with a pool of the session's own.
+	Egress *egress.Policy
 	// Instance is the Switchboard instance the session's requests come
-	// from (ViaHeader): a server that is that instance itself, or leads
-	// back to it, refuses them. Nil means DefaultInstance.
-	Instance *Instance
+	// from (egress.ViaHeader): a server that is that instance itself, or
+	// leads back to it, refuses them. Nil means an instance of the
+	// session's own, which no endpoint of this process checks: a process
+	// that serves /mcp gives its sessions the instance its endpoint checks.
+	Instance *egress.Instance
 	// Sandbox runs in bubblewrap the stdio servers whose config asks for a
 	// sandbox, and with SandboxDefault those whose config has none (see
 	// package sandbox). Nil means sandbox.System.
@@ -105,9 +111,9 @@ type Options struct {
 	// commands (serve, stdio, check) set it.
 	SandboxDefault bool
 	// OAuth is the OAuth client of remote servers whose config has an
-	// "oauth" block (oauth.go). Nil: such servers fail with phase auth,
-	// code authorization_required.
-	OAuth *OAuth
+	// "oauth" block (package oauthclient; oauthsession.go). Nil: such
+	// servers fail with phase auth, code authorization_required.
+	OAuth *oauthclient.Client
 }
 
 // DefaultMaxResultBytes is the default cap on one tool result.
@@ -136,6 +142,12 @@ func (o *Options) withDefaults() Options {
 	def(&v.StableAfter, DefaultStableAfter)
 	if v.MaxResultBytes <= 0 {
 		v.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if v.Egress == nil {
+		v.Egress = egress.NewPolicy(nil)
+	}
+	if v.Instance == nil {
+		v.Instance = egress.NewInstance()
 	}
 	return v
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // TestStreamRedirectToAnotherOriginIsRefused: the standalone stream's GET,
-// which goes over a connection of its own (streamconn.go) rather than
+// which goes over a connection of its own (egress/streamconn.go) rather than
 // net/http's pool, is refused a redirect to another origin like every
 // other request: the other origin receives nothing, the configured
 // headers least of all; the session fails as redirect, naming the target.

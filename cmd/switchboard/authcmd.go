@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/oauthkey"
+	"github.com/switchboard-mcp/switchboard/oauthclient"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -212,7 +213,7 @@ func registerOAuthKeyFlag(f *pflag.FlagSet, keyFile *string) {
 // in keyFile; by default the key file is oauth.key next to a SQLite
 // database, or next to the credential file for PostgreSQL (every replica
 // needs a copy of the same file).
-func newOAuth(st sb.Store, keyFile string, opts *upstream.Options) (*upstream.OAuth, error) {
+func newOAuth(st sb.Store, keyFile string, opts *upstream.Options) (*oauthclient.Client, error) {
 	ost, ok := st.(sb.OAuthStore)
 	if !ok {
 		return nil, nil
@@ -232,5 +233,5 @@ func newOAuth(st sb.Store, keyFile string, opts *upstream.Options) (*upstream.OA
 	if err != nil {
 		return nil, err
 	}
-	return &upstream.OAuth{Store: ost, Key: key, AllowedNetworks: opts.AllowedNetworks}, nil
+	return &oauthclient.Client{Store: ost, Key: key, Egress: opts.Egress}, nil
 }

@@ -21,6 +21,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
@@ -406,7 +407,9 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	}
 	defer tokens.Close()
 
-	sessOpts := upstream.Options{AllowedNetworks: sc.allowedNetworks, SandboxDefault: true, Sandbox: sc.sandbox}
+	// One instance for the sessions and the /mcp that checks their requests.
+	instance := egress.NewInstance()
+	sessOpts := upstream.Options{Egress: egress.NewPolicy(sc.allowedNetworks), Instance: instance, SandboxDefault: true, Sandbox: sc.sandbox}
 	oauth, err := newOAuth(st, sc.oauthKeyFile, &sessOpts)
 	if err != nil {
 		// Only servers that require OAuth need it: they say so in their
@@ -431,7 +434,7 @@ func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway
 	defer gw.Close()
 	page := web.New(&web.Options{Logger: log})
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token, CredentialFile: sc.auth.file,
-		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: upstream.DefaultInstance,
+		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: instance,
 		Page: page, Authenticate: page.Authenticate, OAuth: oauth,
 		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings})
 

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/registry"
@@ -86,7 +87,7 @@ is read when stdio starts.`,
 			if err != nil {
 				return err
 			}
-			sessOpts := upstream.Options{AllowedNetworks: nets, SandboxDefault: true, Sandbox: box}
+			sessOpts := upstream.Options{Egress: egress.NewPolicy(nets), Instance: egress.NewInstance(), SandboxDefault: true, Sandbox: box}
 			// The tokens "switchboard serve" keeps for OAuth servers serve here too.
 			if sessOpts.OAuth, err = newOAuth(st, oauthKeyFile, &sessOpts); err != nil {
 				log.Warn("OAuth tokens cannot be read: "+err.Error(), "error", err)

@@ -5,7 +5,7 @@
 // and calls test-tool, as a daemon's session would.
 //
 // The suite's authorization server approves at once, so the authorization
-// is in band (upstream.OAuth.Fetcher): the "browser" is an HTTP GET whose
+// is in band (oauthclient.Client.Fetcher): the "browser" is an HTTP GET whose
 // redirect carries the code. Grants are kept in a throwaway SQLite store,
 // sealed like the daemon's.
 //
@@ -30,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/oauthclient"
 	"github.com/switchboard-mcp/switchboard/store/sqlite"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -81,7 +82,7 @@ func run(ctx context.Context, serverURL, scenario, rawContext string) error {
 	if err != nil {
 		return err
 	}
-	o := &upstream.OAuth{Store: st, Key: k, Fetcher: fetchCode, RedirectURL: redirectURL}
+	o := &oauthclient.Client{Store: st, Key: k, Fetcher: fetchCode, RedirectURL: redirectURL}
 	oc := &sb.OAuthConfig{ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, ClientMetadataURL: clientMetadataURL}
 	if strings.HasPrefix(scenario, "auth/client-credentials-") {
 		// A machine-to-machine server: what its config would say.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/oauthclient"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/upstream"
@@ -17,7 +18,7 @@ import (
 type Replica struct {
 	Store    sb.Store
 	Registry *registry.Registry
-	OAuth    *upstream.OAuth // the sessions' OAuth client; nil unless StartOAuthReplica
+	OAuth    *oauthclient.Client // the sessions' OAuth client; nil unless StartOAuthReplica
 }
 
 // StartReplica opens dsn and starts a replica on it: a registry with the
@@ -68,9 +69,9 @@ func StartReplica(tb testing.TB, dsn string, opts func(sb.Store) *registry.Optio
 // key file.
 func StartOAuthReplica(tb testing.TB, dsn string, key *sb.OAuthKey) *Replica {
 	tb.Helper()
-	var o *upstream.OAuth
+	var o *oauthclient.Client
 	r := StartReplica(tb, dsn, func(st sb.Store) *registry.Options {
-		o = &upstream.OAuth{Store: st.(sb.OAuthStore), Key: key}
+		o = &oauthclient.Client{Store: st.(sb.OAuthStore), Key: key}
 		return &registry.Options{Session: upstream.Options{OAuth: o}}
 	})
 	r.OAuth = o

@@ -1,4 +1,4 @@
-package upstream
+package oauthclient
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // logIn authorizes cfg's server out of band (Begin, the test
 // authorization server's approval, Complete).
-func logIn(t *testing.T, o *OAuth, cfg *sb.ServerConfig) {
+func logIn(t *testing.T, o *Client, cfg *sb.ServerConfig) {
 	t.Helper()
 	u, err := o.Begin(context.Background(), cfg, "http://127.0.0.1:9/callback")
 	if err != nil {
@@ -34,7 +34,7 @@ func logIn(t *testing.T, o *OAuth, cfg *sb.ServerConfig) {
 // grant the first stored, not forget the server's authorization.
 func TestRefreshRaceBetweenReplicas(t *testing.T) {
 	as := oauthtest.New(t)
-	o := &OAuth{Store: sqlitetest.Store(t), Key: oauthtest.Key(t)}
+	o := &Client{Store: sqlitetest.Store(t), Key: oauthtest.Key(t)}
 	cfg := &sb.ServerConfig{Name: "raced", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
 	ctx := context.Background()
 
@@ -49,11 +49,11 @@ func TestRefreshRaceBetweenReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ts.give()
-	first, err := ts.refresh(ctx, stale, version, o.client()) // the first replica: rotates
+	first, err := ts.refresh(ctx, stale, version, o.httpClient()) // the first replica: rotates
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := ts.refresh(ctx, stale, version, o.client()) // the second, with the spent refresh token
+	second, err := ts.refresh(ctx, stale, version, o.httpClient()) // the second, with the spent refresh token
 	if err != nil || second != first {
 		t.Fatalf("the second replica's refresh: %q, %v; want the first one's token %q", second, err, first)
 	}
@@ -92,10 +92,10 @@ func TestInBandGrantSavedUnderTheLock(t *testing.T) {
 		q := oauthtest.Approve(t, args.URL).Query()
 		return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
 	}
-	o := &OAuth{Store: st, Key: oauthtest.Key(t), Fetcher: fetch, RedirectURL: "http://127.0.0.1:9/callback"}
+	o := &Client{Store: st, Key: oauthtest.Key(t), Fetcher: fetch, RedirectURL: "http://127.0.0.1:9/callback"}
 	cfg := &sb.ServerConfig{Name: "raced", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
 	ctx := context.Background()
-	hc := o.client()
+	hc := o.httpClient()
 
 	// The older grant, authorized out of band; its access token is then
 	// refused (401), so that the next token request refreshes it.
@@ -179,10 +179,10 @@ func TestInBandGrantKeepsTheRegisteredClient(t *testing.T) {
 		q := oauthtest.Approve(t, args.URL).Query()
 		return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
 	}
-	o := &OAuth{Store: sqlitetest.Store(t), Key: oauthtest.Key(t), Fetcher: fetch, RedirectURL: "http://127.0.0.1:9/callback"}
+	o := &Client{Store: sqlitetest.Store(t), Key: oauthtest.Key(t), Fetcher: fetch, RedirectURL: "http://127.0.0.1:9/callback"}
 	cfg := &sb.ServerConfig{Name: "kept", Transport: sb.TransportStreamableHTTP, URL: as.URL + "/mcp", OAuth: &sb.OAuthConfig{}}
 	ctx := context.Background()
-	hc := o.client()
+	hc := o.httpClient()
 
 	logIn(t, o, cfg)
 	older, _, err := o.load(ctx, cfg.Name)

@@ -1,7 +1,6 @@
-package upstream
+package egress
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -59,27 +58,30 @@ func origin(u *url.URL) string {
 	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
-// originGuard refuses requests for other origins than the configured
+// OriginGuard refuses requests for other origins than the configured
 // URL's. redact scrubs the config's secrets from the URL it reports (a
 // redirect may carry the configured URL's query along); refused hears of
 // every refusal.
-type originGuard struct {
+type OriginGuard struct {
 	origin  string
 	redact  func(string) string
 	refused func(*RedirectError)
 }
 
-func newOriginGuard(endpoint string, redact func(string) string, refused func(*RedirectError)) *originGuard {
-	g := &originGuard{redact: redact, refused: refused}
+// NewOriginGuard returns the guard of a session of the server at endpoint
+// (its configured URL). redact scrubs the URLs that errors report; refused,
+// if not nil, hears of every refusal.
+func NewOriginGuard(endpoint string, redact func(string) string, refused func(*RedirectError)) *OriginGuard {
+	g := &OriginGuard{redact: redact, refused: refused}
 	if u, err := url.Parse(endpoint); err == nil {
 		g.origin = origin(u)
 	}
 	return g
 }
 
-// check returns a *RedirectError if req is for another origin. status is
+// Check returns a *RedirectError if req is for another origin. status is
 // that of the redirect that led to req, or 0.
-func (g *originGuard) check(req *http.Request, status int) error {
+func (g *OriginGuard) Check(req *http.Request, status int) error {
 	if origin(req.URL) == g.origin {
 		return nil
 	}
@@ -90,15 +92,15 @@ func (g *originGuard) check(req *http.Request, status int) error {
 	return err
 }
 
-// checkRedirect is the http.Client's redirect policy: same-origin
+// CheckRedirect is the http.Client's redirect policy: same-origin
 // redirects only, at most maxRedirects in a row. It runs before the
 // redirected request is made, so a refused one never leaves.
-func (g *originGuard) checkRedirect(req *http.Request, via []*http.Request) error {
+func (g *OriginGuard) CheckRedirect(req *http.Request, via []*http.Request) error {
 	status := 0
 	if req.Response != nil {
 		status = req.Response.StatusCode
 	}
-	if err := g.check(req, status); err != nil {
+	if err := g.Check(req, status); err != nil {
 		return err
 	}
 	if len(via) >= maxRedirects {
@@ -107,8 +109,10 @@ func (g *originGuard) checkRedirect(req *http.Request, via []*http.Request) erro
 	return nil
 }
 
-// asRedirect returns the *RedirectError in err's chain, if any.
-func asRedirect(err error) (*RedirectError, bool) {
-	var re *RedirectError
-	return re, errors.As(err, &re)
+// SameOrigin reports whether two URLs have the same origin; an URL that
+// does not parse, or has no host, has none.
+func SameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Host != "" && origin(ua) == origin(ub)
 }

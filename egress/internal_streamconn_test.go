@@ -1,4 +1,4 @@
-package upstream
+package egress
 
 import (
 	"bufio"
@@ -39,7 +39,7 @@ func streamGET(t *testing.T, ctx context.Context, url string) *http.Response {
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	tr := transportFor(nil)
+	tr := NewPolicy(nil).transport
 	if !tr.ownsStream(req) {
 		t.Fatal("an event-stream GET to a plain http URL is not carried on a connection of its own")
 	}
@@ -97,7 +97,7 @@ func TestStreamConnectionObeysTheAddressPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	_, err = transportFor(nil).stream(req)
+	_, err = NewPolicy(nil).transport.stream(req)
 	var be *BlockedAddressError
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), "169.254.169.254") {
 		t.Fatalf("stream to a metadata address: %v, want a *BlockedAddressError", err)
@@ -117,7 +117,7 @@ func TestStreamsOnlyOfPlainHTTPGetOwnConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Accept", tc.accept)
-		if transportFor(nil).ownsStream(req) {
+		if NewPolicy(nil).transport.ownsStream(req) {
 			t.Errorf("%s %s (Accept: %s) would get a connection of its own", tc.method, tc.url, tc.accept)
 		}
 	}
@@ -154,7 +154,7 @@ func TestStreamHeadersAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := transportFor(nil).stream(req)
+	resp, err := NewPolicy(nil).transport.stream(req)
 	if err == nil {
 		resp.Body.Close()
 		t.Fatal("headers over the bound were accepted")

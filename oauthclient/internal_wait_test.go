@@ -1,4 +1,4 @@
-package upstream
+package oauthclient
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func (hangingEndpoint) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // storeExpiring stores for server a grant whose access token has expired.
-func storeExpiring(t *testing.T, o *OAuth, cfg *sb.ServerConfig) {
+func storeExpiring(t *testing.T, o *Client, cfg *sb.ServerConfig) {
 	t.Helper()
 	g := &sb.OAuthGrant{Resource: cfg.URL, ClientID: "c", TokenURL: "http://127.0.0.1:9/token",
 		AccessToken: "old", RefreshToken: "r", Expiry: time.Now().Add(-time.Second), AuthorizedAt: time.Now()}
@@ -41,10 +41,10 @@ func storeExpiring(t *testing.T, o *OAuth, cfg *sb.ServerConfig) {
 // grant is kept for the next try.
 func TestTokenWaitIsBoundedByTheRefresh(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		o := &OAuth{Store: sqlitetest.Store(t), Key: oauthtest.Key(t)}
+		o := &Client{Store: sqlitetest.Store(t), Key: oauthtest.Key(t)}
 		cfg := &sb.ServerConfig{Name: "slow", Transport: sb.TransportStreamableHTTP, URL: "http://127.0.0.1:9/mcp", OAuth: &sb.OAuthConfig{}}
 		storeExpiring(t, o, cfg)
-		hc := &http.Client{Transport: hangingEndpoint{}, Timeout: 30 * time.Second} // as o.client()
+		hc := &http.Client{Transport: hangingEndpoint{}, Timeout: 30 * time.Second} // as o.httpClient()
 		ts := o.source(cfg.Name)
 		var wg sync.WaitGroup
 		waited := make([]time.Duration, 2)
@@ -58,7 +58,7 @@ func TestTokenWaitIsBoundedByTheRefresh(t *testing.T) {
 		}
 		wg.Wait()
 		for i, err := range errs {
-			if err == nil || errors.Is(err, errAuthorizationRequired) {
+			if err == nil || errors.Is(err, ErrAuthorizationRequired) {
 				t.Errorf("request %d: %v; want a failure that is not authorization required", i, err)
 			}
 			if waited[i] > refreshTimeout {
@@ -79,7 +79,7 @@ func TestTokenWaitIsBoundedByTheRefresh(t *testing.T) {
 func TestDeadReplicasClaimHoldsUpARefreshBriefly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := sqlitetest.Store(t)
-		o := &OAuth{Store: st, Key: oauthtest.Key(t)}
+		o := &Client{Store: st, Key: oauthtest.Key(t)}
 		cfg := &sb.ServerConfig{Name: "orphan", Transport: sb.TransportStreamableHTTP, URL: "http://127.0.0.1:9/mcp", OAuth: &sb.OAuthConfig{}}
 		storeExpiring(t, o, cfg)
 		ctx := context.Background()
@@ -104,7 +104,7 @@ func TestDeadReplicasClaimHoldsUpARefreshBriefly(t *testing.T) {
 // before the origin was checked, since the copy in memory was returned
 // first.
 func TestHeldTokenStaysWithItsOrigin(t *testing.T) {
-	o := &OAuth{Store: sqlitetest.Store(t), Key: oauthtest.Key(t)}
+	o := &Client{Store: sqlitetest.Store(t), Key: oauthtest.Key(t)}
 	ctx := context.Background()
 	cfg := &sb.ServerConfig{Name: "gh", Transport: sb.TransportStreamableHTTP, URL: "http://127.0.0.1:8001/mcp", OAuth: &sb.OAuthConfig{}}
 	g := &sb.OAuthGrant{Resource: cfg.URL, AccessToken: "tok", Expiry: time.Now().Add(time.Hour)}
@@ -118,10 +118,10 @@ func TestHeldTokenStaysWithItsOrigin(t *testing.T) {
 	for _, elsewhere := range []string{"http://127.0.0.2:8001/mcp", "http://127.0.0.1:8002/mcp", "https://127.0.0.1:8001/mcp"} {
 		moved := cfg.Clone()
 		moved.URL = elsewhere
-		if tok, err := ts.token(ctx, moved, elsewhere, nil); !errors.Is(err, errAuthorizationRequired) || tok != "" {
+		if tok, err := ts.token(ctx, moved, elsewhere, nil); !errors.Is(err, ErrAuthorizationRequired) || tok != "" {
 			t.Errorf("the server moved to %s: %q, %v; want no token, authorization required", elsewhere, tok, err)
 		}
-		if tok, err := ts.token(ctx, cfg, elsewhere, nil); !errors.Is(err, errAuthorizationRequired) || tok != "" {
+		if tok, err := ts.token(ctx, cfg, elsewhere, nil); !errors.Is(err, ErrAuthorizationRequired) || tok != "" {
 			t.Errorf("a request of the server for %s: %q, %v; want no token, authorization required", elsewhere, tok, err)
 		}
 	}

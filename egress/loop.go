@@ -1,4 +1,4 @@
-package upstream
+package egress
 
 import (
 	"cmp"
@@ -62,8 +62,10 @@ const (
 )
 
 // Instance is one Switchboard process as other Switchboards see it: an id,
-// and the instances its remote sessions reach. It is safe for concurrent
-// use.
+// and the instances its remote sessions reach. A process makes one, and
+// gives it to its sessions (upstream.Options.Instance) and to the endpoint
+// that checks the requests it serves (httpapi.Options.Instance). It is
+// safe for concurrent use.
 type Instance struct {
 	id    string
 	now   func() time.Time
@@ -84,10 +86,6 @@ func NewInstance() *Instance {
 	rand.Read(b) // never fails (crypto/rand)
 	return &Instance{id: hex.EncodeToString(b), now: time.Now, links: map[*Reach]reached{}}
 }
-
-// DefaultInstance is this process's instance: the one every session uses
-// unless Options.Instance says otherwise, and the one serve's /mcp checks.
-var DefaultInstance = NewInstance()
 
 // ID returns the instance's id.
 func (in *Instance) ID() string { return in.id }

@@ -1,4 +1,4 @@
-package upstream
+package egress
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -26,7 +25,7 @@ import (
 // rebinding) cannot slip past, and a refused address is never sent a
 // single packet.
 
-// blockedNetworks are refused unless Options.AllowedNetworks re-allows
+// blockedNetworks are refused unless a Policy's allow-list re-allows
 // them, each with the reason the error gives.
 var blockedNetworks = []struct {
 	prefix netip.Prefix
@@ -58,7 +57,7 @@ func (e *BlockedAddressError) Error() string {
 		bits = 128
 	}
 	return fmt.Sprintf("%s is %s: Switchboard does not connect there, so nothing was sent "+
-		"(to allow it: switchboard serve --allow-upstream-network %s/%d, or upstream.Options.AllowedNetworks)",
+		"(to allow it: switchboard serve --allow-upstream-network %s/%d, or the allowed networks of egress.NewPolicy)",
 		e.Addr, e.Reason, e.Addr, bits)
 }
 
@@ -122,7 +121,7 @@ func (p addrPolicy) dialer() *net.Dialer {
 // It has no overall timeout: Streamable HTTP and SSE streams live as long
 // as the session, and an http.Client.Timeout would cut them (and long tool
 // calls answered as plain JSON) off. Dialing and TLS are bounded; a stream
-// GET that never sends headers is bounded by the roundTripper.
+// GET that never sends headers is bounded by its caller (upstream's roundTripper).
 //
 // Each HTTP/1 connection keeps a read and a write buffer for its life:
 // connBuffer bytes each instead of net/http's 4 KiB. They only gather
@@ -147,38 +146,27 @@ func newTransport(p addrPolicy) *http.Transport {
 
 // connBuffer is the size of an HTTP/1 connection's read and write buffers
 // (see newTransport), and of an event stream's read buffer (streamconn.go).
-var connBuffer = 1 << 10
+const connBuffer = 1 << 10
 
-// sharedTransport pools connections across every remote session with the
-// default policy; transportFor keeps one per other allow-list. Connections
-// are pooled per transport, so a connection dialed under one allow-list
-// never serves a session with another. Event streams get connections of
-// their own (streamconn.go), dialed the same way.
-var (
-	sharedTransport = &streamTransport{newTransport(addrPolicy{})}
-
-	transportsMu sync.Mutex
-	transports   = map[string]*streamTransport{} // by allow-list, see transportFor
-)
-
-// transportFor returns the transport of the default policy less allowed.
-// Sessions usually share one allow-list (serve's), so there are few.
-func transportFor(allowed []netip.Prefix) *streamTransport {
-	if len(allowed) == 0 {
-		return sharedTransport
-	}
-	keys := make([]string, len(allowed))
-	for i, a := range allowed {
-		keys[i] = a.Masked().String()
-	}
-	slices.Sort(keys)
-	key := strings.Join(slices.Compact(keys), ",")
-	transportsMu.Lock()
-	defer transportsMu.Unlock()
-	t, ok := transports[key]
-	if !ok {
-		t = &streamTransport{newTransport(addrPolicy{allowed: slices.Clone(allowed)})}
-		transports[key] = t
-	}
-	return t
+// Policy is where the remote sessions that hold it may connect: the
+// blocked networks less an allow-list, and the HTTP transport whose every
+// connection obeys them. Sessions that share a Policy share its
+// transport's connection pool; a connection dialed under one Policy never
+// serves another. Event streams get connections of their own
+// (streamconn.go), dialed the same way. Create it with NewPolicy; it is
+// safe for concurrent use.
+type Policy struct {
+	transport *streamTransport
 }
+
+// NewPolicy returns the policy that refuses the blocked networks (see
+// BlockedAddressError) less allowed, and its transport. Loopback and
+// private networks are always allowed.
+func NewPolicy(allowed []netip.Prefix) *Policy {
+	return &Policy{transport: &streamTransport{newTransport(addrPolicy{allowed: slices.Clone(allowed)})}}
+}
+
+// Transport returns the policy's HTTP transport, the same one every time:
+// it has no overall timeout (see newTransport), so a caller that wants one
+// sets it on its http.Client.
+func (p *Policy) Transport() http.RoundTripper { return p.transport }

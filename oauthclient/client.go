@@ -1,33 +1,7 @@
-package upstream
-
-import (
-	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/netip"
-	"net/url"
-	"slices"
-	"strings"
-	"sync"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
-	"golang.org/x/oauth2"
-
-	sb "github.com/switchboard-mcp/switchboard"
-)
-
-// This file is the OAuth client of remote sessions (issue #17): the token
+// Package oauthclient is the OAuth client of remote sessions (issue #17): the token
 // of each request, refreshed before it expires, and what a 401 or 403 means.
 // The grant (client and tokens) is kept sealed in an sb.OAuthStore, shared
-// by replicas; the authorization flow that creates it is in oauthflow.go.
+// by replicas; the authorization flow that creates it is in flow.go.
 //
 // A session of a server whose config has an "oauth" block sends its
 // requests through an oauthTransport:
@@ -48,34 +22,63 @@ import (
 //   - a 403 insufficient_scope records the scopes asked for, and fails the
 //     call saying what to run (the connection stays); the next
 //     authorization requests them too (step-up);
-//   - a client_credentials server (oauthcc.go) gets its tokens itself.
+//   - a client_credentials server (clientcredentials.go) gets its tokens itself.
 //
-// In band (OAuth.Fetcher set, as the conformance client does), a 401 or 403
+// In band (Client.Fetcher set, as the conformance client does), a 401 or 403
 // runs the whole authorization flow there and then and retries, as the
 // go-sdk's own transports do with an auth.OAuthHandler.
+//
+// The session's side (the gate before an attempt, what a failure means)
+// is upstream's: it uses Ready, Transport, LastRefusal and the errors
+// here.
+package oauthclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/egress"
+)
 
 // refreshMargin: an access token this close to its expiry is refreshed
 // before it is used, so that it does not expire in flight.
 const refreshMargin = time.Minute
 
-// OAuth is the OAuth client of a process's sessions: where grants are kept,
+// Client is the OAuth client of a process's sessions: where grants are kept,
 // and one token source per server, shared by every session of that server
 // (the shared one and per-client ones) so that they refresh once. The zero
 // value is not usable; set Store and Key.
-type OAuth struct {
+type Client struct {
 	Store sb.OAuthStore
 	Key   *sb.OAuthKey
 	// Fetcher, if set, makes authorization in band: a request answered
 	// 401 (or 403 insufficient_scope) runs the authorization code flow,
 	// Fetcher bringing back the code, and is retried. A daemon leaves it
 	// nil: nobody is there to approve, so a session waits for
-	// Begin/Complete (oauthflow.go) instead.
+	// Begin/Complete (flow.go) instead.
 	Fetcher auth.AuthorizationCodeFetcher
 	// RedirectURL is the redirect URI of in-band authorizations.
 	RedirectURL string
-	// AllowedNetworks is the address policy of requests to authorization
-	// servers: set it to the sessions' Options.AllowedNetworks.
-	AllowedNetworks []netip.Prefix
+	// Egress is the address policy of requests to authorization servers:
+	// set it to the sessions' (upstream.Options.Egress). Nil means the
+	// default policy, with a transport of this Client's own.
+	Egress *egress.Policy
 	// Now is the clock of expiries; nil means time.Now.
 	Now func() time.Time
 
@@ -85,22 +88,24 @@ type OAuth struct {
 
 	mu       sync.Mutex
 	sources  map[string]*tokenSource
-	holderID string // holder
-	flows    flows  // oauthflow.go
+	holderID string         // holder
+	flows    flows          // flow.go
+	policy   *egress.Policy // Egress, or the default made for it
 }
 
-// errAuthorizationRequired: there is no usable grant; a person must
-// authorize the server.
-var errAuthorizationRequired = sb.NewError(sb.CodeAuthorizationRequired, "authorization required")
+// ErrAuthorizationRequired: there is no usable grant; a person must
+// authorize the server. Every such error of a Client is a *RequiredError
+// that matches it.
+var ErrAuthorizationRequired = sb.NewError(sb.CodeAuthorizationRequired, "authorization required")
 
-func (o *OAuth) logger() *slog.Logger {
+func (o *Client) logger() *slog.Logger {
 	if o.Logger != nil {
 		return o.Logger
 	}
 	return slog.New(slog.DiscardHandler)
 }
 
-func (o *OAuth) now() time.Time {
+func (o *Client) now() time.Time {
 	if o.Now != nil {
 		return o.Now()
 	}
@@ -123,7 +128,7 @@ const refreshPoll = 50 * time.Millisecond
 var errRefreshTimeout = fmt.Errorf("no OAuth token within %s (the token endpoint, or another replica's refresh of it, did not answer)", refreshTimeout)
 
 // source returns the token source of the server named name.
-func (o *OAuth) source(name string) *tokenSource {
+func (o *Client) source(name string) *tokenSource {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.sources == nil {
@@ -139,7 +144,7 @@ func (o *OAuth) source(name string) *tokenSource {
 
 // holder returns who this process is in claims of refreshes: random, so
 // that no two processes (or two OAuth clients of one) are the same.
-func (o *OAuth) holder() string {
+func (o *Client) holder() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.holderID == "" {
@@ -150,7 +155,7 @@ func (o *OAuth) holder() string {
 
 // load returns the stored grant of server and its version, or nil and 0
 // if there is none.
-func (o *OAuth) load(ctx context.Context, server string) (*sb.OAuthGrant, int64, error) {
+func (o *Client) load(ctx context.Context, server string) (*sb.OAuthGrant, int64, error) {
 	sealed, version, err := o.Store.LoadOAuthGrantVersion(ctx, server)
 	if errors.Is(err, sb.ErrNotFound) {
 		return nil, 0, nil
@@ -172,7 +177,7 @@ func (o *OAuth) load(ctx context.Context, server string) (*sb.OAuthGrant, int64,
 // swap seals g and stores it as server's grant if the stored version is
 // still version (0: none stored), returning the new version; an error
 // wrapping sb.ErrConflict if another write came first.
-func (o *OAuth) swap(ctx context.Context, server string, version int64, g *sb.OAuthGrant) (int64, error) {
+func (o *Client) swap(ctx context.Context, server string, version int64, g *sb.OAuthGrant) (int64, error) {
 	plain, err := json.Marshal(g)
 	if err != nil {
 		return 0, err
@@ -182,7 +187,7 @@ func (o *OAuth) swap(ctx context.Context, server string, version int64, g *sb.OA
 
 // Forget deletes the stored grant of server (its tokens and client), for
 // a server that was deleted or must be authorized from scratch.
-func (o *OAuth) Forget(ctx context.Context, server string) error {
+func (o *Client) Forget(ctx context.Context, server string) error {
 	o.Invalidate(server)
 	return o.Store.DeleteOAuthGrant(ctx, server)
 }
@@ -193,7 +198,7 @@ func (o *OAuth) Forget(ctx context.Context, server string) error {
 // its result; the claims of the store (refreshShared) do the same between
 // processes.
 type tokenSource struct {
-	o    *OAuth
+	o    *Client
 	name string
 	// turn is held by the one request at a time that reads the store for
 	// the token or writes the grant; the others wait for it, no longer
@@ -232,19 +237,31 @@ func (ts *tokenSource) set(g *sb.OAuthGrant, version int64) {
 // required returns an authorization-required error saying why (if why is
 // not empty) and what to run.
 func (ts *tokenSource) required(why string, args ...any) error {
-	msg := "authorization required: run `" + authCommand(ts.name) + "`"
 	if why != "" {
-		msg = fmt.Sprintf("authorization required (%s): run `%s`", fmt.Sprintf(why, args...), authCommand(ts.name))
+		why = fmt.Sprintf(why, args...)
 	}
-	return &authRequiredError{msg: msg}
+	return NewRequiredError(ts.name, why)
 }
 
-// authRequiredError says that a person must authorize a server, why, and
-// what to run. It matches errAuthorizationRequired.
-type authRequiredError struct{ msg string }
+// NewRequiredError returns the error that says a person must authorize
+// server: why (if it is not empty), and what to run.
+func NewRequiredError(server, why string) error {
+	msg := "authorization required: run `" + AuthCommand(server) + "`"
+	if why != "" {
+		msg = fmt.Sprintf("authorization required (%s): run `%s`", why, AuthCommand(server))
+	}
+	return &RequiredError{msg: msg}
+}
 
-func (e *authRequiredError) Error() string { return e.msg }
-func (e *authRequiredError) Unwrap() error { return errAuthorizationRequired }
+// RequiredError says that a person must authorize a server, why, and
+// what to run. It matches ErrAuthorizationRequired.
+type RequiredError struct{ msg string }
+
+func (e *RequiredError) Error() string { return e.msg }
+func (e *RequiredError) Unwrap() error { return ErrAuthorizationRequired }
+
+// AuthCommand is what a person runs to authorize server.
+func AuthCommand(server string) string { return "switchboard server auth " + server }
 
 // usable reports whether g holds an access token, or a refresh token to
 // get one.
@@ -254,7 +271,7 @@ func usable(g *sb.OAuthGrant) bool {
 
 // token returns the access token to send to target (a URL of cfg's
 // server), refreshing it first if it is about to expire.
-// errAuthorizationRequired means there is none to be had without a
+// ErrAuthorizationRequired means there is none to be had without a
 // person. A token goes only to the origin of the URL it was granted for:
 // that is checked on every use, of the copy held here too, since the
 // server's URL may have changed since it was granted. The whole of it is
@@ -270,7 +287,7 @@ func (ts *tokenSource) token(ctx context.Context, cfg *sb.ServerConfig, target s
 	}
 	defer ts.give()
 	tok, err := ts.locked(ctx, cfg, target, hc)
-	if err == nil || errors.Is(err, errAuthorizationRequired) {
+	if err == nil || errors.Is(err, ErrAuthorizationRequired) {
 		ts.refuse(err)
 	}
 	if err != nil && !errors.Is(err, errRefreshTimeout) && errors.Is(context.Cause(ctx), errRefreshTimeout) {
@@ -296,7 +313,7 @@ func (ts *tokenSource) cached(cfg *sb.ServerConfig, target string) (string, bool
 // target, else the URL they may not be sent to.
 func sendable(g *sb.OAuthGrant, cfg *sb.ServerConfig, target string) string {
 	for _, to := range []string{cfg.URL, target} {
-		if !sameOrigin(g.Resource, to) {
+		if !egress.SameOrigin(g.Resource, to) {
 			return to
 		}
 	}
@@ -311,9 +328,15 @@ func (ts *tokenSource) refuse(err error) {
 	ts.mu.Unlock()
 }
 
-// lastRefusal returns why the last token request needed a person, or nil.
-// The go-sdk reports a failed request as text, so this is how a failed
-// connection attempt learns that the refresh token was refused.
+// LastRefusal returns why the last token request for server needed a
+// person, or nil. The go-sdk reports a failed request as text, so this is
+// how a failed connection attempt learns that the refresh token was
+// refused.
+func (o *Client) LastRefusal(server string) error {
+	return o.source(server).lastRefusal()
+}
+
+// lastRefusal is LastRefusal of ts's server.
 func (ts *tokenSource) lastRefusal() error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -604,19 +627,53 @@ func (ts *tokenSource) stepUp(ctx context.Context, scopes []string) error {
 	})
 }
 
+// Transport returns the RoundTripper of a session of cfg's server: base's,
+// with the server's access token on every request (see the top of the
+// file). refused, if not nil, wraps the error of a request the server
+// refused for lack of scopes (403 insufficient_scope, out of band): that
+// request fails, and refused says how the caller's client is to take it
+// (the connection stays).
+func (o *Client) Transport(base http.RoundTripper, cfg *sb.ServerConfig, refused func(error) error) http.RoundTripper {
+	return &oauthTransport{base: base, ts: o.source(cfg.Name), cfg: cfg, hc: o.httpClient(), refused: refused}
+}
+
+// Ready returns nil if a request to cfg's server can be sent with a token,
+// refreshing one that is about to expire first; the token source's error
+// otherwise (ErrAuthorizationRequired: a person must authorize it). In
+// band (Fetcher set) a server of the authorization code grant is always
+// ready: its first 401 authorizes.
+func (o *Client) Ready(ctx context.Context, cfg *sb.ServerConfig) error {
+	if o.Fetcher != nil && cfg.OAuth.EffectiveGrant() == sb.GrantAuthorizationCode {
+		return nil
+	}
+	_, err := o.source(cfg.Name).token(ctx, cfg, cfg.URL, o.httpClient())
+	return err
+}
+
+// StepUp returns the scopes a 403 of server asked for that the next
+// authorization requests; none if there is no grant, or it cannot be read.
+func (o *Client) StepUp(ctx context.Context, server string) []string {
+	g, _, _ := o.load(ctx, server)
+	if g == nil {
+		return nil
+	}
+	return g.StepUp
+}
+
 // oauthTransport adds the server's access token to every request of a
 // session (see the top of the file).
 type oauthTransport struct {
-	base http.RoundTripper
-	ts   *tokenSource
-	cfg  *sb.ServerConfig
-	hc   *http.Client // for the token endpoint: the session's address policy, no headers
+	base    http.RoundTripper
+	ts      *tokenSource
+	cfg     *sb.ServerConfig
+	hc      *http.Client // for the token endpoint: the session's address policy, no headers
+	refused func(error) error
 }
 
 func (t *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	tok, err := t.ts.token(ctx, t.cfg, req.URL.String(), t.hc)
-	if err != nil && !errors.Is(err, errAuthorizationRequired) {
+	if err != nil && !errors.Is(err, ErrAuthorizationRequired) {
 		return nil, err
 	}
 	if err != nil && t.ts.o.Fetcher == nil {
@@ -649,19 +706,22 @@ func (t *oauthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		err := t.ts.required("the server asks for more scopes: %s", bearerParam(challenges, "scope"))
 		t.ts.refuse(err)
-		return nil, err // the call fails with it (refusedCall); the wire keeps it (wire.KindTransport)
+		if t.refused != nil {
+			err = t.refused(err)
+		}
+		return nil, err
 	}
 	if resp.StatusCode == http.StatusUnauthorized && tok != "" {
 		// The server refused a token we thought good (revoked, or expired
 		// early): refresh once and retry. If the refresh token is refused
-		// too, the retry fails with errAuthorizationRequired.
+		// too, the retry fails with ErrAuthorizationRequired.
 		t.ts.expire(tok)
 		if retry, ok := rewound(req); ok {
 			if tok, err = t.ts.token(ctx, t.cfg, retry.URL.String(), t.hc); err == nil {
 				resp.Body.Close()
 				return t.send(retry, tok)
 			}
-			if errors.Is(err, errAuthorizationRequired) {
+			if errors.Is(err, ErrAuthorizationRequired) {
 				resp.Body.Close()
 				return nil, err
 			}
@@ -699,7 +759,7 @@ func (t *oauthTransport) authorizeAndRetry(req *http.Request, resp *http.Respons
 		err = h.Authorize(req.Context(), req, copyOf())
 	}
 	if err != nil {
-		t.ts.refuse(fmt.Errorf("%w: %v", errAuthorizationFailed, err))
+		t.ts.refuse(fmt.Errorf("%w: %v", ErrAuthorizationFailed, err))
 		return copyOf(), nil
 	}
 	tok, err := t.ts.token(req.Context(), t.cfg, retry.URL.String(), t.hc)
@@ -764,11 +824,4 @@ func unionScopes(a, b []string) []string {
 		}
 	}
 	return out
-}
-
-// sameOrigin reports whether two URLs have the same origin (origin.go).
-func sameOrigin(a, b string) bool {
-	ua, err1 := url.Parse(a)
-	ub, err2 := url.Parse(b)
-	return err1 == nil && err2 == nil && ua.Host != "" && origin(ua) == origin(ub)
 }

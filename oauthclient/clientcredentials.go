@@ -1,4 +1,4 @@
-package upstream
+package oauthclient
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 func (ts *tokenSource) clientCredentials(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (string, error) {
 	prm, asm, scopes, err := discover(ctx, cfg, hc)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
+		return "", fmt.Errorf("%w: %v", ErrAuthorizationFailed, err)
 	}
 	scopes = requestScopes(cfg.OAuth, scopes, nil)
 	cc := &clientcredentials.Config{ClientID: cfg.OAuth.ClientID, ClientSecret: cfg.OAuth.ClientSecret,
@@ -34,7 +34,7 @@ func (ts *tokenSource) clientCredentials(ctx context.Context, cfg *sb.ServerConf
 		EndpointParams: url.Values{"resource": {prm.Resource}}}
 	tok, err := cc.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
 	if err != nil {
-		return "", fmt.Errorf("%w: the client credentials grant at %s: %w", errAuthorizationFailed, asm.TokenEndpoint, err)
+		return "", fmt.Errorf("%w: the client credentials grant at %s: %w", ErrAuthorizationFailed, asm.TokenEndpoint, err)
 	}
 	g := &sb.OAuthGrant{Resource: cfg.URL, ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, TokenURL: cc.TokenURL,
 		AuthStyle: int(cc.AuthStyle), Scopes: grantedScopes(tok, scopes), AccessToken: tok.AccessToken,

@@ -1,4 +1,4 @@
-package upstream
+package oauthclient
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"golang.org/x/oauth2"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/egress"
 )
 
 // This file is the authorization code flow with PKCE: discovery from the
@@ -42,12 +43,12 @@ import (
 // code. The callback may so reach any replica on the database, not only
 // the one that began the flow.
 //
-// In band (OAuth.Fetcher, the conformance client), the go-sdk's
+// In band (Client.Fetcher, the conformance client), the go-sdk's
 // auth.AuthorizationCodeHandler runs the whole flow (newHandler).
 
-// errAuthorizationFailed: an authorization flow failed; the message says
+// ErrAuthorizationFailed: an authorization flow failed; the message says
 // where.
-var errAuthorizationFailed = sb.NewError(sb.CodeAuthorizationFailed, "authorization failed")
+var ErrAuthorizationFailed = sb.NewError(sb.CodeAuthorizationFailed, "authorization failed")
 
 // FlowTimeout bounds an out-of-band authorization: how long the person has
 // to approve in the browser.
@@ -70,8 +71,8 @@ type FlowResult struct {
 	Error string // "" on success
 }
 
-// OAuthStatus is what Switchboard holds for a server's OAuth.
-type OAuthStatus struct {
+// Status is what Switchboard holds for a server's OAuth.
+type Status struct {
 	Authorized bool        // a usable grant is stored
 	Pending    bool        // an authorization is waiting for its callback
 	Expiry     time.Time   // of the access token; zero if none or unknown
@@ -83,7 +84,7 @@ type OAuthStatus struct {
 // newHandler returns an authorization code handler for cfg's server whose
 // result is stored as the server's grant. redirectURL is where the
 // authorization server sends the browser; fetch brings back the code.
-func (o *OAuth) newHandler(cfg *sb.ServerConfig, hc *http.Client, redirectURL string, fetch auth.AuthorizationCodeFetcher) (*auth.AuthorizationCodeHandler, error) {
+func (o *Client) newHandler(cfg *sb.ServerConfig, hc *http.Client, redirectURL string, fetch auth.AuthorizationCodeFetcher) (*auth.AuthorizationCodeHandler, error) {
 	oc := cfg.OAuth
 	if oc == nil {
 		oc = &sb.OAuthConfig{}
@@ -188,17 +189,17 @@ func flowID(state string) string {
 // Begin starts an out-of-band authorization of cfg's server and returns
 // the URL to open in a browser. redirectURL is the callback route that
 // will call Complete, on this replica or any other on the same database.
-func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL string) (string, error) {
+func (o *Client) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL string) (string, error) {
 	if cfg.OAuth == nil {
 		return "", fmt.Errorf("server %s has no oauth block in its config", cfg.Name)
 	}
 	if cfg.OAuth.EffectiveGrant() != sb.GrantAuthorizationCode {
 		return "", fmt.Errorf("server %s uses grant %s: no person needs to authorize it", cfg.Name, cfg.OAuth.Grant)
 	}
-	hc := o.client()
+	hc := o.httpClient()
 	prm, asm, scopes, err := discover(ctx, cfg, hc)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
+		return "", fmt.Errorf("%w: %v", ErrAuthorizationFailed, err)
 	}
 	g, _, err := o.load(ctx, cfg.Name)
 	if err != nil && !errors.Is(err, sb.ErrOAuthSeal) { // a grant that does not open is replaced
@@ -211,7 +212,7 @@ func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL str
 	}
 	client, registered, err := o.clientFor(ctx, cfg, asm, g, redirectURL, hc)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", errAuthorizationFailed, err)
+		return "", fmt.Errorf("%w: %v", ErrAuthorizationFailed, err)
 	}
 	p := pendingFlow{URL: cfg.URL, Resource: prm.Resource, Issuer: asm.Issuer,
 		IssSupported: asm.AuthorizationResponseIssParameterSupported, TokenURL: asm.TokenEndpoint,
@@ -239,7 +240,7 @@ func (o *OAuth) Begin(ctx context.Context, cfg *sb.ServerConfig, redirectURL str
 // else a client registered now, which is stored at once so that the next
 // authorization reuses it. registered reports a dynamically registered
 // client.
-func (o *OAuth) clientFor(ctx context.Context, cfg *sb.ServerConfig, asm *oauthex.AuthServerMeta, g *sb.OAuthGrant, redirectURL string, hc *http.Client) (c sb.OAuthClient, registered bool, err error) {
+func (o *Client) clientFor(ctx context.Context, cfg *sb.ServerConfig, asm *oauthex.AuthServerMeta, g *sb.OAuthGrant, redirectURL string, hc *http.Client) (c sb.OAuthClient, registered bool, err error) {
 	oc := cfg.OAuth
 	switch {
 	case oc.ClientMetadataURL != "" && asm.ClientIDMetadataDocumentSupported:
@@ -299,7 +300,7 @@ func registeredStyle(method string) oauth2.AuthStyle {
 // changed again if another process wrote meanwhile, so that no write of
 // another replica is lost to it (nor, since refreshes swap too, is it
 // lost to another replica's refresh of the older grant).
-func (o *OAuth) update(ctx context.Context, server string, change func(*sb.OAuthGrant)) error {
+func (o *Client) update(ctx context.Context, server string, change func(*sb.OAuthGrant)) error {
 	ts := o.source(server)
 	if err := ts.take(ctx); err != nil {
 		return err
@@ -340,10 +341,10 @@ func (o *OAuth) update(ctx context.Context, server string, change func(*sb.OAuth
 // tokens would not be sent anyway (token checks every use); this makes the
 // server ask for an authorization at once, on every replica, and leaves
 // no token of the old origin in the database.
-func (o *OAuth) Moved(ctx context.Context, cfg *sb.ServerConfig, changed time.Time) error {
+func (o *Client) Moved(ctx context.Context, cfg *sb.ServerConfig, changed time.Time) error {
 	ts := o.source(cfg.Name)
 	ts.mu.Lock()
-	if g := ts.grant; g != nil && !sameOrigin(g.Resource, cfg.URL) {
+	if g := ts.grant; g != nil && !egress.SameOrigin(g.Resource, cfg.URL) {
 		ts.grant, ts.version = nil, 0
 	}
 	if ts.handler != nil && ts.handlerURL != cfg.URL {
@@ -351,7 +352,7 @@ func (o *OAuth) Moved(ctx context.Context, cfg *sb.ServerConfig, changed time.Ti
 	}
 	ts.mu.Unlock()
 	return o.update(ctx, cfg.Name, func(g *sb.OAuthGrant) {
-		if usable(g) && !sameOrigin(g.Resource, cfg.URL) && g.AuthorizedAt.Before(changed) {
+		if usable(g) && !egress.SameOrigin(g.Resource, cfg.URL) && g.AuthorizedAt.Before(changed) {
 			*g = sb.OAuthGrant{Registered: g.Registered}
 		}
 	})
@@ -361,7 +362,7 @@ func (o *OAuth) Moved(ctx context.Context, cfg *sb.ServerConfig, changed time.Ti
 // callback carried state: it takes the stored flow (once) and exchanges
 // the code; nil if the server is now authorized. errParam is the
 // callback's "error" parameter (the person declined).
-func (o *OAuth) Complete(ctx context.Context, server, state, code, iss, errParam string) error {
+func (o *Client) Complete(ctx context.Context, server, state, code, iss, errParam string) error {
 	p, err := o.takeFlow(ctx, server, state)
 	if err != nil {
 		return err
@@ -372,8 +373,8 @@ func (o *OAuth) Complete(ctx context.Context, server, state, code, iss, errParam
 }
 
 // takeFlow removes and returns the flow of server waiting for state.
-func (o *OAuth) takeFlow(ctx context.Context, server, state string) (*pendingFlow, error) {
-	stale := fmt.Errorf("%w: no authorization of %s is waiting for this callback (it expired, or was completed already); start it again", errAuthorizationFailed, server)
+func (o *Client) takeFlow(ctx context.Context, server, state string) (*pendingFlow, error) {
+	stale := fmt.Errorf("%w: no authorization of %s is waiting for this callback (it expired, or was completed already); start it again", ErrAuthorizationFailed, server)
 	if state == "" {
 		return nil, stale
 	}
@@ -386,27 +387,27 @@ func (o *OAuth) takeFlow(ctx context.Context, server, state string) (*pendingFlo
 	}
 	plain, err := o.Key.Open(server, sealed)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the stored authorization does not open with this key file; start it again", errAuthorizationFailed)
+		return nil, fmt.Errorf("%w: the stored authorization does not open with this key file; start it again", ErrAuthorizationFailed)
 	}
 	var p pendingFlow
 	if err := json.Unmarshal(plain, &p); err != nil {
-		return nil, fmt.Errorf("%w: the stored authorization is unreadable (%v); start it again", errAuthorizationFailed, err)
+		return nil, fmt.Errorf("%w: the stored authorization is unreadable (%v); start it again", ErrAuthorizationFailed, err)
 	}
 	return &p, nil
 }
 
 // exchange trades the callback's code for tokens and stores them as the
 // grant of server.
-func (o *OAuth) exchange(ctx context.Context, server string, p *pendingFlow, code, iss, errParam string) error {
+func (o *Client) exchange(ctx context.Context, server string, p *pendingFlow, code, iss, errParam string) error {
 	if errParam != "" {
-		return fmt.Errorf("%w: the authorization server answered %s", errAuthorizationFailed, errParam)
+		return fmt.Errorf("%w: the authorization server answered %s", ErrAuthorizationFailed, errParam)
 	}
 	if err := checkIssuer(iss, p.Issuer, p.IssSupported); err != nil {
-		return fmt.Errorf("%w: %v", errAuthorizationFailed, err)
+		return fmt.Errorf("%w: %v", ErrAuthorizationFailed, err)
 	}
 	c := &oauth2.Config{ClientID: p.Client.ClientID, ClientSecret: p.Client.ClientSecret, RedirectURL: p.RedirectURI,
 		Endpoint: oauth2.Endpoint{TokenURL: p.TokenURL, AuthStyle: oauth2.AuthStyle(p.Client.AuthStyle)}}
-	tok, err := c.Exchange(context.WithValue(ctx, oauth2.HTTPClient, o.client()), code,
+	tok, err := c.Exchange(context.WithValue(ctx, oauth2.HTTPClient, o.httpClient()), code,
 		oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", p.Resource))
 	if forgotClient(err) && p.Registered {
 		// The authorization server forgot the client Switchboard
@@ -414,10 +415,10 @@ func (o *OAuth) exchange(ctx context.Context, server string, p *pendingFlow, cod
 		if uerr := o.update(ctx, server, func(g *sb.OAuthGrant) { dropRegistered(g, p.Client.ClientID) }); uerr != nil {
 			return uerr
 		}
-		return fmt.Errorf("%w: the authorization server no longer knows the client Switchboard registered; start the authorization again (it registers a new one)", errAuthorizationFailed)
+		return fmt.Errorf("%w: the authorization server no longer knows the client Switchboard registered; start the authorization again (it registers a new one)", ErrAuthorizationFailed)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: exchanging the code at %s: %v", errAuthorizationFailed, p.TokenURL, err)
+		return fmt.Errorf("%w: exchanging the code at %s: %v", ErrAuthorizationFailed, p.TokenURL, err)
 	}
 	return o.update(ctx, server, func(g *sb.OAuthGrant) {
 		registered := g.Registered
@@ -459,16 +460,16 @@ func checkIssuer(iss, issuer string, supported bool) error {
 }
 
 // Status reports what is held for server.
-func (o *OAuth) Status(ctx context.Context, server string) (OAuthStatus, error) {
+func (o *Client) Status(ctx context.Context, server string) (Status, error) {
 	g, _, err := o.load(ctx, server)
 	if err != nil {
-		return OAuthStatus{}, err
+		return Status{}, err
 	}
 	pending, err := o.Store.OAuthPending(ctx, server)
 	if err != nil {
-		return OAuthStatus{}, err
+		return Status{}, err
 	}
-	st := OAuthStatus{Pending: pending, Last: o.flows.lastOf(server)}
+	st := Status{Pending: pending, Last: o.flows.lastOf(server)}
 	if g != nil && usable(g) && !g.AuthorizedAt.IsZero() && (st.Last == nil || st.Last.At.Before(g.AuthorizedAt)) {
 		// Completed later, maybe by another replica's callback: a failure
 		// there is seen only there, a success everywhere.
@@ -487,13 +488,13 @@ func (o *OAuth) Status(ctx context.Context, server string) (OAuthStatus, error) 
 // Invalidate drops the copy of server's grant this process holds, so that
 // the next request reads the store: another process wrote the grant
 // (refreshed, authorized, forgot it).
-func (o *OAuth) Invalidate(server string) {
+func (o *Client) Invalidate(server string) {
 	o.source(server).set(nil, 0)
 }
 
 // AuthorizedAt returns when a person authorized server for the grant
 // stored now; zero if none is usable, or it came without a person.
-func (o *OAuth) AuthorizedAt(ctx context.Context, server string) (time.Time, error) {
+func (o *Client) AuthorizedAt(ctx context.Context, server string) (time.Time, error) {
 	g, _, err := o.load(ctx, server)
 	if errors.Is(err, sb.ErrOAuthSeal) || err == nil && !usable(g) {
 		return time.Time{}, nil
@@ -502,6 +503,19 @@ func (o *OAuth) AuthorizedAt(ctx context.Context, server string) (time.Time, err
 		return time.Time{}, err
 	}
 	return g.AuthorizedAt, nil
+}
+
+// NamesResourceMetadata reports whether cfg's server, asked once more
+// without credentials (hc sends none of its configured headers), answers
+// with a Bearer challenge that names its protected resource metadata: the
+// MCP authorization spec's sign that the server uses OAuth.
+func NamesResourceMetadata(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) bool {
+	resp, err := challenge(ctx, cfg, hc)
+	if err != nil {
+		return false
+	}
+	cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	return bearerParam(cs, "resource_metadata") != ""
 }
 
 // challenge sends cfg's server an unauthenticated initialize, for the 401
@@ -529,12 +543,25 @@ func challenge(ctx context.Context, cfg *sb.ServerConfig, hc *http.Client) (*htt
 	return resp, nil
 }
 
-// client is the HTTP client of discovery, registration and the token
-// endpoint: the sessions' address policy (AllowedNetworks), and none of a
-// server's configured headers (they are for the server, not for its
-// authorization server).
-func (o *OAuth) client() *http.Client {
-	return &http.Client{Transport: transportFor(o.AllowedNetworks), Timeout: 30 * time.Second}
+// httpClient is the HTTP client of discovery, registration and the token
+// endpoint: the sessions' address policy (Egress), and none of a server's
+// configured headers (they are for the server, not for its authorization
+// server).
+func (o *Client) httpClient() *http.Client {
+	return &http.Client{Transport: o.egress().Transport(), Timeout: 30 * time.Second}
+}
+
+// egress returns Egress, or else the default policy, made once.
+func (o *Client) egress() *egress.Policy {
+	if o.Egress != nil {
+		return o.Egress
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.policy == nil {
+		o.policy = egress.NewPolicy(nil)
+	}
+	return o.policy
 }
 
 // finish records how the last authorization of server ended.
