@@ -99,7 +99,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			meta.logLevel = relayLogLevel
 		}
 		l.calls.Add(1)
-		res, err := s.wireCall(rctx, l, name, raw, meta)
+		res, err := s.wireCall(rctx, l, c, name, raw, meta)
 		l.calls.Add(-1)
 		if err == nil && res.IsError {
 			// A limit that fired while the call ran sent the server a
@@ -124,11 +124,14 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 		}
 		we, ok := wire.AsError(err)
 		if !ok {
-			// Not the wire's: the go-sdk's or ours, before anything was sent.
 			c.finish()
+			var ce *CallError
+			if errors.As(err, &ce) {
+				return nil, ce // the call's own (a request for input it cannot answer)
+			}
 			return nil, s.unavailable(name, ctx, err)
 		}
-		if try == 0 && !we.Sent {
+		if try == 0 && !we.Sent && we.Kind != wire.KindRefused {
 			// The link ended between our picking it and the call's
 			// writing; nothing was sent. Wait for the replacement, once.
 			stale = l
@@ -256,35 +259,129 @@ func (s *Session) checkResult(tool string, res *Result) (*Result, error) {
 // wireCall sends a call of the tool name with the raw arguments and meta
 // on the link's own connection, and returns its result as the server
 // wrote it.
-func (s *Session) wireCall(ctx context.Context, l *link, name string, args json.RawMessage, meta callMeta) (*Result, error) {
-	b := make([]byte, 0, 64+len(name)+len(args)+len(meta.newMeta))
-	b = append(b, `{"name":`...)
-	b = rawjson.AppendString(b, name)
-	b = append(b, `,"arguments":`...)
-	b = append(b, args...)
-	if !meta.empty() {
-		b = append(b, `,"_meta":`...)
-		b = meta.appendJSON(b)
+//
+// A server of the 2026-07-28 protocol may answer a call with a request for
+// input instead of a result (resultType "input_required"): what it asks is
+// asked of the call's caller (OnElicitation, OnSampling), and the call is
+// sent again with the answers and the server's request state, at most
+// maxInputRounds times.
+func (s *Session) wireCall(ctx context.Context, l *link, c *call, name string, args json.RawMessage, meta callMeta) (*Result, error) {
+	var answers []byte // the inputResponses and requestState members, if any
+	for round := 0; ; round++ {
+		b := make([]byte, 0, 64+len(name)+len(args)+len(meta.newMeta)+len(answers))
+		b = append(b, `{"name":`...)
+		b = rawjson.AppendString(b, name)
+		b = append(b, `,"arguments":`...)
+		b = append(b, args...)
+		b = append(b, answers...)
+		if !meta.empty() {
+			b = append(b, `,"_meta":`...)
+			b = meta.appendJSON(b)
+		}
+		b = append(b, '}')
+		raw, err := l.conn.Call(ctx, &wire.Request{Method: "tools/call", Params: b, Name: name, Tag: meta.tok})
+		if err != nil {
+			return nil, err
+		}
+		if !inputRequired(raw) {
+			res, err := NewResult(raw)
+			if err == nil && len(raw) > s.opts.MaxResultBytes {
+				_, err = res.Decode() // checkResult measures its payloads
+			}
+			if err != nil {
+				return nil, &wire.Error{Kind: wire.KindProtocol, Sent: true, Err: fmt.Errorf("the server's result: %w", err)}
+			}
+			return res, nil
+		}
+		if round == maxInputRounds {
+			return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseToolCall, Kind: ErrServerError,
+				Message: fmt.Sprintf("the server asked for input %d times without a result", maxInputRounds+1)}
+		}
+		if answers, err = s.fulfil(ctx, c, name, raw); err != nil {
+			return nil, err
+		}
 	}
-	b = append(b, '}')
-	raw, err := l.conn.Call(ctx, &wire.Request{Method: "tools/call", Params: b, Name: name})
+}
+
+// maxInputRounds bounds the requests for input a call answers.
+const maxInputRounds = 8
+
+var inputRequiredValue = []byte(`"input_required"`)
+
+// inputRequired reports whether raw is a request for input (2026-07-28)
+// rather than a result.
+func inputRequired(raw []byte) bool {
+	if !bytes.Contains(raw, inputRequiredValue) {
+		return false
+	}
+	v, ok := rawjson.Get(raw, "resultType")
+	return ok && bytes.Equal(v, inputRequiredValue)
+}
+
+// fulfil asks the caller of c what an input-required answer asks, and
+// returns the members that carry the answers in the retried call's params.
+func (s *Session) fulfil(ctx context.Context, c *call, tool string, raw []byte) ([]byte, error) {
+	var asked mcp.CallToolResult
+	if err := json.Unmarshal(raw, &asked); err != nil {
+		return nil, &wire.Error{Kind: wire.KindProtocol, Sent: true, Err: fmt.Errorf("the server's request for input: %w", err)}
+	}
+	cannot := func(what string, err error) error {
+		msg := fmt.Sprintf("the server asked for input (%s) that the caller cannot give", what)
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError, Message: msg, Err: err}
+	}
+	answers := make(mcp.InputResponseMap, len(asked.InputRequests))
+	for id, ir := range asked.InputRequests {
+		switch p := ir.(type) {
+		case *mcp.ElicitParams:
+			if c.opts.OnElicitation == nil {
+				return nil, cannot("elicitation", nil)
+			}
+			res, err := c.elicit(ctx, p)
+			if err != nil {
+				return nil, cannot("elicitation", err)
+			}
+			answers[id] = res
+		case *mcp.CreateMessageParams:
+			if c.opts.OnSampling == nil {
+				return nil, cannot("sampling", nil)
+			}
+			res, err := c.sample(ctx, p)
+			if err != nil {
+				return nil, cannot("sampling", err)
+			}
+			answers[id] = res
+		case *mcp.ListRootsParams:
+			answers[id] = &mcp.ListRootsResult{Roots: []*mcp.Root{}} // Switchboard offers its upstreams no roots
+		default:
+			return nil, cannot(fmt.Sprintf("%T", ir), nil)
+		}
+	}
+	b := []byte(`,"inputResponses":`)
+	enc, err := json.Marshal(answers)
 	if err != nil {
-		return nil, err
+		return nil, cannot("encoding the answers", err)
 	}
-	res, err := NewResult(raw)
-	if err == nil && len(raw) > s.opts.MaxResultBytes {
-		_, err = res.Decode() // checkResult measures its payloads
+	b = append(b, enc...)
+	if asked.RequestState != "" {
+		b = append(b, `,"requestState":`...)
+		b = rawjson.AppendString(b, asked.RequestState)
 	}
-	if err != nil {
-		return nil, &wire.Error{Kind: wire.KindProtocol, Sent: true, Err: fmt.Errorf("the server's result: %w", err)}
-	}
-	return res, nil
+	return b, nil
 }
 
 // wireFailed classifies a call that failed on the link's own connection,
 // from what the wire knows of it (the request was sent: wireCall retries
 // one that was not).
 func (s *Session) wireFailed(tool string, l *link, we *wire.Error) error {
+	if we.Status == http.StatusBadRequest {
+		// Some servers answer a session they do not know with 400 (a
+		// JSON-RPC error in it or not) rather than 404: the lifecycle asks
+		// at once (probe).
+		l.notify(probeSoon)
+	}
 	switch we.Kind {
 	case wire.KindRPC:
 		return s.serverAnswered(tool, we.RPC)
@@ -295,11 +392,6 @@ func (s *Session) wireFailed(tool string, l *link, we *wire.Error) error {
 			Message: fmt.Sprintf("connection refused by %s: the server is no longer running; the call never ran",
 				hostOf(s.redact.String(s.cfg.URL))), Err: we}
 	case wire.KindStatus:
-		if we.Status == http.StatusBadRequest {
-			// Some servers answer a session they do not know with 400
-			// rather than 404: the lifecycle asks at once (probe).
-			l.notify(probeSoon)
-		}
 		return s.statusAnswer(tool, we.Status)
 	case wire.KindSessionMissing:
 		l.expire()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"syscall"
 
 	"github.com/switchboard-mcp/switchboard/egress"
 )
@@ -27,6 +28,9 @@ type roundTripper struct {
 	// onBlocked hears of every request refused for its address
 	// (netpolicy.go), so that the attempt names the policy.
 	onBlocked func(err *egress.BlockedAddressError)
+	// onRefused hears of every request that found nothing listening (the
+	// standalone stream's reconnection too): the server is gone.
+	onRefused func(err error)
 }
 
 func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -56,6 +60,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		var blocked *egress.BlockedAddressError
 		if t.onBlocked != nil && errors.As(err, &blocked) {
 			t.onBlocked(blocked)
+		}
+		if t.onRefused != nil && errors.Is(err, syscall.ECONNREFUSED) && t.linkCtx.Err() == nil {
+			t.onRefused(err)
 		}
 		return nil, err
 	}

@@ -254,7 +254,11 @@ func (s *Session) probe(ctx context.Context, l *link) *failure {
 		// TypeScript SDK's examples) mean the session is gone.
 		return fail(sb.PhaseRuntime, sb.CodeSessionExpired, retryFast, err,
 			"the server refused the session's health probe with HTTP 400: it no longer knows the session")
-	case status == 401 || status == 403 || status == 429:
+	case status == 401:
+		// The credentials stopped working: the link is dropped, and the
+		// attempt that follows says auth (and waits for a person).
+		return fail(sb.PhaseAuth, sb.HTTPStatus(status), retryFast, err, "the server refused the session's credentials (HTTP 401)")
+	case status == 403 || status == 429:
 		s.log.Warn("health probe answered with an HTTP error; not treating the server as down", "status", status)
 		return nil
 	case status >= 400:

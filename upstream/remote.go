@@ -3,6 +3,7 @@ package upstream
 import (
 	"cmp"
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 
@@ -56,11 +57,16 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	via := s.opts.Instance
 	rt := &roundTripper{base: s.opts.Egress.Transport(), headers: s.cfg.Headers, guard: guard,
 		via: via, reach: via.Track(lctx, s.cfg.Name), linkCtx: lctx,
+		onRefused: func(err error) {
+			l.markDead(fail(sb.PhaseRuntime, sb.CodeConnectionRefused, retryFast, err,
+				"connection refused by %s: the server is no longer running", hostOf(endpoint)))
+		},
 		onBlocked: func(err *egress.BlockedAddressError) {
 			refusal.put(fail(sb.PhaseConnect, sb.CodeBlockedAddress, retrySlow, err, "%s: %v", endpoint, err))
 		}}
 	hc := &http.Client{Transport: s.withOAuth(rt), CheckRedirect: guard.CheckRedirect}
-	wopts := &wire.Options{Limit: limit, OnMessage: s.onWire, Logger: s.log}
+	ending := &onEnd{}
+	wopts := &wire.Options{Limit: limit, OnMessage: s.onWire, OnEnd: ending.run, Logger: s.log}
 
 	var err error
 	if kind == sb.TransportSSE {
@@ -93,19 +99,25 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 		if f := refusal.get(); f != nil {
 			return nil, f, false
 		}
+		var re *egress.RedirectError
+		if errors.As(err, &re) {
+			re.To = s.redact.String(re.To)
+			return nil, fail(sb.PhaseConnect, sb.CodeRedirect, retrySlow, re,
+				"%s: %v (if the server has moved there, configure that URL)", endpoint, re), false
+		}
 		status, page := 0, 0
 		if we, ok := wire.AsError(cmp.Or(err, l.connErr())); ok {
-			status = we.Status
-			if we.Kind == wire.KindProtocol && we.Status != 0 {
-				page, status = we.Status, 0 // an answer that is not MCP: a web page, most likely
+			switch {
+			case we.Page:
+				page = we.Status // a web page where MCP was expected
 				if page >= 400 {
 					status = page
 				}
-			}
-			if we.Kind == wire.KindSessionMissing {
+			case we.Kind == wire.KindSessionMissing:
 				status = http.StatusNotFound
-			}
-			if we.Kind == wire.KindRefused || we.Kind == wire.KindTransport {
+			case we.Kind == wire.KindStatus:
+				status = we.Status
+			case we.Kind == wire.KindRefused || we.Kind == wire.KindTransport:
 				err = we.Err // the client's own error: a refused connection, a DNS failure, a timeout
 			}
 		}
@@ -124,8 +136,9 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 	}
 	l.cs = cs
 	l.cancel = cancel
-	go func() {
-		<-l.conn.Done()
+	// The connection tells of its end (wire.Options.OnEnd): no goroutine
+	// waits for it through an idle session's life.
+	watch := func() {
 		cs.Close()
 		err := cs.Wait()
 		l.ended(func() *failure {
@@ -138,8 +151,41 @@ func (s *Session) dialHTTP(ctx context.Context, kind sb.Transport) (l *link, f *
 			return fail(sb.PhaseRuntime, sb.CodeConnectionClosed, retryFast, err,
 				"the %s connection to %s closed: %s", kind, s.redact.String(s.cfg.URL), describe(err))
 		})
-	}()
+	}
+	if !ending.set(watch) {
+		go watch() // it ended during the handshake
+	}
 	return l, nil, false
+}
+
+// onEnd runs a function set after the connection was made when the
+// connection ends (wire.Options.OnEnd, which is set before).
+type onEnd struct {
+	mu    sync.Mutex
+	fn    func()
+	ended bool
+}
+
+// set arranges for fn to run at the end, and reports false if the end has
+// come already (fn is then the caller's to run).
+func (e *onEnd) set(fn func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ended {
+		return false
+	}
+	e.fn = fn
+	return true
+}
+
+func (e *onEnd) run() {
+	e.mu.Lock()
+	e.ended = true
+	fn := e.fn
+	e.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
 }
 
 // connErr is why the link's connection ended, if it has.

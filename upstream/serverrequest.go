@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/wire"
 )
 
 // This file answers the requests a server sends in the middle of a tool
@@ -37,8 +38,16 @@ func (cs *calls) only(accepts func(*call) bool) (*call, int) {
 }
 
 // serverRequestCall finds the call a server request belongs to: the one
-// call that accepts such requests.
+// whose own stream carried it (Streamable HTTP: the wire marks it with the
+// call's token, wire.Request.Tag), else the one call that accepts such
+// requests.
 func (s *Session) serverRequestCall(kind string, meta mcp.Meta, accepts func(*call) bool) (*call, error) {
+	if tok, ok := wire.TagOf(meta); ok {
+		if c := s.calls.byToken(tok); c != nil && accepts(c) {
+			return c, nil
+		}
+		return nil, fmt.Errorf("the call to %s that this %s request belongs to has ended", s.cfg.Name, kind)
+	}
 	c, n := s.calls.only(accepts)
 	switch {
 	case c != nil:
@@ -67,7 +76,12 @@ func (s *Session) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (
 	if err != nil {
 		return nil, err
 	}
-	params, err := json.Marshal(req.Params)
+	return c.sample(ctx, req.Params)
+}
+
+// sample asks c's caller for the sampling p asks.
+func (c *call) sample(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	params, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
 	}
@@ -94,13 +108,17 @@ func (s *Session) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.El
 	if err != nil {
 		return nil, err
 	}
-	p := req.Params
+	return c.elicit(ctx, req.Params)
+}
+
+// elicit asks c's caller what p asks.
+func (c *call) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	er := sb.ElicitationRequest{Message: p.Message, Mode: p.Mode, URL: p.URL}
 	if p.RequestedSchema != nil {
 		er.RequestedSchema, _ = json.Marshal(p.RequestedSchema)
 	}
 	var resp sb.ElicitationResponse
-	err = c.during(ctx, func(ctx context.Context) (err error) {
+	err := c.during(ctx, func(ctx context.Context) (err error) {
 		resp, err = c.opts.OnElicitation(ctx, er)
 		return err
 	})

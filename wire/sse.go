@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/internal/rawjson"
 )
 
@@ -38,6 +39,7 @@ type SSE struct {
 	endpoint string // the POST endpoint, resolved
 	limit    int
 	onMsg    func([]byte)
+	onEnd    func()
 	log      *slog.Logger
 
 	// ctx is the connection's: the stream's GET and every POST end with
@@ -96,7 +98,7 @@ func DialSSE(ctx context.Context, endpoint string, hc *http.Client, opts *Option
 		done:     make(chan struct{}),
 	}
 	if opts != nil {
-		c.limit, c.onMsg = opts.Limit, opts.OnMessage
+		c.limit, c.onMsg, c.onEnd = opts.Limit, opts.OnMessage, opts.OnEnd
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	// Until the endpoint event, ctx bounds the stream too.
@@ -132,11 +134,12 @@ func DialSSE(ctx context.Context, endpoint string, hc *http.Client, opts *Option
 
 // open checks the stream's answer and reads its endpoint event.
 func (c *SSE) open(ctx context.Context, base *url.URL, resp *http.Response) (*sseReader, error) {
+	page := isWebPage(resp.Header.Get("Content-Type"))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, &Error{Kind: KindStatus, Status: resp.StatusCode, Sent: true}
+		return nil, &Error{Kind: KindStatus, Status: resp.StatusCode, Sent: true, Page: page}
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return nil, &Error{Kind: KindProtocol, Status: resp.StatusCode, Sent: true,
+		return nil, &Error{Kind: KindProtocol, Status: resp.StatusCode, Sent: true, Page: page,
 			Err: fmt.Errorf("the stream's answer is of type %q, not text/event-stream", resp.Header.Get("Content-Type"))}
 	}
 	events := newSSEReader(resp.Body, c.limit)
@@ -156,8 +159,10 @@ func (c *SSE) open(ctx context.Context, base *url.URL, resp *http.Response) (*ss
 		return nil, &Error{Kind: KindProtocol, Sent: true, Err: fmt.Errorf("the endpoint event: %w", err)}
 	}
 	if u.Scheme != base.Scheme || !strings.EqualFold(u.Host, base.Host) {
-		return nil, &Error{Kind: KindProtocol, Sent: true,
-			Err: fmt.Errorf("the endpoint event names another origin (%s://%s) than the stream's", u.Scheme, u.Host)}
+		// Nothing is sent there: the caller's headers are for the
+		// stream's origin.
+		return nil, &Error{Kind: KindTransport, Sent: true,
+			Err: &egress.RedirectError{From: base.Scheme + "://" + base.Host, To: u.String()}}
 	}
 	c.endpoint = u.String()
 	return events, nil
@@ -206,11 +211,12 @@ func (c *SSE) post(ctx context.Context, body []byte, header http.Header) error {
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, drainBody))
 	resp.Body.Close()
+	page := isWebPage(resp.Header.Get("Content-Type"))
 	switch s := resp.StatusCode; {
 	case s >= 200 && s <= 299:
 		return nil
 	case refusesMessage(s):
-		return &Error{Kind: KindStatus, Status: s, Sent: true}
+		return &Error{Kind: KindStatus, Status: s, Sent: true, Page: page}
 	case s == http.StatusNotFound:
 		// The go-sdk's handler, and others', answer a session it no longer
 		// has with 404.
@@ -218,7 +224,7 @@ func (c *SSE) post(ctx context.Context, body []byte, header http.Header) error {
 		c.fail(e)
 		return e
 	default:
-		e := &Error{Kind: KindStatus, Status: s, Sent: true}
+		e := &Error{Kind: KindStatus, Status: s, Sent: true, Page: page}
 		c.fail(e)
 		return e
 	}
@@ -286,6 +292,9 @@ func (c *SSE) readLoop(events *sseReader) {
 	pending := c.pending
 	c.pending = nil
 	close(c.done)
+	if c.onEnd != nil {
+		go c.onEnd()
+	}
 	c.mu.Unlock()
 	// A Call waiting now was sent, and its answer will not come.
 	why := c.endCause()

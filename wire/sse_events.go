@@ -170,6 +170,13 @@ func parseField(line []byte) (field, []byte) {
 func (r *sseReader) appendData(p []byte) {
 	e := &r.ev
 	if !e.over && (r.limit <= 0 || len(e.data)+len(p) <= r.limit) {
+		if n := len(e.data) + len(p); n > cap(e.data) && r.limit > 0 {
+			// Grown as append grows it, but never past the limit: a
+			// message just under it is held in its size, not twice that.
+			grown := make([]byte, len(e.data), min(max(2*cap(e.data), n), r.limit))
+			copy(grown, e.data)
+			e.data = grown
+		}
 		e.data = append(e.data, p...)
 		return
 	}

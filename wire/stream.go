@@ -33,6 +33,7 @@ type Stream struct {
 	w     io.WriteCloser
 	limit int
 	onMsg func([]byte)
+	onEnd func()
 
 	writeMu sync.Mutex
 
@@ -60,7 +61,7 @@ func NewStream(r io.ReadCloser, w io.WriteCloser, opts *Options) *Stream {
 	c := &Stream{r: r, w: w, incoming: make(chan jsonrpc.Message),
 		pending: make(map[string]chan reply), done: make(chan struct{}), closed: make(chan struct{})}
 	if opts != nil {
-		c.limit, c.onMsg = opts.Limit, opts.OnMessage
+		c.limit, c.onMsg, c.onEnd = opts.Limit, opts.OnMessage, opts.OnEnd
 	}
 	go c.readLoop()
 	return c
@@ -107,6 +108,9 @@ func (c *Stream) readLoop() {
 	c.mu.Lock()
 	c.err = err
 	close(c.done)
+	if c.onEnd != nil {
+		go c.onEnd()
+	}
 	c.mu.Unlock()
 }
 

@@ -85,6 +85,7 @@ type Streamable struct {
 	hc       *http.Client
 	limit    int
 	onMsg    func([]byte)
+	onEnd    func()
 	log      *slog.Logger
 
 	ctx    context.Context // the connection's life: ends at Close or failure
@@ -127,7 +128,7 @@ func NewStreamable(endpoint string, hc *http.Client, opts *Options) *Streamable 
 		handshake: map[jsonrpc.ID]string{},
 	}
 	if opts != nil {
-		c.limit, c.onMsg = opts.Limit, opts.OnMessage
+		c.limit, c.onMsg, c.onEnd = opts.Limit, opts.OnMessage, opts.OnEnd
 	}
 	return c
 }
@@ -177,12 +178,22 @@ func (c *Streamable) withConn(ctx context.Context) (context.Context, func()) {
 	return rctx, func() { stop(); cancel() }
 }
 
-// end ends the connection because of err (nil: Close).
+// end ends the connection because of err (nil: Close), aborting every
+// request in flight.
 func (c *Streamable) end(err error) {
+	c.expire(err)
+	c.cancel()
+}
+
+// expire ends the connection because of err: no request is sent on it
+// from now on, but those in flight go on until Close.
+func (c *Streamable) expire(err error) {
 	c.endOnce.Do(func() {
 		c.err = err
 		close(c.done)
-		c.cancel()
+		if c.onEnd != nil {
+			go c.onEnd()
+		}
 	})
 }
 
@@ -197,6 +208,14 @@ func (c *Streamable) Close() error {
 		return nil
 	}
 	sid, endedBefore := c.SessionID(), c.ended()
+	if we, ok := AsError(c.Err()); endedBefore && ok && we.Kind == KindSessionMissing {
+		// The server forgot the session: the requests still in flight get
+		// their own 404 at once, which tells their callers that they did
+		// not run; aborting them would leave that unknown. They get
+		// closeTimeout for it.
+		time.AfterFunc(closeTimeout, c.cancel)
+		return nil
+	}
 	c.end(nil)
 	var closeErr error
 	if sid != "" && !endedBefore {
@@ -315,7 +334,7 @@ func (c *Streamable) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	if !out.call {
 		if out.method == "notifications/initialized" {
-			c.startStandalone()
+			return c.startStandalone(ctx)
 		}
 		return nil
 	}
@@ -328,7 +347,7 @@ func (c *Streamable) Write(ctx context.Context, msg jsonrpc.Message) error {
 	go func() {
 		defer c.wg.Done()
 		defer release()
-		ans, werr := c.readAnswer(rctx, resp, id)
+		ans, werr := c.readAnswer(rctx, resp, id, "")
 		if werr != nil {
 			c.forgetHandshake(id)
 			if ctx.Err() == nil {
@@ -441,16 +460,7 @@ func (c *Streamable) Call(ctx context.Context, req *Request) (json.RawMessage, e
 		return nil, &Error{Kind: KindClosed}
 	}
 	idText := callIDPrefix + strconv.FormatInt(c.seq.Add(1), 10)
-	body := make([]byte, 0, 64+len(req.Method)+len(idText)+len(req.Params))
-	body = append(body, `{"jsonrpc":"2.0","id":"`...)
-	body = append(body, idText...)
-	body = append(body, `","method":`...)
-	body = strconv.AppendQuote(body, req.Method)
-	if len(req.Params) > 0 {
-		body = append(body, `,"params":`...)
-		body = append(body, req.Params...)
-	}
-	body = append(body, '}')
+	body := appendRequest(make([]byte, 0, 64+len(req.Method)+len(idText)+len(req.Params)), idText, req)
 	out := outgoing{body: body, method: req.Method, call: true, name: req.Name, header: req.Header}
 	if bytes.Contains(req.Params, metaProtocolVersion) {
 		out.version, _ = requestFields("", req.Params)
@@ -466,7 +476,7 @@ func (c *Streamable) Call(ctx context.Context, req *Request) (json.RawMessage, e
 	}
 	var ans []byte
 	if werr == nil {
-		ans, werr = c.readAnswer(rctx, resp, id)
+		ans, werr = c.readAnswer(rctx, resp, id, req.Tag)
 	}
 	if ctx.Err() != nil {
 		if sent.Load() {
@@ -610,9 +620,12 @@ func (c *Streamable) checkStatus(resp *http.Response, sid string) *Error {
 		return nil
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound && sid != "" {
+	page := isWebPage(resp.Header.Get("Content-Type"))
+	if resp.StatusCode == http.StatusNotFound && sid != "" && !page {
+		// The requests in flight are not aborted: each gets its own 404,
+		// which tells its caller that it did not run.
 		werr := &Error{Kind: KindSessionMissing, Status: resp.StatusCode, Sent: true}
-		c.end(werr)
+		c.expire(werr)
 		return werr
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
@@ -624,7 +637,7 @@ func (c *Streamable) checkStatus(resp *http.Response, sid string) *Error {
 			return &Error{Kind: KindRPC, Status: resp.StatusCode, Sent: true, RPC: m.Error}
 		}
 	}
-	return &Error{Kind: KindStatus, Status: resp.StatusCode, Sent: true}
+	return &Error{Kind: KindStatus, Status: resp.StatusCode, Sent: true, Page: page}
 }
 
 // checkAnswer checks that a 2xx answer to a request can carry its answer:
@@ -635,7 +648,7 @@ func (c *Streamable) checkAnswer(resp *http.Response) *Error {
 		return nil
 	}
 	resp.Body.Close()
-	return &Error{Kind: KindProtocol, Status: resp.StatusCode, Sent: true,
+	return &Error{Kind: KindProtocol, Status: resp.StatusCode, Sent: true, Page: isWebPage(resp.Header.Get("Content-Type")),
 		Err: fmt.Errorf("the server answered a request with Content-Type %q", resp.Header.Get("Content-Type"))}
 }
 
@@ -653,7 +666,7 @@ func isJSON(ct string) bool { return mediaType(ct) == "application/json" }
 // checkAnswer) and closes it. On an event stream, every other message is
 // passed on (OnMessage, then Read) in order, and a stream that breaks
 // before the answer is resumed.
-func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, id jsonrpc.ID) ([]byte, *Error) {
+func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, id jsonrpc.ID, tag string) ([]byte, *Error) {
 	status := resp.StatusCode
 	if isJSON(resp.Header.Get("Content-Type")) {
 		defer resp.Body.Close()
@@ -669,14 +682,14 @@ func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, id jso
 		}
 		// One message that is not the answer: pass it on; the request
 		// has none.
-		c.passOn(msg)
+		c.passOn(msg, tag)
 		return nil, &Error{Kind: KindProtocol, Status: status, Sent: true, Err: errors.New("the server's JSON answer is not the request's response")}
 	}
 
 	lastID, retry := "", time.Duration(0)
 	resumes := 0
 	for {
-		ans, werr, progressed := c.readStream(resp, id, &lastID, &retry, false)
+		ans, werr, progressed := c.readStream(resp, id, tag, &lastID, &retry, false)
 		if ans != nil || werr != nil {
 			return ans, werr
 		}
@@ -744,7 +757,7 @@ func (c *Streamable) readJSON(resp *http.Response) ([]byte, *Error) {
 // a failure, or the stream's end (all nil: resume from *lastID). It closes
 // resp. progressed reports whether any event arrived. standalone streams
 // have no answer: an oversized message on them is dropped.
-func (c *Streamable) readStream(resp *http.Response, id jsonrpc.ID, lastID *string, retry *time.Duration, standalone bool) (ans []byte, werr *Error, progressed bool) {
+func (c *Streamable) readStream(resp *http.Response, id jsonrpc.ID, tag string, lastID *string, retry *time.Duration, standalone bool) (ans []byte, werr *Error, progressed bool) {
 	er := newEventReader(resp.Body, c.limit)
 	defer func() {
 		er.release()
@@ -789,7 +802,7 @@ func (c *Streamable) readStream(resp *http.Response, id jsonrpc.ID, lastID *stri
 		if !standalone && isAnswer(ev.data, id) {
 			return ev.data, nil, true
 		}
-		if !c.passOn(ev.data) {
+		if !c.passOn(ev.data, tag) {
 			return nil, &Error{Kind: KindClosed, Status: resp.StatusCode, Sent: true, Err: c.Err()}, true
 		}
 	}
@@ -815,11 +828,14 @@ func (c *Streamable) drain(body io.ReadCloser) {
 
 // passOn decodes msg and hands it to Read; false if the connection has
 // ended. A message that is not JSON-RPC is dropped with a warning.
-func (c *Streamable) passOn(msg []byte) bool {
+func (c *Streamable) passOn(msg []byte, tag string) bool {
 	m, err := jsonrpc.DecodeMessage(msg)
 	if err != nil {
 		c.log.Warn("dropped a message from the server that is not JSON-RPC", "error", err)
 		return c.Err() == nil
+	}
+	if r, ok := m.(*jsonrpc.Request); ok && tag != "" && r.ID.IsValid() {
+		r.Params = tagParams(r.Params, tag)
 	}
 	c.noteAnswer(m)
 	return c.deliver(m)
@@ -910,22 +926,43 @@ func (c *Streamable) get(ctx context.Context, lastID string) (*http.Response, *E
 // done, for a protocol that has one (not 2026-07-28's stateless one): the
 // server's requests and notifications outside any request reach Read by
 // it. A server without one answers 405.
-func (c *Streamable) startStandalone() {
+//
+// It waits for the GET's answer (until ctx, the handshake's, ends): a GET
+// that the HTTP client refuses (a redirect to another origin, an address
+// the caller's policy blocks) fails the handshake, as it would the
+// go-sdk's; a status (405, or a proxy's answer) does not.
+func (c *Streamable) startStandalone(ctx context.Context) error {
 	v := c.ProtocolVersion()
 	if v == "" || v >= statelessVersion {
-		return
+		return nil
 	}
+	var first chan *Error
 	c.getOnce.Do(func() {
+		first = make(chan *Error, 1)
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			c.standalone()
+			c.standalone(first)
 		}()
 	})
+	if first == nil {
+		return nil
+	}
+	select {
+	case werr := <-first:
+		if werr != nil && werr.Kind == KindTransport {
+			return werr
+		}
+	case <-ctx.Done():
+	}
+	return nil
 }
 
-func (c *Streamable) standalone() {
+// standalone reads the standalone stream until the connection ends; first
+// hears how its first GET was answered.
+func (c *Streamable) standalone(first chan<- *Error) {
 	resp, werr := c.get(c.ctx, "")
+	first <- werr
 	if werr != nil {
 		if werr.Status != http.StatusMethodNotAllowed && c.Err() == nil && !c.closed.Load() {
 			c.log.Warn("the server's standalone stream could not be opened", "error", werr)
@@ -939,7 +976,7 @@ func (c *Streamable) standalone() {
 	}
 	lastID, retry, resumes := "", time.Duration(0), 0
 	for {
-		_, _, progressed := c.readStream(resp, jsonrpc.ID{}, &lastID, &retry, true)
+		_, _, progressed := c.readStream(resp, jsonrpc.ID{}, "", &lastID, &retry, true)
 		if c.ctx.Err() != nil {
 			return
 		}

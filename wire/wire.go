@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -63,6 +64,49 @@ type Request struct {
 	// Header holds extra HTTP headers for this request (the 2026-07-28
 	// protocol's parameter headers); ignored on a byte stream.
 	Header http.Header
+	// Tag, if set, marks the server's requests that arrive on this
+	// request's own stream (Streamable HTTP answers a request on an event
+	// stream of its own): their params' _meta gets MetaTag: Tag, so that
+	// whoever answers them knows which request they belong to. On a
+	// transport with one stream for everything (stdio, legacy SSE) it
+	// cannot be told, and nothing is marked.
+	Tag string
+}
+
+// MetaTag is the _meta key of Request.Tag in a server request.
+const MetaTag = "switchboard/call"
+
+// TagOf returns the Tag a server request was marked with, if any, and
+// removes it from meta, so that the request goes on as the server sent it.
+func TagOf(meta map[string]any) (string, bool) {
+	tag, ok := meta[MetaTag].(string)
+	delete(meta, MetaTag)
+	return tag, ok
+}
+
+// tagParams returns params with _meta[MetaTag] set to tag.
+func tagParams(params json.RawMessage, tag string) json.RawMessage {
+	var p map[string]json.RawMessage
+	if len(params) > 0 && json.Unmarshal(params, &p) != nil {
+		return params // not an object: the go-sdk refuses it as it is
+	}
+	if p == nil {
+		p = map[string]json.RawMessage{}
+	}
+	var meta map[string]json.RawMessage
+	if m, ok := p["_meta"]; ok && json.Unmarshal(m, &meta) != nil {
+		return params
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	meta[MetaTag], _ = json.Marshal(tag)
+	p["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(p)
+	if err != nil {
+		return params
+	}
+	return out
 }
 
 // Options configures a connection; the zero value is usable.
@@ -78,6 +122,10 @@ type Options struct {
 	// that follows it is handed to its caller. It must not block or keep
 	// msg.
 	OnMessage func(msg []byte)
+	// OnEnd, if set, is called once when the connection has ended (Done
+	// is closed), on a goroutine of its own: whoever watches the
+	// connection needs none waiting for it.
+	OnEnd func()
 	// Logger receives what the connection drops (an oversized
 	// notification, say); nil discards it.
 	Logger *slog.Logger
@@ -152,6 +200,9 @@ type Error struct {
 	RPC *jsonrpc.Error
 	// Limit is the bound that was passed, for KindTooLarge.
 	Limit int
+	// Page reports that the answer was a web page (HTML): not MCP at all,
+	// so the URL is most likely a web site's rather than a broken server's.
+	Page bool
 	// Err is the underlying error, if any (a dial error, the read error
 	// that ended the connection).
 	Err error
@@ -201,3 +252,10 @@ func AsError(err error) (*Error, bool) {
 type Transport struct{ C Conn }
 
 func (t Transport) Connect(context.Context) (mcp.Connection, error) { return t.C, nil }
+
+// isWebPage reports whether contentType is that of a web page. An MCP
+// server answers with JSON or an event stream, never HTML.
+func isWebPage(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "text/html" || mt == "application/xhtml+xml")
+}
