@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +15,7 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -73,7 +73,7 @@ where every user of the host could read it and complete the flow first.`,
 					return err
 				}
 				if jsonOutput(cmd) && noWait {
-					return printJSON(out, start)
+					return render.JSON(out, start)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "Open this URL in a browser and approve (before %s):\n\n", start.ExpiresAt.Local().Format("15:04"))
 				fmt.Fprintf(out, "%s\n", start.AuthorizationURL)
@@ -93,7 +93,7 @@ where every user of the host could read it and complete the flow first.`,
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printJSON(out, st)
+					return render.JSON(out, st)
 				}
 				fmt.Fprintf(out, "%s is authorized", name)
 				if len(st.Scopes) > 0 {
@@ -179,25 +179,6 @@ func (of *oauthFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 		}
 	}
 	return nil
-}
-
-// describeOAuth is the one-line summary of an oauth block in server show
-// (the secret is the view's mask).
-func describeOAuth(o *sb.OAuthConfig) string {
-	parts := []string{"grant " + o.EffectiveGrant()}
-	if o.ClientID != "" {
-		parts = append(parts, "client_id "+o.ClientID)
-	}
-	if o.ClientSecret != "" {
-		parts = append(parts, "client_secret "+o.ClientSecret)
-	}
-	if len(o.Scopes) > 0 {
-		parts = append(parts, "scopes "+strings.Join(o.Scopes, " "))
-	}
-	if o.ClientMetadataURL != "" {
-		parts = append(parts, "client_metadata_url "+o.ClientMetadataURL)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // registerOAuthKeyFlag adds --oauth-key-file, shared by serve and stdio.

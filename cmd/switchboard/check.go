@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/sandbox"
 	"github.com/switchboard-mcp/switchboard/upstream"
@@ -74,7 +75,7 @@ in PATH (--env PATH=..., else this shell's).`,
 					return err
 				}
 			} else {
-				printInfo(cmd.OutOrStdout(), res.Runtime, res.Logs, failed)
+				render.Info(cmd.OutOrStdout(), res.Runtime, res.Logs, failed)
 			}
 			if failed {
 				return fmt.Errorf("not connected")

@@ -18,6 +18,7 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/importer"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 // importReport is what "import" did (or, with --dry-run, would do); --json
@@ -123,7 +124,7 @@ mounted, however the file names them (${userHome} included). Use
 					return err
 				}
 				if jsonOutput(cmd) {
-					if err := printJSON(cmd.OutOrStdout(), rep); err != nil {
+					if err := render.JSON(cmd.OutOrStdout(), rep); err != nil {
 						return err
 					}
 				} else {
@@ -227,9 +228,9 @@ func printImportReport(out io.Writer, rep *importReport, res *importer.Result) {
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].name < rows[j].name })
 
-	fmt.Fprintf(out, "%s (%s)\n", rep.File, orDash(rep.Format))
+	fmt.Fprintf(out, "%s (%s)\n", rep.File, render.OrDash(rep.Format))
 	if len(rows) > 0 {
-		tw := newTable(out)
+		tw := render.Table(out)
 		fmt.Fprintln(tw, "SERVER\tRESULT\tDETAIL")
 		for _, r := range rows {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.result, strings.ReplaceAll(r.detail, "\n", " "))

@@ -10,6 +10,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 	"github.com/switchboard-mcp/switchboard/registry"
 )
 
@@ -65,7 +66,7 @@ func completeTokenName(cmd *cobra.Command, args []string, toComplete string) ([]
 			}
 			for _, t := range list {
 				if strings.HasPrefix(t.Name, toComplete) {
-					out = append(out, cobra.CompletionWithDesc(t.Name, scopeList(t.Scopes)))
+					out = append(out, cobra.CompletionWithDesc(t.Name, render.Scopes(t.Scopes)))
 				}
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 // buildInfo is what "switchboard version" reports: the module version
@@ -77,7 +78,7 @@ the commit it was built from, and the Go version. --version says the same.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bi := readBuildInfo()
 			if jsonOutput(cmd) {
-				return printJSON(cmd.OutOrStdout(), bi)
+				return render.JSON(cmd.OutOrStdout(), bi)
 			}
 			_, err := io.WriteString(cmd.OutOrStdout(), bi.String()+"\n")
 			return err

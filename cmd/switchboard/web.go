@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 func newWebCommand() *cobra.Command {
@@ -42,7 +43,7 @@ the browser took it.`,
 				}
 				link := c.BaseURL() + lc.Path
 				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), map[string]any{"url": link, "expires_at": lc.ExpiresAt})
+					return render.JSON(cmd.OutOrStdout(), map[string]any{"url": link, "expires_at": lc.ExpiresAt})
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), link)
 				left := time.Until(lc.ExpiresAt).Round(time.Second)
