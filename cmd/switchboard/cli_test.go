@@ -26,6 +26,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/clientconfig"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
@@ -389,7 +390,7 @@ func TestCLI(t *testing.T) {
 
 		// Importing again only finds existing names: not a failure.
 		r = d.ok(t, "import", file, "--json")
-		var rep importReport
+		var rep clientconfig.Report
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("import --json: %v\n%s", err, r.stdout)
 		}

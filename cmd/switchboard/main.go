@@ -10,7 +10,8 @@
 // fails.
 //
 // This package is flags and wiring only: what the verbs print is package
-// internal/render.
+// internal/render, the client configs that import reads and client-config
+// writes package clientconfig.
 package main
 
 import (
