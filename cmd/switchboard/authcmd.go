@@ -15,6 +15,7 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/browser"
 	"github.com/switchboard-mcp/switchboard/internal/render"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -78,11 +79,11 @@ where every user of the host could read it and complete the flow first.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "Open this URL in a browser and approve (before %s):\n\n", start.ExpiresAt.Local().Format("15:04"))
 				fmt.Fprintf(out, "%s\n", start.AuthorizationURL)
 				if open {
-					page, err := openBrowser(start.AuthorizationURL)
+					page, err := browser.Open(start.AuthorizationURL)
 					if err != nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "\ncould not open a browser (%v); open the URL yourself\n", err)
 					}
-					defer page.remove(cmd.Context())
+					defer page.Remove(cmd.Context())
 				}
 				if noWait {
 					return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/browser"
 	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
@@ -49,11 +50,11 @@ the browser took it.`,
 				left := time.Until(lc.ExpiresAt).Round(time.Second)
 				fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: the link logs one browser in, once, within %s\n", left)
 				if !noOpen {
-					page, err := openBrowser(link)
+					page, err := browser.Open(link)
 					if err != nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: not opening a browser (%v): open the link yourself\n", err)
 					}
-					page.remove(cmd.Context())
+					page.Remove(cmd.Context())
 				}
 				return nil
 			})
