@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/browser"
 	"github.com/switchboard-mcp/switchboard/internal/render"
-	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // authPoll is how often `server auth` asks whether the person has approved.
@@ -187,31 +185,4 @@ func registerOAuthKeyFlag(f *pflag.FlagSet, keyFile *string) {
 	f.StringVar(keyFile, "oauth-key-file", os.Getenv("SWITCHBOARD_OAUTH_KEY_FILE"),
 		"the key that encrypts stored OAuth tokens, created (0600) if missing; refused if others may read it or another user owns it; replicas need the same file "+
 			"(env SWITCHBOARD_OAUTH_KEY_FILE; default: oauth.key next to the SQLite database, or next to the credential file)")
-}
-
-// newOAuth returns the daemon's OAuth client over st, sealing with the key
-// in keyFile; by default the key file is oauth.key next to a SQLite
-// database, or next to the credential file for PostgreSQL (every replica
-// needs a copy of the same file).
-func newOAuth(st sb.Store, keyFile string, opts *upstream.Options) (*upstream.OAuth, error) {
-	ost, ok := st.(sb.OAuthStore)
-	if !ok {
-		return nil, nil
-	}
-	if keyFile == "" {
-		dir := ""
-		if p, ok := st.(interface{ Path() string }); ok {
-			dir = filepath.Dir(p.Path())
-		} else if cred, err := client.CredentialPath(); err == nil {
-			dir = filepath.Dir(cred)
-		} else {
-			return nil, fmt.Errorf("no place for the OAuth key file (%v): give --oauth-key-file", err)
-		}
-		keyFile = filepath.Join(dir, "oauth.key")
-	}
-	key, err := sb.LoadOAuthKey(keyFile)
-	if err != nil {
-		return nil, err
-	}
-	return &upstream.OAuth{Store: ost, Key: key, AllowedNetworks: opts.AllowedNetworks}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/daemon"
 	"github.com/switchboard-mcp/switchboard/internal/render"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/sandbox"
@@ -54,7 +55,7 @@ in PATH (--env PATH=..., else this shell's).`,
 				level = slog.LevelDebug
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			box, err := sandboxRuntime(sandboxUser, log)
+			box, err := daemon.SandboxRuntime(sandboxUser, log)
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/clientconfig"
+	"github.com/switchboard-mcp/switchboard/internal/daemon"
 	"github.com/switchboard-mcp/switchboard/store"
 )
 
@@ -97,7 +98,7 @@ what a toolset is there to prevent, so it is refused here.`,
 				c.Close()
 				if token == "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: no credential for %s (no --token or SWITCHBOARD_TOKEN, and, for a daemon on loopback, no %s): the snippet sends none, which only a daemon started with --%s accepts\n",
-						c.BaseURL(), credentialHint(), insecureNoAuthFlag)
+						c.BaseURL(), credentialHint(), daemon.InsecureNoAuthFlag)
 				}
 				snippet, notes = clientconfig.HTTPSnippet(which, c.BaseURL(), toolset, token, embed, tokenGiven(cmd), credentialHint())
 			}

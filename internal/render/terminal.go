@@ -84,10 +84,8 @@ func SafeLine(s string) string {
 	return string(out)
 }
 
-// IsTerminal reports whether f is a terminal: a character device other
-// than /dev/null (which is a character device too, but nobody reads it).
 // IsTerminalWriter reports whether w writes to a terminal, looking through
-// a terminalWriter.
+// a TerminalWriter.
 func IsTerminalWriter(w io.Writer) bool {
 	if t, ok := w.(interface{ Unfiltered() io.Writer }); ok {
 		w = t.Unfiltered()
@@ -96,6 +94,8 @@ func IsTerminalWriter(w io.Writer) bool {
 	return ok && IsTerminal(f)
 }
 
+// IsTerminal reports whether f is a terminal: a character device other
+// than /dev/null (which is a character device too, but nobody reads it).
 func IsTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
