@@ -1,25 +1,18 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	sb "github.com/switchboard-mcp/switchboard"
-	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/browser"
 	"github.com/switchboard-mcp/switchboard/internal/render"
 )
-
-// authPoll is how often `server auth` asks whether the person has approved.
-const authPoll = time.Second
 
 func newServerAuthCommand() *cobra.Command {
 	var open, noWait, logout bool
@@ -87,7 +80,7 @@ where every user of the host could read it and complete the flow first.`,
 					return nil
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "\nwaiting for the approval...\n")
-				st, err := waitAuthorized(cmd.Context(), c, name, start.ExpiresAt)
+				st, err := c.WaitAuthorized(cmd.Context(), name, start.ExpiresAt)
 				if err != nil {
 					return err
 				}
@@ -108,34 +101,6 @@ where every user of the host could read it and complete the flow first.`,
 	f.BoolVar(&noWait, "no-wait", false, "print the URL and return; do not wait for the approval")
 	f.BoolVar(&logout, "logout", false, "forget the stored tokens instead (the server needs authorizing again)")
 	return cmd
-}
-
-// waitAuthorized polls the daemon until the authorization started at the
-// call ends: tokens stored, or the flow failed, or it expired.
-func waitAuthorized(ctx context.Context, c *client.Client, name string, until time.Time) (api.AuthStatus, error) {
-	started := time.Now()
-	tick := time.NewTicker(authPoll)
-	defer tick.Stop()
-	for {
-		st, err := c.AuthStatus(ctx, name)
-		if err != nil {
-			return st, err
-		}
-		if !st.Pending && st.LastAt != nil && st.LastAt.After(started.Add(-time.Second)) {
-			if st.LastError != "" {
-				return st, errors.New(st.LastError)
-			}
-			return st, nil
-		}
-		if time.Now().After(until) {
-			return st, fmt.Errorf("nobody approved in time; run switchboard server auth %s again", name)
-		}
-		select {
-		case <-ctx.Done():
-			return st, ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 // oauthFlags are the flags of a remote server's "oauth" block.

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/clientconfig"
 	"github.com/switchboard-mcp/switchboard/internal/daemon"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 	"github.com/switchboard-mcp/switchboard/store"
 )
 
@@ -98,9 +99,9 @@ what a toolset is there to prevent, so it is refused here.`,
 				c.Close()
 				if token == "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: no credential for %s (no --token or SWITCHBOARD_TOKEN, and, for a daemon on loopback, no %s): the snippet sends none, which only a daemon started with --%s accepts\n",
-						c.BaseURL(), credentialHint(), daemon.InsecureNoAuthFlag)
+						c.BaseURL(), render.CredentialHint(), daemon.InsecureNoAuthFlag)
 				}
-				snippet, notes = clientconfig.HTTPSnippet(which, c.BaseURL(), toolset, token, embed, tokenGiven(cmd), credentialHint())
+				snippet, notes = clientconfig.HTTPSnippet(which, c.BaseURL(), toolset, token, embed, tokenGiven(cmd), render.CredentialHint())
 			}
 			b, err := json.MarshalIndent(snippet, "", "  ")
 			if err != nil {

@@ -56,7 +56,7 @@ mounted, however the file names them (${userHome} included). Use
 			}
 			return withClient(cmd, func(c *client.Client) error {
 				rep, err := clientconfig.Import(cmd.Context(), c, args[0], res, dryRun, func(err error) {
-					fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: not checking which names are taken: %v\n", explain(cmd.Context(), c, err))
+					fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: not checking which names are taken: %v\n", render.Explain(cmd.Context(), c, err))
 				})
 				if err != nil {
 					return err

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -79,3 +80,33 @@ func Stream[T any](ctx context.Context, next func() (T, error), atEOF error, pri
 		}
 	}
 }
+
+// Format is the value of -o/--output: FormatText (the default),
+// FormatWide or FormatJSON; a flag.Value.
+type Format string
+
+// The output formats.
+const (
+	FormatText = "text"
+	FormatWide = "wide"
+	FormatJSON = "json"
+)
+
+// String, Set and Type make a *Format a pflag.Value.
+func (o *Format) String() string {
+	if *o == "" {
+		return FormatText
+	}
+	return string(*o)
+}
+
+func (o *Format) Set(v string) error {
+	switch v {
+	case FormatText, FormatWide, FormatJSON:
+		*o = Format(v)
+		return nil
+	}
+	return fmt.Errorf("want text, wide or json")
+}
+
+func (o *Format) Type() string { return "format" }
