@@ -20,6 +20,7 @@ import (
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
@@ -327,22 +328,9 @@ func TestCLIDailyUse(t *testing.T) {
 				t.Errorf("switchboard %s: %s", args[0], r)
 			}
 		}
-		var bi buildInfo
+		var bi buildinfo.Info
 		if err := json.Unmarshal([]byte(d.ok(t, "version", "-o", "json").stdout), &bi); err != nil || bi.Version == "" || !strings.HasPrefix(bi.Go, "go") {
 			t.Errorf("version -o json: %+v, %v", bi, err)
 		}
 	})
-}
-
-// TestVersionNamesTheCommit: the commit a binary was built from is in
-// its version line, cut to 12 characters, with its time and whether the
-// tree was modified.
-func TestVersionNamesTheCommit(t *testing.T) {
-	bi := buildInfo{Version: "v1.2.0", Commit: "0123456789abcdef0123", CommitTime: "2026-11-30T12:00:00Z", Modified: true, Go: "go1.26.8"}
-	if got, want := bi.String(), "switchboard v1.2.0 (commit 0123456789ab, 2026-11-30T12:00:00Z, modified; go1.26.8)"; got != want {
-		t.Errorf("%q, want %q", got, want)
-	}
-	if got, want := (buildInfo{Version: "(devel)", Go: "go1.26.8"}).String(), "switchboard (devel) (go1.26.8)"; got != want {
-		t.Errorf("%q, want %q", got, want)
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/render"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -19,7 +20,7 @@ func newRootCommand() *cobra.Command {
 processes and remote Streamable HTTP or SSE servers) and makes calling their
 tools dependable: bounded retries, transparent reconnects, health checks,
 and errors that say where and why a server failed.`,
-		Version:       readBuildInfo().String(),
+		Version:       buildinfo.Read(version).String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

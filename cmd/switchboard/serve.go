@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/daemon"
 	"github.com/switchboard-mcp/switchboard/registry"
 )
@@ -155,7 +156,7 @@ server's max_total_timeout_ms says otherwise.`,
 			if err != nil {
 				return err
 			}
-			gwOpts.Logger, gwOpts.Version = log, readBuildInfo().Version
+			gwOpts.Logger, gwOpts.Version = log, buildinfo.Read(version).Version
 			return daemon.Serve(cmd.Context(), log, daemon.Config{Listen: listen, DSN: dsn, Auth: auth, AllowedHosts: hosts,
 				AllowedNetworks: nets, ReplicaID: replica.id, ResyncInterval: replica.resyncInterval, OAuthKeyFile: oauthKeyFile,
 				Sandbox: box, IdleTimeout: conns.idleTimeout, MaxConnsPerAddress: conns.perAddress}, gwOpts)

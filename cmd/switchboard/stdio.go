@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/daemon"
 )
 
@@ -59,7 +61,7 @@ is read when stdio starts.`,
 			if err != nil {
 				return err
 			}
-			gwOpts.Logger, gwOpts.Version = log, readBuildInfo().Version
+			gwOpts.Logger, gwOpts.Version = log, buildinfo.Read(version).Version
 			return daemon.Stdio(cmd.Context(), daemon.StdioConfig{DSN: dsn, Toolset: toolset, OAuthKeyFile: oauthKeyFile,
 				AllowedNetworks: nets, Sandbox: box}, gwOpts)
 		},

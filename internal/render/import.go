@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	sb "github.com/switchboard-mcp/switchboard"
-
 	"github.com/switchboard-mcp/switchboard/clientconfig"
 )
 
