@@ -102,6 +102,26 @@ func (s *stream) waitLine(t *testing.T, re string) string {
 	}
 }
 
+// printsSoon reports whether the stream prints a line matching re within
+// a few seconds, for a caller that tries again if it does not.
+func (s *stream) printsSoon(re string) bool {
+	rx := regexp.MustCompile(re)
+	timeout := time.After(3 * time.Second)
+	for {
+		select {
+		case l, ok := <-s.lines:
+			if !ok {
+				return false
+			}
+			if rx.MatchString(l) {
+				return true
+			}
+		case <-timeout:
+			return false
+		}
+	}
+}
+
 // waitLines waits for a line matching each of res, in any order, failing
 // after a while.
 func (s *stream) waitLines(t *testing.T, res ...string) {
@@ -249,9 +269,23 @@ func TestCLIDailyUse(t *testing.T) {
 	})
 
 	t.Run("events prints one line per event", func(t *testing.T) {
-		s := d.startStream(t, "events", "rel")
+		s := d.startStream(t, "events", "rel", "probe")
 		js := d.startStream(t, "events", "-o", "json")
-		time.Sleep(300 * time.Millisecond) // subscribed
+		// A stream is subscribed once it has printed an event: a probe
+		// server's creation, made again until both streams have printed
+		// one (a started process may take a while to subscribe).
+		for i := 0; ; i++ {
+			if i == 10 {
+				t.Fatal("the event streams printed no probe server's creation")
+			}
+			d.ok(t, "server", "add", "probe", "--url", "http://127.0.0.1:9/mcp", "--disabled")
+			sOK := s.printsSoon(` probe created `)
+			jsOK := js.printsSoon(`"server":"probe"`)
+			d.ok(t, "server", "rm", "probe")
+			if sOK && jsOK {
+				break
+			}
+		}
 		d.ok(t, "server", "restart", "rel")
 		s.waitLine(t, `^`+stamp+` rel restarted \(status connected -> connecting\)$`)
 		s.waitLine(t, `^`+stamp+` rel starting \(attempt 1\)$`)

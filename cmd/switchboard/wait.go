@@ -85,20 +85,5 @@ func (aw *attemptWait) finish(ctx context.Context, out io.Writer, asJSON bool, n
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		if err := render.JSON(out, o.View); err != nil {
-			return err
-		}
-	} else if o.Error == nil {
-		fmt.Fprintln(out, render.Connected(name, &o))
-	}
-	if o.Error != nil {
-		return render.AttemptError(name, cfg, &o)
-	}
-	if o.View.Runtime.Status == sb.StatusDisabled {
-		if !asJSON {
-			fmt.Fprintf(out, "%s is disabled: nothing to wait for\n", name)
-		}
-	}
-	return nil
+	return render.Outcome(out, asJSON, name, cfg, &o)
 }

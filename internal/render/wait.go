@@ -11,8 +11,31 @@ import (
 	"github.com/switchboard-mcp/switchboard/client"
 )
 
-// Connected reads "everything connected: 13 tools (stdio, protocol 2025-11-25, pid 123)".
-func Connected(name string, o *client.Outcome) string {
+// Outcome prints the outcome of the attempt a --wait waited for, to out
+// or as JSON (the server's view) if asJSON, and returns an error that
+// says how it failed, what the server does next and, for a command not
+// found, where the daemon looked (cfg is the server's config).
+func Outcome(out io.Writer, asJSON bool, name string, cfg *sb.ServerConfig, o *client.Outcome) error {
+	if asJSON {
+		if err := JSON(out, o.View); err != nil {
+			return err
+		}
+	} else if o.Error == nil {
+		fmt.Fprintln(out, connected(name, o))
+	}
+	if o.Error != nil {
+		return attemptError(name, cfg, o)
+	}
+	if o.View.Runtime.Status == sb.StatusDisabled {
+		if !asJSON {
+			fmt.Fprintf(out, "%s is disabled: nothing to wait for\n", name)
+		}
+	}
+	return nil
+}
+
+// connected reads "everything connected: 13 tools (stdio, protocol 2025-11-25, pid 123)".
+func connected(name string, o *client.Outcome) string {
 	rt := o.View.Runtime
 	if rt.Status != sb.StatusConnected {
 		return fmt.Sprintf("%s: status %s", name, rt.Status)
@@ -37,9 +60,9 @@ func Connected(name string, o *client.Outcome) string {
 	return s
 }
 
-// AttemptError says how an attempt failed, what the server does next, and,
+// attemptError says how an attempt failed, what the server does next, and,
 // for a command not found, where the daemon looked.
-func AttemptError(name string, cfg *sb.ServerConfig, o *client.Outcome) error {
+func attemptError(name string, cfg *sb.ServerConfig, o *client.Outcome) error {
 	e := o.Error
 	what := "the first connection attempt failed"
 	if !o.Attempted {
