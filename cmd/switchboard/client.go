@@ -8,6 +8,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -112,6 +113,16 @@ func output(cmd *cobra.Command) string {
 
 // jsonOutput reports whether the command prints JSON (-o json or --json).
 func jsonOutput(cmd *cobra.Command) bool { return output(cmd) == render.FormatJSON }
+
+// show prints v, the API's answer, as JSON with -o json, else as text
+// prints it.
+func show(cmd *cobra.Command, v any, text func(out io.Writer)) error {
+	if jsonOutput(cmd) {
+		return render.JSON(cmd.OutOrStdout(), v)
+	}
+	text(cmd.OutOrStdout())
+	return nil
+}
 
 // wideOutput reports whether the command prints every column, uncut
 // (-o wide).

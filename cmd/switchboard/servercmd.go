@@ -182,11 +182,7 @@ error.`,
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return render.JSON(cmd.OutOrStdout(), api.ServerList{Servers: servers})
-				}
-				render.ServerList(cmd.OutOrStdout(), servers, wideOutput(cmd))
-				return nil
+				return show(cmd, api.ServerList{Servers: servers}, func(out io.Writer) { render.ServerList(out, servers, wideOutput(cmd)) })
 			})
 		},
 	}
@@ -209,11 +205,7 @@ info) and its tools.`,
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return render.JSON(cmd.OutOrStdout(), v)
-				}
-				render.ServerView(cmd.OutOrStdout(), &v, time.Now())
-				return nil
+				return show(cmd, v, func(out io.Writer) { render.ServerView(out, &v, time.Now()) })
 			})
 		},
 	}
@@ -233,11 +225,7 @@ func newServerRmCommand() *cobra.Command {
 				if err := c.DeleteServer(cmd.Context(), args[0], 0); err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return render.JSON(cmd.OutOrStdout(), map[string]string{"removed": args[0]})
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
-				return nil
+				return show(cmd, map[string]string{"removed": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "removed %s\n", args[0]) })
 			})
 		},
 	}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -88,11 +89,7 @@ func newTokenListCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return render.JSON(cmd.OutOrStdout(), api.TokenList{Tokens: list})
-				}
-				render.TokenList(cmd.OutOrStdout(), list, time.Now())
-				return nil
+				return show(cmd, api.TokenList{Tokens: list}, func(out io.Writer) { render.TokenList(out, list, time.Now()) })
 			})
 		},
 	}
@@ -112,11 +109,7 @@ func newTokenRevokeCommand() *cobra.Command {
 				if err := c.RevokeToken(cmd.Context(), args[0]); err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return render.JSON(cmd.OutOrStdout(), map[string]string{"revoked": args[0]})
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", args[0])
-				return nil
+				return show(cmd, map[string]string{"revoked": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "revoked %s\n", args[0]) })
 			})
 		},
 	}

@@ -201,11 +201,7 @@ func newToolsetListCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return render.JSON(cmd.OutOrStdout(), api.ToolsetList{Toolsets: list})
-				}
-				render.ToolsetList(cmd.OutOrStdout(), list, wideOutput(cmd))
-				return nil
+				return show(cmd, api.ToolsetList{Toolsets: list}, func(out io.Writer) { render.ToolsetList(out, list, wideOutput(cmd)) })
 			})
 		},
 	}
@@ -248,11 +244,7 @@ func newToolsetRmCommand() *cobra.Command {
 				if err := c.DeleteToolset(cmd.Context(), args[0], 0); err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return render.JSON(cmd.OutOrStdout(), map[string]string{"removed": args[0]})
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed toolset %s\n", args[0])
-				return nil
+				return show(cmd, map[string]string{"removed": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "removed toolset %s\n", args[0]) })
 			})
 		},
 	}

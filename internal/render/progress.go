@@ -24,7 +24,7 @@ type ProgressBar struct {
 }
 
 // NewProgressBar returns a bar that draws on out, a terminal. It writes
-// its own \r, so it draws beneath the terminalWriter, and escapes the
+// its own \r, so it draws beneath the TerminalWriter, and escapes the
 // server's messages itself.
 func NewProgressBar(out io.Writer) *ProgressBar {
 	if t, ok := out.(interface{ Unfiltered() io.Writer }); ok {

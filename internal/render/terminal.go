@@ -12,7 +12,7 @@ import (
 // terminal control sequences there (clear the screen, set the window title,
 // rewrite a line with \r, reverse text with U+202E) to make the terminal
 // show something other than what it said. Everything the CLI writes goes
-// through a terminalWriter, which renders such characters escaped.
+// through a TerminalWriter, which renders such characters escaped.
 
 // TerminalWriter writes to w with control characters escaped as \uXXXX:
 // C0 controls other than newline and tab (ESC and CR included), DEL, C1
