@@ -57,13 +57,9 @@ is read when stdio starts.`,
 			if err != nil {
 				return err
 			}
-			box, err := daemon.SandboxRuntime(sandboxUser, log)
-			if err != nil {
-				return err
-			}
 			gwOpts.Logger, gwOpts.Version = log, buildinfo.Read(version).Version
 			return daemon.Stdio(cmd.Context(), daemon.StdioConfig{DSN: dsn, Toolset: toolset, OAuthKeyFile: oauthKeyFile,
-				AllowedNetworks: nets, Sandbox: box}, gwOpts)
+				AllowedNetworks: nets, SandboxUser: sandboxUser}, gwOpts)
 		},
 	}
 	f := cmd.Flags()

@@ -12,18 +12,17 @@ import (
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/sandbox"
 	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // StdioConfig is what Stdio needs beside the gateway's options.
 type StdioConfig struct {
-	DSN             string           // as store.Open takes it
-	Toolset         string           // "": every server
-	OAuthKeyFile    string           // "": the default (NewOAuth)
-	AllowedNetworks []netip.Prefix   // re-allowed upstream addresses
-	Sandbox         *sandbox.Runtime // nil: sandbox.System
+	DSN             string         // as store.Open takes it
+	Toolset         string         // "": every server
+	OAuthKeyFile    string         // "": the default (NewOAuth)
+	AllowedNetworks []netip.Prefix // re-allowed upstream addresses
+	SandboxUser     string         // as SandboxRuntime takes it
 }
 
 // Stdio is "switchboard stdio": it runs the servers of the database
@@ -47,7 +46,11 @@ func Stdio(ctx context.Context, c StdioConfig, gwOpts gateway.Options) error {
 		}
 		gwOpts.Toolsets = toolsets
 	}
-	sessOpts := upstream.Options{AllowedNetworks: c.AllowedNetworks, SandboxDefault: true, Sandbox: c.Sandbox}
+	box, err := SandboxRuntime(c.SandboxUser, log)
+	if err != nil {
+		return err
+	}
+	sessOpts := upstream.Options{AllowedNetworks: c.AllowedNetworks, SandboxDefault: true, Sandbox: box}
 	// The tokens "switchboard serve" keeps for OAuth servers serve here too.
 	if sessOpts.OAuth, err = NewOAuth(st, c.OAuthKeyFile, &sessOpts); err != nil {
 		log.Warn("OAuth tokens cannot be read: "+err.Error(), "error", err)
