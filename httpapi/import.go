@@ -7,7 +7,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
-	"github.com/switchboard-mcp/switchboard/importer"
+	"github.com/switchboard-mcp/switchboard/clientconfig"
 )
 
 // importConfig creates the servers of another client's config file, sent
@@ -20,7 +20,7 @@ func (a *handler) importConfig(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	res, err := importer.Parse([]byte(req.Config))
+	res, err := clientconfig.Parse([]byte(req.Config))
 	if err != nil {
 		a.writeError(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
 		return

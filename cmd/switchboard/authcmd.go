@@ -1,28 +1,18 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	sb "github.com/switchboard-mcp/switchboard"
-	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
-	"github.com/switchboard-mcp/switchboard/internal/oauthkey"
-	"github.com/switchboard-mcp/switchboard/oauthclient"
-	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/internal/browser"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
-
-// authPoll is how often `server auth` asks whether the person has approved.
-const authPoll = time.Second
 
 func newServerAuthCommand() *cobra.Command {
 	var open, noWait, logout bool
@@ -75,27 +65,27 @@ where every user of the host could read it and complete the flow first.`,
 					return err
 				}
 				if jsonOutput(cmd) && noWait {
-					return printJSON(out, start)
+					return render.JSON(out, start)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "Open this URL in a browser and approve (before %s):\n\n", start.ExpiresAt.Local().Format("15:04"))
 				fmt.Fprintf(out, "%s\n", start.AuthorizationURL)
 				if open {
-					page, err := openBrowser(start.AuthorizationURL)
+					page, err := browser.Open(start.AuthorizationURL)
 					if err != nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "\ncould not open a browser (%v); open the URL yourself\n", err)
 					}
-					defer page.remove(cmd.Context())
+					defer page.Remove(cmd.Context())
 				}
 				if noWait {
 					return nil
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "\nwaiting for the approval...\n")
-				st, err := waitAuthorized(cmd.Context(), c, name, start.ExpiresAt)
+				st, err := c.WaitAuthorized(cmd.Context(), name, start.ExpiresAt)
 				if err != nil {
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printJSON(out, st)
+					return render.JSON(out, st)
 				}
 				fmt.Fprintf(out, "%s is authorized", name)
 				if len(st.Scopes) > 0 {
@@ -111,34 +101,6 @@ where every user of the host could read it and complete the flow first.`,
 	f.BoolVar(&noWait, "no-wait", false, "print the URL and return; do not wait for the approval")
 	f.BoolVar(&logout, "logout", false, "forget the stored tokens instead (the server needs authorizing again)")
 	return cmd
-}
-
-// waitAuthorized polls the daemon until the authorization started at the
-// call ends: tokens stored, or the flow failed, or it expired.
-func waitAuthorized(ctx context.Context, c *client.Client, name string, until time.Time) (api.AuthStatus, error) {
-	started := time.Now()
-	tick := time.NewTicker(authPoll)
-	defer tick.Stop()
-	for {
-		st, err := c.AuthStatus(ctx, name)
-		if err != nil {
-			return st, err
-		}
-		if !st.Pending && st.LastAt != nil && st.LastAt.After(started.Add(-time.Second)) {
-			if st.LastError != "" {
-				return st, errors.New(st.LastError)
-			}
-			return st, nil
-		}
-		if time.Now().After(until) {
-			return st, fmt.Errorf("nobody approved in time; run switchboard server auth %s again", name)
-		}
-		select {
-		case <-ctx.Done():
-			return st, ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 // oauthFlags are the flags of a remote server's "oauth" block.
@@ -183,55 +145,9 @@ func (of *oauthFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 	return nil
 }
 
-// describeOAuth is the one-line summary of an oauth block in server show
-// (the secret is the view's mask).
-func describeOAuth(o *sb.OAuthConfig) string {
-	parts := []string{"grant " + o.EffectiveGrant()}
-	if o.ClientID != "" {
-		parts = append(parts, "client_id "+o.ClientID)
-	}
-	if o.ClientSecret != "" {
-		parts = append(parts, "client_secret "+o.ClientSecret)
-	}
-	if len(o.Scopes) > 0 {
-		parts = append(parts, "scopes "+strings.Join(o.Scopes, " "))
-	}
-	if o.ClientMetadataURL != "" {
-		parts = append(parts, "client_metadata_url "+o.ClientMetadataURL)
-	}
-	return strings.Join(parts, ", ")
-}
-
 // registerOAuthKeyFlag adds --oauth-key-file, shared by serve and stdio.
 func registerOAuthKeyFlag(f *pflag.FlagSet, keyFile *string) {
 	f.StringVar(keyFile, "oauth-key-file", os.Getenv("SWITCHBOARD_OAUTH_KEY_FILE"),
 		"the key that encrypts stored OAuth tokens, created (0600) if missing; refused if others may read it or another user owns it; replicas need the same file "+
 			"(env SWITCHBOARD_OAUTH_KEY_FILE; default: oauth.key next to the SQLite database, or next to the credential file)")
-}
-
-// newOAuth returns the daemon's OAuth client over st, sealing with the key
-// in keyFile; by default the key file is oauth.key next to a SQLite
-// database, or next to the credential file for PostgreSQL (every replica
-// needs a copy of the same file).
-func newOAuth(st sb.Store, keyFile string, opts *upstream.Options) (*oauthclient.Client, error) {
-	ost, ok := st.(sb.OAuthStore)
-	if !ok {
-		return nil, nil
-	}
-	if keyFile == "" {
-		dir := ""
-		if p, ok := st.(interface{ Path() string }); ok {
-			dir = filepath.Dir(p.Path())
-		} else if cred, err := client.CredentialPath(); err == nil {
-			dir = filepath.Dir(cred)
-		} else {
-			return nil, fmt.Errorf("no place for the OAuth key file (%v): give --oauth-key-file", err)
-		}
-		keyFile = filepath.Join(dir, "oauth.key")
-	}
-	key, err := oauthkey.Load(keyFile)
-	if err != nil {
-		return nil, err
-	}
-	return &oauthclient.Client{Store: ost, Key: key, Egress: opts.Egress}, nil
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/daemon"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/sandbox"
 	"github.com/switchboard-mcp/switchboard/upstream"
@@ -53,7 +55,7 @@ in PATH (--env PATH=..., else this shell's).`,
 				level = slog.LevelDebug
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			box, err := sandboxRuntime(sandboxUser, log)
+			box, err := daemon.SandboxRuntime(sandboxUser, log)
 			if err != nil {
 				return err
 			}
@@ -74,7 +76,7 @@ in PATH (--env PATH=..., else this shell's).`,
 					return err
 				}
 			} else {
-				printInfo(cmd.OutOrStdout(), res.Runtime, res.Logs, failed)
+				render.Info(cmd.OutOrStdout(), res.Runtime, res.Logs, failed)
 			}
 			if failed {
 				return fmt.Errorf("not connected")

@@ -6,18 +6,17 @@ package main
 // errors what a person at a terminal needs to fix them.
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"io"
 	"os"
 	"strconv"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 // clientFrom builds the client of a command from the persistent --addr
@@ -86,33 +85,7 @@ func withClient(cmd *cobra.Command, fn func(c *client.Client) error) error {
 		return err
 	}
 	defer c.Close()
-	return explain(cmd.Context(), c, fn(c))
-}
-
-// explain says what to do about an error of the client: an interrupted
-// command says so, a refused connection most likely means the daemon is
-// not running, and a 401 needs the daemon's credential.
-func explain(ctx context.Context, c *client.Client, err error) error {
-	var ae *client.Error
-	switch {
-	case err == nil:
-		return nil
-	case ctx.Err() != nil:
-		return fmt.Errorf("interrupted: %w", context.Cause(ctx))
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("cannot reach switchboard at %s: is \"switchboard serve\" running? (set --addr or SWITCHBOARD_ADDR if it listens elsewhere)", c.BaseURL())
-	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
-		return fmt.Errorf("%w (HTTP 401: run this as the user who runs \"switchboard serve\": the CLI reads the credential serve generated from %s; or set SWITCHBOARD_TOKEN or pass --token with the daemon's token)", err, credentialHint())
-	}
-	return err
-}
-
-// credentialHint names this user's credential file for a message.
-func credentialHint() string {
-	if p, err := client.CredentialPath(); err == nil {
-		return p
-	}
-	return "$XDG_CONFIG_HOME/" + client.CredentialFile
+	return render.Explain(cmd.Context(), c, fn(c))
 }
 
 // addTokenFlag adds --token to a client verb, or to every verb under it if
@@ -127,52 +100,33 @@ func addTokenFlag(cmd *cobra.Command, persistent bool) {
 	f.String("token-file", "", "read the bearer token from this file, which must be this user's and of mode 0600 (or stricter); instead of --token")
 }
 
-// outputFormat is the value of -o/--output: "text" (the default), "wide"
-// or "json".
-type outputFormat string
-
-// The output formats.
-const (
-	outputText = "text"
-	outputWide = "wide"
-	outputJSON = "json"
-)
-
-func (o *outputFormat) String() string {
-	if *o == "" {
-		return outputText
-	}
-	return string(*o)
-}
-
-func (o *outputFormat) Set(v string) error {
-	switch v {
-	case outputText, outputWide, outputJSON:
-		*o = outputFormat(v)
-		return nil
-	}
-	return fmt.Errorf("want text, wide or json")
-}
-
-func (o *outputFormat) Type() string { return "format" }
-
 // output returns the command's output format: -o, or json for --json.
 func output(cmd *cobra.Command) string {
 	if v, _ := cmd.Flags().GetBool("json"); v {
-		return outputJSON
+		return render.FormatJSON
 	}
 	if f := cmd.Flags().Lookup("output"); f != nil {
 		return f.Value.String()
 	}
-	return outputText
+	return render.FormatText
 }
 
 // jsonOutput reports whether the command prints JSON (-o json or --json).
-func jsonOutput(cmd *cobra.Command) bool { return output(cmd) == outputJSON }
+func jsonOutput(cmd *cobra.Command) bool { return output(cmd) == render.FormatJSON }
+
+// show prints v, the API's answer, as JSON with -o json, else as text
+// prints it.
+func show(cmd *cobra.Command, v any, text func(out io.Writer)) error {
+	if jsonOutput(cmd) {
+		return render.JSON(cmd.OutOrStdout(), v)
+	}
+	text(cmd.OutOrStdout())
+	return nil
+}
 
 // wideOutput reports whether the command prints every column, uncut
 // (-o wide).
-func wideOutput(cmd *cobra.Command) bool { return output(cmd) == outputWide }
+func wideOutput(cmd *cobra.Command) bool { return output(cmd) == render.FormatWide }
 
 // resolvePaths makes cfg's relative command and cwd absolute against this
 // process's directory, the user's (client.ResolvePaths), so that check and

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 // completeTimeout bounds a completion's questions to the daemon: a shell
@@ -75,7 +76,7 @@ func completeToolAddress(cmd *cobra.Command, args []string, toComplete string) (
 		}
 		for _, t := range tools {
 			if strings.HasPrefix(t.Address, toComplete) {
-				out = append(out, cobra.CompletionWithDesc(t.Address, firstLine(t.Description, 60)))
+				out = append(out, cobra.CompletionWithDesc(t.Address, render.FirstLine(t.Description, 60)))
 			}
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-mcp/switchboard/clientconfig"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 )
 
@@ -64,11 +65,11 @@ func TestImportOfAHostileFileNeverMountsTheHome(t *testing.T) {
 		t.Errorf("stored refusals %+v, want the home, .ssh and .config", v.Sandbox.RefusedMounts)
 	}
 	r := d.run(t, env, "", "import", file, "--dry-run", "--json")
-	var rep importReport
+	var rep clientconfig.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("import --json: %v\n%s", err, r)
 	}
-	if len(rep.Skipped) != 1 || rep.Skipped[0].Reason != reasonExists {
+	if len(rep.Skipped) != 1 || rep.Skipped[0].Reason != clientconfig.ReasonExists {
 		t.Errorf("import of an existing server: %+v", rep)
 	}
 }

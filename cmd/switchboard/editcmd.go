@@ -11,6 +11,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 // editFlags are the flags of "server edit" that "server add" has not:
@@ -81,15 +82,15 @@ waits for the new connection attempt and prints its outcome.`,
 				if aw != nil {
 					if !asJSON {
 						fmt.Fprintf(out, "edited %s (version %d)\n", v.Name, v.Version)
-						printMounts(out, v.Sandbox)
+						render.Mounts(out, v.Sandbox)
 					}
 					return aw.finish(cmd.Context(), out, asJSON, v.Name, &v.ServerConfig, &v)
 				}
 				if asJSON {
-					return printJSON(out, v)
+					return render.JSON(out, v)
 				}
 				fmt.Fprintf(out, "edited %s (version %d, status %s)\n", v.Name, v.Version, v.Runtime.Status)
-				printMounts(out, v.Sandbox)
+				render.Mounts(out, v.Sandbox)
 				return nil
 			})
 		},
@@ -234,7 +235,7 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 			cfg.MaxTotalTimeoutMS = ef.maxTotal.Milliseconds()
 		}
 		if changed("command") {
-			warnCommand(cmd.ErrOrStderr(), cfg)
+			render.WarnCommand(cmd.ErrOrStderr(), cfg)
 		}
 		return nil
 	}, nil

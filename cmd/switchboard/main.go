@@ -9,7 +9,9 @@
 // quickest way to see whether a server works and, if not, where and why it
 // fails.
 //
-// This package is flags, wiring and rendering only.
+// This package is flags and wiring only: what the verbs print is package
+// internal/render, the client configs that import reads and client-config
+// writes package clientconfig.
 package main
 
 import (
@@ -18,13 +20,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// Upstream servers' words reach the terminal escaped (terminal.go).
+	// Upstream servers' words reach the terminal escaped (render.TerminalWriter).
 	// "switchboard stdio" speaks MCP on os.Stdout itself, unfiltered.
-	stdout, stderr := newTerminalWriter(os.Stdout), newTerminalWriter(os.Stderr)
+	stdout, stderr := render.NewTerminalWriter(os.Stdout), render.NewTerminalWriter(os.Stderr)
 	root := newRootCommand()
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -18,7 +20,7 @@ func newRootCommand() *cobra.Command {
 processes and remote Streamable HTTP or SSE servers) and makes calling their
 tools dependable: bounded retries, transparent reconnects, health checks,
 and errors that say where and why a server failed.`,
-		Version:       readBuildInfo().String(),
+		Version:       buildinfo.Read(version).String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -27,7 +29,7 @@ and errors that say where and why a server failed.`,
 	addr, _ := client.Env()
 	pf.String("addr", addr, `address of "switchboard serve" for the client verbs (env SWITCHBOARD_ADDR)`)
 	pf.String("daemon-uid", os.Getenv(client.EnvDaemonUID), `the uid "switchboard serve" runs as, when it is not this user's: the client verbs send nothing to a loopback address held by another uid than this one or root (env SWITCHBOARD_DAEMON_UID)`)
-	pf.VarP(new(outputFormat), "output", "o", "output format: text (tables), wide (tables with every column, nothing cut) or json (the API's, for scripts)")
+	pf.VarP(new(render.Format), "output", "o", "output format: text (tables), wide (tables with every column, nothing cut) or json (the API's, for scripts)")
 	pf.Bool("json", false, "print JSON (the API's, for scripts) instead of tables: -o json")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "wide", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(newCheckCommand(), newServeCommand(), newStdioCommand(),

@@ -1,19 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
-	"path/filepath"
-	"runtime/debug"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,16 +14,11 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
-	"github.com/switchboard-mcp/switchboard/egress"
-	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/httpapi"
-	"github.com/switchboard-mcp/switchboard/metrics"
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
+	"github.com/switchboard-mcp/switchboard/internal/daemon"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/sandbox"
-	"github.com/switchboard-mcp/switchboard/store"
-	"github.com/switchboard-mcp/switchboard/upstream"
-	"github.com/switchboard-mcp/switchboard/web"
 )
 
 // Defaults of serve, each mirrored by an environment variable.
@@ -41,10 +29,6 @@ const (
 
 // version is reported to MCP clients; set with -ldflags "-X main.version=...".
 var version = "dev"
-
-// shutdownGrace bounds a SIGTERM: HTTP requests and every session are given
-// this long in total.
-const shutdownGrace = 10 * time.Second
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
@@ -136,18 +120,18 @@ server's max_total_timeout_ms says otherwise.`,
 			}
 			// SWITCHBOARD_TOKEN is read here, not as the flag's default: a
 			// default is printed by --help, and a token must never be.
-			token, tokenWarning, err := tokenFromFlags(token, tokenFile)
+			token, tokenWarning, err := daemon.TokenFromFlags(token, tokenFile)
 			if err != nil {
 				return err
 			}
 			if tokenWarning != "" {
 				log.Warn(tokenWarning)
 			}
-			auth, err := authFrom(token, os.Getenv("SWITCHBOARD_TOKEN"), insecureNoAuth, client.CredentialPath)
+			auth, err := daemon.AuthFrom(token, os.Getenv("SWITCHBOARD_TOKEN"), insecureNoAuth, client.CredentialPath)
 			if err != nil {
 				return err
 			}
-			hosts, err := hostsAllowed(allowedHosts, listen)
+			hosts, err := daemon.HostsAllowed(allowedHosts, listen)
 			if err != nil {
 				return err
 			}
@@ -168,13 +152,14 @@ server's max_total_timeout_ms says otherwise.`,
 			if err := conns.check(); err != nil {
 				return err
 			}
-			box, err := sandboxRuntime(sandboxUser, log)
+			box, err := daemon.SandboxRuntime(sandboxUser, log)
 			if err != nil {
 				return err
 			}
-			gwOpts.Logger, gwOpts.Version = log, readBuildInfo().Version
-			return serve(cmd.Context(), log, serveConfig{listen: listen, dsn: dsn, auth: auth, allowedHosts: hosts,
-				allowedNetworks: nets, replica: replica, oauthKeyFile: oauthKeyFile, sandbox: box, conns: conns}, gwOpts)
+			gwOpts.Logger, gwOpts.Version = log, buildinfo.Read(version).Version
+			return daemon.Serve(cmd.Context(), log, daemon.Config{Listen: listen, DSN: dsn, Auth: auth, AllowedHosts: hosts,
+				AllowedNetworks: nets, ReplicaID: replica.id, ResyncInterval: replica.resyncInterval, OAuthKeyFile: oauthKeyFile,
+				Sandbox: box, IdleTimeout: conns.idleTimeout, MaxConnsPerAddress: conns.perAddress}, gwOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -183,7 +168,7 @@ server's max_total_timeout_ms says otherwise.`,
 	f.StringVar(&token, "token", "", "bearer token required on the API and /mcp; every local user can read a command line: prefer --token-file or SWITCHBOARD_TOKEN (default: the generated credential)")
 	f.StringVar(&tokenFile, "token-file", "", "read the bearer token from this file, which must be this user's and of mode 0600 (or stricter); instead of --token")
 	registerOAuthKeyFlag(f, &oauthKeyFile)
-	f.BoolVar(&insecureNoAuth, insecureNoAuthFlag, false, "require no credential at all: anyone who can reach the listener can run any command as this user")
+	f.BoolVar(&insecureNoAuth, daemon.InsecureNoAuthFlag, false, "require no credential at all: anyone who can reach the listener can run any command as this user")
 	f.StringSliceVar(&allowedHosts, "allowed-host", envList("SWITCHBOARD_ALLOWED_HOSTS"),
 		`a Host name requests may carry besides loopback names and the listening address; repeatable, "*" for any (env SWITCHBOARD_ALLOWED_HOSTS, comma-separated)`)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -251,11 +236,6 @@ type connFlags struct {
 // request for this long: clients reconnect at once when they need to,
 // and idle connections cannot pile up to the open-file limit.
 const defaultIdleTimeout = 2 * time.Minute
-
-// maxHeaderWait bounds the wait for a request's headers (a client that
-// connects and sends nothing, or trickles its headers), within the idle
-// timeout.
-const maxHeaderWait = 10 * time.Second
 
 func (cf *connFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&cf.idleTimeout, "idle-timeout", defaultIdleTimeout,
@@ -372,163 +352,4 @@ func newLogger(cmd *cobra.Command, level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: l})), nil
-}
-
-// serveConfig is what serve needs of its flags beside the gateway's
-// options.
-type serveConfig struct {
-	listen, dsn     string
-	auth            serveAuth
-	allowedHosts    []string
-	allowedNetworks []netip.Prefix // re-allowed upstream addresses
-	replica         replicaFlags
-	oauthKeyFile    string
-	sandbox         *sandbox.Runtime // nil: sandbox.System
-	conns           connFlags
-}
-
-func serve(ctx context.Context, log *slog.Logger, sc serveConfig, gwOpts gateway.Options) error {
-	started := time.Now()
-	if f := store.SQLiteFile(sc.dsn); f != "" {
-		release, err := lockDatabase(f)
-		if err != nil {
-			return err
-		}
-		defer release()
-	}
-	st, err := store.Open(ctx, sc.dsn)
-	if err != nil {
-		return fmt.Errorf("opening the database %s: %w", store.Redact(sc.dsn), err)
-	}
-	defer st.Close()
-	toolsets, tokens, err := loadToolsetsAndTokens(ctx, st, log)
-	if err != nil {
-		return err
-	}
-	defer tokens.Close()
-
-	// One instance for the sessions and the /mcp that checks their requests.
-	instance := egress.NewInstance()
-	sessOpts := upstream.Options{Egress: egress.NewPolicy(sc.allowedNetworks), Instance: instance, SandboxDefault: true, Sandbox: sc.sandbox}
-	oauth, err := newOAuth(st, sc.oauthKeyFile, &sessOpts)
-	if err != nil {
-		// Only servers that require OAuth need it: they say so in their
-		// error (phase auth); the rest run.
-		log.Warn("OAuth tokens cannot be kept: "+err.Error(), "error", err)
-	}
-	sessOpts.OAuth = oauth
-	var private []string // no server's derived mounts show the database
-	if f := store.SQLiteFile(sc.dsn); f != "" {
-		if abs, err := filepath.Abs(f); err == nil {
-			private = append(private, filepath.Dir(abs))
-		}
-	}
-	reg := registry.New(st, &registry.Options{Logger: log, ReplicaID: sc.replica.id, Session: sessOpts,
-		Followers: []registry.Follower{toolsets, tokens}, PrivateDirs: private})
-	m := metrics.New(reg)
-	m.ReportReplica(reg.ReplicaInfo().ID, func() time.Time { return reg.ReplicaInfo().LastSync })
-	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
-	gwOpts.Executor, gwOpts.Toolsets = ex, toolsets
-	gw := gateway.New(reg, gwOpts)
-	m.ReportSessions(gw)
-	defer gw.Close()
-	page := web.New(&web.Options{Logger: log})
-	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.auth.token, CredentialFile: sc.auth.file,
-		AllowedHosts: sc.allowedHosts, Logger: log, MCP: gw.Handler(), Instance: instance,
-		Page: page, Authenticate: page.Authenticate, OAuth: oauth,
-		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings})
-
-	tcp, err := net.Listen("tcp", sc.listen)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("listening on %s: %w\n(another process listens there, perhaps another switchboard serve: stop it, or give --listen another address)", sc.listen, err)
-	}
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", sc.listen, err)
-	}
-	perAddress := sc.conns.perAddress
-	if perAddress == 0 {
-		perAddress = -1 // the flag's 0 is "no cap"
-	}
-	ln := httpapi.Limit(tcp, httpapi.ListenerOptions{MaxPerAddress: perAddress, IdleTimeout: sc.conns.idleTimeout, Logger: log})
-	m.ReportConnections(ln)
-	warning, err := exposure(isLoopback(ln.Addr()), sc.auth)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	if warning != "" {
-		log.Warn(warning, "addr", ln.Addr().String())
-	}
-	if sc.auth.file != "" {
-		// Where it is, never what it is.
-		log.Info("clients must send the credential in this file; the CLI of this user reads it", "file", sc.auth.file, "generated", sc.auth.generated)
-	}
-	if err := reg.Load(ctx); err != nil {
-		ln.Close()
-		return err
-	}
-	// Other replicas' changes, until the registry shuts down.
-	syncCtx, stopSync := context.WithCancel(context.Background())
-	syncDone := make(chan struct{})
-	go func() { defer close(syncDone); _ = reg.RunSync(syncCtx, sc.replica.resyncInterval) }()
-	defer func() { stopSync(); <-syncDone }()
-	log.Info("switchboard serving", "addr", "http://"+ln.Addr().String(), "db", store.Redact(sc.dsn), "servers", len(reg.Names()),
-		"replica", reg.ReplicaInfo().ID)
-	go func() {
-		<-reg.Loaded()
-		log.Info("every server started", "servers", len(reg.Names()), "elapsed", time.Since(started).Round(time.Millisecond))
-		// Starting many servers leaves garbage the runtime would keep
-		// mapped for a long while; an idle daemon should not look that big.
-		// Most of it comes from the gateway copying every server's tools
-		// (the go-sdk re-decodes each schema), which follows the servers:
-		// so once the gateway has caught up.
-		if gw.WaitInStep(ctx) == nil {
-			debug.FreeOSMemory()
-		}
-	}()
-
-	// Streams (events, SSE calls) end with baseCtx, so that Shutdown does
-	// not wait for clients that never hang up.
-	baseCtx, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
-	// No ReadTimeout or WriteTimeout: they would cut the long-lived
-	// streams (the event stream, MCP GET streams, SSE calls). An idle
-	// connection is one between requests, or before its first.
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: min(maxHeaderWait, sc.conns.idleTimeout),
-		IdleTimeout:       sc.conns.idleTimeout,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-
-	select {
-	case err := <-errc:
-		stopSync()
-		<-syncDone
-		reg.Shutdown(context.Background())
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	stopping := time.Now()
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	cancelBase()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		log.Warn("http shutdown", "error", err)
-	}
-	stopSync()
-	<-syncDone
-	if err := reg.Shutdown(sctx); err != nil {
-		log.Warn("server shutdown", "error", err)
-	}
-	log.Info("stopped", "shutdown", time.Since(stopping).Round(time.Millisecond), "uptime", time.Since(started).Round(time.Second))
-	return nil
-}
-
-func isLoopback(addr net.Addr) bool {
-	tcp, ok := addr.(*net.TCPAddr)
-	return ok && tcp.IP.IsLoopback()
 }

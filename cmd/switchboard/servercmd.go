@@ -5,12 +5,8 @@ package main
 // "switchboard serve" (edit is in editcmd.go, --wait in wait.go).
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,11 +15,8 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
-	"github.com/switchboard-mcp/switchboard/internal/prompt"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
-
-// listErrorWidth bounds the ERROR column of "server list".
-const listErrorWidth = 60
 
 func newServerCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -116,7 +109,7 @@ refused. --mount HOST:rw makes a derived mount writable.`,
 			if err := wf.check(); err != nil {
 				return err
 			}
-			warnCommand(cmd.ErrOrStderr(), &cfg)
+			render.WarnCommand(cmd.ErrOrStderr(), &cfg)
 			for _, d := range []struct {
 				flag string
 				d    time.Duration
@@ -146,15 +139,15 @@ refused. --mount HOST:rw makes a derived mount writable.`,
 				if aw != nil {
 					if !asJSON {
 						fmt.Fprintf(out, "added %s (%s)\n", v.Name, v.Transport)
-						printMounts(out, v.Sandbox)
+						render.Mounts(out, v.Sandbox)
 					}
 					return aw.finish(cmd.Context(), out, asJSON, v.Name, &cfg, &v)
 				}
 				if asJSON {
-					return printJSON(out, v)
+					return render.JSON(out, v)
 				}
 				fmt.Fprintf(out, "added %s (%s, status %s)\n", v.Name, v.Transport, v.Runtime.Status)
-				printMounts(out, v.Sandbox)
+				render.Mounts(out, v.Sandbox)
 				return nil
 			})
 		},
@@ -189,63 +182,9 @@ error.`,
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), api.ServerList{Servers: servers})
-				}
-				printServerList(cmd.OutOrStdout(), servers, wideOutput(cmd))
-				return nil
+				return show(cmd, api.ServerList{Servers: servers}, func(out io.Writer) { render.ServerList(out, servers, wideOutput(cmd)) })
 			})
 		},
-	}
-}
-
-// printServerList prints the table of "server list": errors cut to fit
-// a line, or, wide, whole (on one line) with their code and the pid.
-func printServerList(out io.Writer, servers []sb.ServerView, wide bool) {
-	if len(servers) == 0 {
-		fmt.Fprintln(out, `no servers configured; add one with "switchboard server add"`)
-		return
-	}
-	tw := newTable(out)
-	if wide {
-		fmt.Fprintln(tw, "NAME\tSTATUS\tTRANSPORT\tTOOLS\tRECONNECTS\tPID\tCODE\tERROR")
-	} else {
-		fmt.Fprintln(tw, "NAME\tSTATUS\tTRANSPORT\tTOOLS\tRECONNECTS\tERROR")
-	}
-	cut := false
-	for _, v := range servers {
-		transport := string(v.Runtime.Transport)
-		if transport == "" {
-			transport = string(v.Transport)
-		}
-		tools := "-"
-		if v.Runtime.Status == sb.StatusConnected {
-			tools = strconv.Itoa(v.Runtime.ToolCount)
-		}
-		errText, code := "-", "-"
-		if e := v.Runtime.Error; e != nil {
-			whole := string(e.Phase) + ": " + e.Message
-			code = string(e.Code)
-			if wide {
-				errText = strings.Join(strings.Fields(whole), " ")
-			} else {
-				errText = prompt.FirstLine(whole, listErrorWidth)
-				cut = cut || errText != whole
-			}
-		}
-		if wide {
-			pid := "-"
-			if v.Runtime.PID != 0 {
-				pid = strconv.Itoa(v.Runtime.PID)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", v.Name, v.Runtime.Status, transport, tools, v.Runtime.Reconnects, pid, code, errText)
-		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", v.Name, v.Runtime.Status, transport, tools, v.Runtime.Reconnects, errText)
-		}
-	}
-	tw.Flush()
-	if cut {
-		fmt.Fprintln(out, `(errors cut to fit; "server list -o wide" or "server show NAME" prints them whole)`)
 	}
 }
 
@@ -266,153 +205,10 @@ info) and its tools.`,
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), v)
-				}
-				printServerView(cmd.OutOrStdout(), &v, time.Now())
-				return nil
+				return show(cmd, v, func(out io.Writer) { render.ServerView(out, &v, time.Now()) })
 			})
 		},
 	}
-}
-
-// printServerView prints "server show": config, runtime, tools.
-func printServerView(out io.Writer, v *sb.ServerView, now time.Time) {
-	tw := newTable(out)
-	row := func(k, val string) {
-		if val != "" {
-			fmt.Fprintf(tw, "%s\t%s\n", k, val)
-		}
-	}
-	ms := func(v int64, def string) string {
-		if v == 0 {
-			return def
-		}
-		return (time.Duration(v) * time.Millisecond).String()
-	}
-	row("name", v.Name)
-	row("enabled", strconv.FormatBool(v.IsEnabled()))
-	row("transport", string(v.Transport))
-	row("command", v.Command)
-	if len(v.Args) > 0 {
-		row("args", quoteArgs(v.Args))
-	}
-	row("env", sortedPairs(v.Env, "="))
-	row("cwd", v.Cwd)
-	row("url", v.URL)
-	row("headers", sortedPairs(v.Headers, ": "))
-	if v.OAuth != nil {
-		row("oauth", describeOAuth(v.OAuth))
-	}
-	row("startup timeout", ms(v.StartupTimeoutMS, "default ("+v.StartupTimeout().String()+")"))
-	row("call timeout", ms(v.CallTimeoutMS, "default ("+sb.DefaultCallTimeout.String()+")"))
-	row("max total", ms(v.MaxTotalTimeoutMS, "none"))
-	if v.ProtocolVersion != "" {
-		row("protocol (pinned)", v.ProtocolVersion)
-	}
-	if r := v.Retry; r != nil {
-		row("retry", fmt.Sprintf("max_attempts=%d delays_ms=%v slow_retry_ms=%d", r.MaxAttempts, r.DelaysMS, r.SlowRetryMS))
-	}
-	if s := v.Sandbox; s != nil && s.Enabled != nil {
-		row("sandbox", map[bool]string{true: "required", false: "off"}[*s.Enabled])
-	}
-	for i, l := range mountLines(v.Sandbox) {
-		if i == 0 {
-			row("mounts", l)
-		} else {
-			row("", l)
-		}
-	}
-	row("version", strconv.FormatInt(v.Version, 10))
-	row("created", formatTime(v.CreatedAt, now))
-	row("updated", formatTime(v.UpdatedAt, now))
-	tw.Flush()
-
-	rt := v.Runtime
-	fmt.Fprintln(out, "\nruntime")
-	tw = newTable(out)
-	row("  status", string(rt.Status))
-	if e := rt.Error; e != nil {
-		row("  error", e.Message)
-		row("  phase", string(e.Phase))
-		row("  code", string(e.Code))
-		if !e.At.IsZero() {
-			row("  at", formatTime(e.At, now))
-		}
-	}
-	if rt.Attempt > 0 {
-		row("  attempt", strconv.Itoa(rt.Attempt))
-	}
-	row("  reconnects", strconv.Itoa(rt.Reconnects))
-	if rt.NextRetryAt != nil {
-		row("  next retry", formatTime(*rt.NextRetryAt, now))
-	}
-	if rt.StartupTimedOut {
-		row("  startup", "timed out; still trying")
-	}
-	if rt.ConnectedSince != nil {
-		row("  connected since", formatTime(*rt.ConnectedSince, now))
-	}
-	row("  transport", string(rt.Transport))
-	row("  protocol", rt.ProtocolVersion)
-	if rt.ServerInfo != nil {
-		row("  server", strings.TrimSpace(rt.ServerInfo.Name+" "+rt.ServerInfo.Version))
-	}
-	if rt.PID != 0 {
-		row("  pid", strconv.Itoa(rt.PID))
-	}
-	if sbx := rt.Sandbox; sbx != nil {
-		row("  sandbox", sandboxSummary(sbx))
-	}
-	if rt.Status == sb.StatusConnected {
-		row("  tools", strconv.Itoa(rt.ToolCount))
-		row("  resources", strconv.Itoa(rt.ResourceCount))
-		row("  prompts", strconv.Itoa(rt.PromptCount))
-	}
-	tw.Flush()
-
-	if len(rt.Tools) > 0 {
-		fmt.Fprintln(out)
-		printToolTable(out, v.Name, rt.Tools)
-	}
-}
-
-// printToolTable prints TOOL/DESCRIPTION rows of one server's tools, each
-// named by the address "call" takes.
-func printToolTable(out io.Writer, server string, tools []sb.ToolInfo) {
-	tw := newTable(out)
-	fmt.Fprintln(tw, "TOOL\tDESCRIPTION")
-	for _, t := range tools {
-		fmt.Fprintf(tw, "%s/%s\t%s\n", server, t.Name, prompt.FirstLine(t.Description, 80))
-	}
-	tw.Flush()
-}
-
-// sortedPairs prints a map as "K=V, K=V" in key order.
-func sortedPairs(m map[string]string, sep string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + sep + m[k]
-	}
-	return strings.Join(parts, ", ")
-}
-
-// quoteArgs prints arguments separated by spaces, quoting the ones that
-// would otherwise be ambiguous.
-func quoteArgs(args []string) string {
-	parts := make([]string, len(args))
-	for i, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\") {
-			a = strconv.Quote(a)
-		}
-		parts[i] = a
-	}
-	return strings.Join(parts, " ")
 }
 
 func newServerRmCommand() *cobra.Command {
@@ -429,11 +225,7 @@ func newServerRmCommand() *cobra.Command {
 				if err := c.DeleteServer(cmd.Context(), args[0], 0); err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), map[string]string{"removed": args[0]})
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
-				return nil
+				return show(cmd, map[string]string{"removed": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "removed %s\n", args[0]) })
 			})
 		},
 	}
@@ -478,7 +270,7 @@ server); its config is kept. Calls to its tools fail until it is enabled.`
 					return aw.finish(cmd.Context(), out, asJSON, v.Name, &v.ServerConfig, &v)
 				}
 				if asJSON {
-					return printJSON(out, v)
+					return render.JSON(out, v)
 				}
 				fmt.Fprintf(out, "%sd %s (status %s)\n", verb, v.Name, v.Runtime.Status)
 				return nil
@@ -533,7 +325,7 @@ returns at once.`,
 					return aw.finish(cmd.Context(), out, asJSON, args[0], cfg, nil)
 				}
 				if asJSON {
-					return printJSON(out, api.RestartResponse{Status: api.StatusRestarting})
+					return render.JSON(out, api.RestartResponse{Status: api.StatusRestarting})
 				}
 				fmt.Fprintf(out, "restarting %s\n", args[0])
 				return nil
@@ -566,11 +358,11 @@ connected.`,
 				}
 				failed := res.Runtime.Status != sb.StatusConnected
 				if jsonOutput(cmd) {
-					if err := printJSON(cmd.OutOrStdout(), res); err != nil {
+					if err := render.JSON(cmd.OutOrStdout(), res); err != nil {
 						return err
 					}
 				} else {
-					printInfo(cmd.OutOrStdout(), res.Runtime, res.Logs, failed)
+					render.Info(cmd.OutOrStdout(), res.Runtime, res.Logs, failed)
 				}
 				if failed {
 					return fmt.Errorf("%s: the test session did not connect", args[0])
@@ -615,13 +407,13 @@ prints one JSON object per line: {"line", "at"} or {"event"}.`,
 				}
 				if !v.IsStdio() {
 					if jsonOutput(cmd) && !follow {
-						return printJSON(out, api.LogLines{Lines: []string{}})
+						return render.JSON(out, api.LogLines{Lines: []string{}})
 					}
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s is a remote server (%s): it has no process, so there are no stderr lines to show; see \"server show %s\" for its state\n", v.Name, v.Transport, v.Name)
 					return nil
 				}
 				if follow {
-					return followLogs(ctx, c, out, args[0], tail, jsonOutput(cmd))
+					return render.FollowLogs(ctx, c, out, args[0], tail, jsonOutput(cmd))
 				}
 				lines, err := c.Logs(ctx, args[0])
 				if err != nil {
@@ -631,7 +423,7 @@ prints one JSON object per line: {"line", "at"} or {"event"}.`,
 					lines = lines[len(lines)-tail:]
 				}
 				if jsonOutput(cmd) {
-					return printJSON(out, api.LogLines{Lines: lines})
+					return render.JSON(out, api.LogLines{Lines: lines})
 				}
 				var b strings.Builder
 				for _, l := range lines {
@@ -646,74 +438,4 @@ prints one JSON object per line: {"line", "at"} or {"event"}.`,
 	cmd.Flags().IntVarP(&tail, "tail", "n", 0, "print only the last N lines kept (default all)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines, with times, and a marker at each restart")
 	return cmd
-}
-
-// followLogs prints a followed log until it ends or ctx does (Ctrl-C,
-// which is not an error here).
-func followLogs(ctx context.Context, c *client.Client, out io.Writer, name string, tail int, asJSON bool) error {
-	s, err := c.FollowLogs(ctx, name, tail)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
-	return printStream(ctx, s.Next, nil, func(rec client.LogRecord) error {
-		if !asJSON {
-			_, err := io.WriteString(out, logRecordLine(rec)+"\n")
-			return err
-		}
-		if rec.Event != nil {
-			return enc.Encode(map[string]any{"event": rec.Event})
-		}
-		return enc.Encode(rec.Line)
-	})
-}
-
-// logRecordLine renders one record of a followed log: a line read
-// before the stream began as it is, a new line after the time it was
-// read, a state change as a marker line.
-func logRecordLine(rec client.LogRecord) string {
-	if ev := rec.Event; ev != nil {
-		return formatStamp(ev.At) + " --- " + describeEvent(ev)
-	}
-	if rec.Line.At == nil {
-		return rec.Line.Line
-	}
-	return formatStamp(*rec.Line.At) + " " + rec.Line.Line
-}
-
-// formatStamp prints a time of a log or an event line, local, to the
-// millisecond.
-func formatStamp(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05.000") }
-
-// sandboxSummary says in one line how a server is sandboxed, or why not.
-func sandboxSummary(s *sb.SandboxInfo) string {
-	if !s.Enabled {
-		return strings.TrimSpace("off " + orParens(s.Reason))
-	}
-	network := "network on"
-	switch {
-	case !s.Network:
-		network = "network off"
-	case len(s.NetworkAllowed) > 0:
-		network = "network only to " + strings.Join(s.NetworkAllowed, ", ")
-	case len(s.NetworkAllow) > 0:
-		network = "network only to " + strings.Join(s.NetworkAllow, ", ")
-	}
-	parts := []string{network, "limits " + orDash(s.Limits)}
-	if s.WorkspaceMode != "" {
-		parts = append(parts, string(s.WorkspaceMode)+" workspace")
-	}
-	if len(s.Unenforced) > 0 {
-		parts = append(parts, "not enforced here: "+strings.Join(s.Unenforced, ", "))
-	}
-	return "on (" + strings.Join(parts, "; ") + ")"
-}
-
-func orParens(s string) string {
-	if s == "" {
-		return ""
-	}
-	return "(" + s + ")"
 }

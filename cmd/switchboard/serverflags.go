@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,40 +180,4 @@ func parsePairs(pairs []string, sep, flag string) (map[string]string, error) {
 		m[k] = strings.TrimSpace(v)
 	}
 	return m, nil
-}
-
-// mountLines says, one line each, what of the host a stdio server's
-// sandbox shows: the config's own mounts, the derived ones (read-only,
-// what its command runs and the arguments that are host paths) and those
-// derivation refused. None for a config that has none.
-func mountLines(s *sb.SandboxConfig) []string {
-	if s == nil {
-		return nil
-	}
-	var lines []string
-	for _, m := range s.Mounts {
-		mode := m.Mode
-		if mode == "" {
-			mode = sb.MountReadOnly
-		}
-		at := ""
-		if m.Path != "" && m.Path != m.Host {
-			at = " at " + m.Path
-		}
-		lines = append(lines, fmt.Sprintf("%s%s (%s, --mount)", m.Host, at, mode))
-	}
-	for _, m := range s.DerivedMounts {
-		lines = append(lines, fmt.Sprintf("%s (ro, derived: %s)", m.Host, m.Why))
-	}
-	for _, m := range s.RefusedMounts {
-		lines = append(lines, fmt.Sprintf("not %s (%s)", m.Host, m.Why))
-	}
-	return lines
-}
-
-// printMounts prints mountLines under the line of an add or an edit.
-func printMounts(out io.Writer, s *sb.SandboxConfig) {
-	for _, l := range mountLines(s) {
-		fmt.Fprintf(out, "  mount %s\n", l)
-	}
 }

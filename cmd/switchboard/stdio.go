@@ -1,20 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/switchboard-mcp/switchboard/egress"
-	"github.com/switchboard-mcp/switchboard/executor"
-	"github.com/switchboard-mcp/switchboard/gateway"
-	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/store"
-	"github.com/switchboard-mcp/switchboard/upstream"
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
+	"github.com/switchboard-mcp/switchboard/internal/daemon"
 )
 
 func newStdioCommand() *cobra.Command {
@@ -67,56 +57,9 @@ is read when stdio starts.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			st, err := store.Open(ctx, dsn)
-			if err != nil {
-				return fmt.Errorf("opening the database %s: %w", store.Redact(dsn), err)
-			}
-			defer st.Close()
-			if toolset != "" {
-				toolsets, err := registry.NewToolsets(st, log)
-				if err != nil {
-					return err
-				}
-				if err := toolsets.Load(ctx); err != nil {
-					return err
-				}
-				gwOpts.Toolsets = toolsets
-			}
-			box, err := sandboxRuntime(sandboxUser, log)
-			if err != nil {
-				return err
-			}
-			sessOpts := upstream.Options{Egress: egress.NewPolicy(nets), Instance: egress.NewInstance(), SandboxDefault: true, Sandbox: box}
-			// The tokens "switchboard serve" keeps for OAuth servers serve here too.
-			if sessOpts.OAuth, err = newOAuth(st, oauthKeyFile, &sessOpts); err != nil {
-				log.Warn("OAuth tokens cannot be read: "+err.Error(), "error", err)
-			}
-			reg := registry.New(st, &registry.Options{Logger: log, Session: sessOpts})
-			ex := executor.New(executor.NewMCP(reg))
-			gwOpts.Executor, gwOpts.Logger, gwOpts.Version = ex, log, readBuildInfo().Version
-			gw := gateway.New(reg, gwOpts)
-			defer gw.Close()
-			served := gw.Aggregate()
-			if toolset != "" {
-				var ok bool
-				if served, ok = gw.ServeToolset(toolset); !ok {
-					return fmt.Errorf("no toolset named %q; \"switchboard toolset list\" lists them", toolset)
-				}
-			}
-			if err := reg.Load(ctx); err != nil {
-				return err
-			}
-			runErr := served.Run(ctx, &mcp.StdioTransport{})
-			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-			defer cancel()
-			if err := reg.Shutdown(sctx); err != nil {
-				log.Warn("server shutdown", "error", err)
-			}
-			if runErr != nil && ctx.Err() == nil && !isEOF(runErr) {
-				return runErr
-			}
-			return nil
+			gwOpts.Logger, gwOpts.Version = log, buildinfo.Read(version).Version
+			return daemon.Stdio(cmd.Context(), daemon.StdioConfig{DSN: dsn, Toolset: toolset, OAuthKeyFile: oauthKeyFile,
+				AllowedNetworks: nets, SandboxUser: sandboxUser}, gwOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -128,10 +71,4 @@ is read when stdio starts.`,
 	registerSandboxUser(f, &sandboxUser)
 	mcpFlags.register(f)
 	return cmd
-}
-
-// isEOF reports whether err is the end of stdin: the client hung up, which
-// is how a stdio server is told to stop.
-func isEOF(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)
 }

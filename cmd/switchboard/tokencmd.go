@@ -6,7 +6,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +13,7 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 func newTokenCommand() *cobra.Command {
@@ -63,9 +63,9 @@ is not shown again: give it to the client now (Authorization: Bearer ...).`,
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), t)
+					return render.JSON(cmd.OutOrStdout(), t)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "created token %s (%s); its secret, shown this once:\n", t.Name, scopeList(t.Scopes))
+				fmt.Fprintf(cmd.ErrOrStderr(), "created token %s (%s); its secret, shown this once:\n", t.Name, render.Scopes(t.Scopes))
 				fmt.Fprintln(cmd.OutOrStdout(), t.Secret)
 				return nil
 			})
@@ -73,14 +73,6 @@ is not shown again: give it to the client now (Authorization: Bearer ...).`,
 	}
 	cmd.Flags().StringArrayVar(&scopes, "scope", nil, `admin, mcp or toolset:NAME (repeatable)`)
 	return cmd
-}
-
-func scopeList(scopes []sb.Scope) string {
-	parts := make([]string, len(scopes))
-	for i, s := range scopes {
-		parts[i] = string(s)
-	}
-	return strings.Join(parts, ",")
 }
 
 func newTokenListCommand() *cobra.Command {
@@ -97,31 +89,10 @@ func newTokenListCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), api.TokenList{Tokens: list})
-				}
-				printTokenList(cmd.OutOrStdout(), list, time.Now())
-				return nil
+				return show(cmd, api.TokenList{Tokens: list}, func(out io.Writer) { render.TokenList(out, list, time.Now()) })
 			})
 		},
 	}
-}
-
-func printTokenList(out io.Writer, list []sb.Token, now time.Time) {
-	if len(list) == 0 {
-		fmt.Fprintln(out, `no tokens; create one with "switchboard token create"`)
-		return
-	}
-	tw := newTable(out)
-	fmt.Fprintln(tw, "NAME\tSCOPES\tCREATED\tLAST USED")
-	for _, t := range list {
-		used := "never"
-		if t.LastUsedAt != nil {
-			used = now.Sub(*t.LastUsedAt).Round(time.Second).String() + " ago"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, scopeList(t.Scopes), t.CreatedAt.Local().Format(time.DateTime), used)
-	}
-	tw.Flush()
 }
 
 func newTokenRevokeCommand() *cobra.Command {
@@ -138,11 +109,7 @@ func newTokenRevokeCommand() *cobra.Command {
 				if err := c.RevokeToken(cmd.Context(), args[0]); err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), map[string]string{"revoked": args[0]})
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", args[0])
-				return nil
+				return show(cmd, map[string]string{"revoked": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "revoked %s\n", args[0]) })
 			})
 		},
 	}

@@ -7,22 +7,18 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/prompt"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 func newToolsCommand() *cobra.Command {
@@ -50,7 +46,7 @@ ones marked *) and the first line of its description.`,
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), api.ToolList{Tools: tools})
+					return render.JSON(cmd.OutOrStdout(), api.ToolList{Tools: tools})
 				}
 				out := cmd.OutOrStdout()
 				if len(tools) == 0 {
@@ -65,39 +61,17 @@ ones marked *) and the first line of its description.`,
 					}
 					why := "status " + string(v.Runtime.Status)
 					if e := v.Runtime.Error; e != nil {
-						why += "; " + string(e.Phase) + ": " + prompt.FirstLine(e.Message, listErrorWidth)
+						why += "; " + string(e.Phase) + ": " + prompt.FirstLine(e.Message, render.ListErrorWidth)
 					}
 					fmt.Fprintf(out, "%s has no tools (%s)\n", args[0], why)
 					return nil
 				}
-				tw := newTable(out)
-				fmt.Fprintln(tw, "TOOL\tARGUMENTS\tDESCRIPTION")
-				for _, t := range tools {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Address, orDash(argumentSummary(t.InputSchema)), prompt.FirstLine(t.Description, 70))
-				}
-				return tw.Flush()
+				return render.ToolList(out, tools)
 			})
 		},
 	}
 	addTokenFlag(cmd, false)
 	return cmd
-}
-
-// argumentSummary lists a tool's argument names from its input schema,
-// required ones marked with "*".
-func argumentSummary(schema json.RawMessage) string {
-	fields, err := prompt.Fields(schema)
-	if err != nil {
-		return "?"
-	}
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.Name
-		if f.Required {
-			names[i] += "*"
-		}
-	}
-	return strings.Join(names, " ")
 }
 
 // callFlags are the options of "call".
@@ -106,14 +80,6 @@ type callFlags struct {
 	resetOnProgress   bool
 	progress          string
 }
-
-// The --progress modes of "call".
-const (
-	progressModeAuto  = "auto"
-	progressModeBar   = "bar"
-	progressModeLines = "lines"
-	progressModeNone  = "none"
-)
 
 func newCallCommand() *cobra.Command {
 	var f callFlags
@@ -163,12 +129,12 @@ stderr.`,
 				}
 				argText = string(b)
 			}
-			arguments, err := parseArguments(argText, "")
+			arguments, err := render.ParseArguments(argText, "")
 			if err != nil {
 				// Again, with an example of this tool's own arguments, if the
 				// daemon can say what they are.
 				if ex := toolExample(cmd, tool); ex != "" {
-					_, err = parseArguments(argText, ex)
+					_, err = render.ParseArguments(argText, ex)
 				}
 				return err
 			}
@@ -181,17 +147,12 @@ stderr.`,
 				return err
 			}
 			return withClient(cmd, func(c *client.Client) error {
-				cio := &callIO{
-					out:    cmd.OutOrStdout(),
-					errOut: cmd.ErrOrStderr(),
-					asJSON: jsonOutput(cmd),
-				}
+				cio := &render.CallIO{Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr(), Progress: progress, AsJSON: jsonOutput(cmd)}
 				// Questions only to a person who can answer them.
-				cio.progress = progress
-				if !fromStdin && cmd.InOrStdin() == os.Stdin && isTerminal(os.Stdin) {
-					cio.in = bufio.NewReader(os.Stdin)
+				if !fromStdin && cmd.InOrStdin() == os.Stdin && render.IsTerminal(os.Stdin) {
+					cio.In = bufio.NewReader(os.Stdin)
 				}
-				return runCall(cmd.Context(), c, cio, tool, arguments, opts)
+				return render.Call(cmd.Context(), c, cio, tool, arguments, opts)
 			})
 		},
 	}
@@ -199,8 +160,8 @@ stderr.`,
 	fl.DurationVar(&f.timeout, "timeout", 0, "per-request timeout, e.g. 30s or 2m (default: the server's call timeout)")
 	fl.DurationVar(&f.maxTotal, "max-total", 0, "hard cap on the whole call, progress included (default: the server's, else none)")
 	fl.BoolVar(&f.resetOnProgress, "reset-on-progress", false, "restart the per-request timeout on every progress report")
-	fl.StringVar(&f.progress, "progress", progressModeAuto, "how to show progress on stderr: bar, lines, none, or auto (a bar on a terminal, else lines)")
-	_ = cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions([]string{progressModeAuto, progressModeBar, progressModeLines, progressModeNone}, cobra.ShellCompDirectiveNoFileComp))
+	fl.StringVar(&f.progress, "progress", render.ProgressModeAuto, "how to show progress on stderr: bar, lines, none, or auto (a bar on a terminal, else lines)")
+	_ = cmd.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions([]string{render.ProgressModeAuto, render.ProgressModeBar, render.ProgressModeLines, render.ProgressModeNone}, cobra.ShellCompDirectiveNoFileComp))
 	addTokenFlag(cmd, false)
 	return cmd
 }
@@ -235,7 +196,7 @@ func toolExample(cmd *cobra.Command, address string) string {
 		for _, t := range tools {
 			if t.Name == name {
 				fields, _ := prompt.Fields(t.InputSchema)
-				example = exampleArguments(fields)
+				example = render.ExampleArguments(fields)
 			}
 		}
 		return nil
@@ -243,173 +204,17 @@ func toolExample(cmd *cobra.Command, address string) string {
 	return example
 }
 
-// exampleArguments is a JSON object of the first field of fields (the
-// first required one, if any) with a value of its type; "" for none.
-func exampleArguments(fields []prompt.Field) string {
-	if len(fields) == 0 {
-		return ""
-	}
-	f := fields[0]
-	if i := slices.IndexFunc(fields, func(f prompt.Field) bool { return f.Required }); i >= 0 {
-		f = fields[i]
-	}
-	var v any = "..."
-	switch {
-	case len(f.Enum) > 0:
-		v = f.Enum[0]
-	case f.Type == "integer" || f.Type == "number":
-		v = 1
-	case f.Type == "boolean":
-		v = true
-	case f.Type == "array":
-		v = []any{}
-	case f.Type == "object":
-		v = map[string]any{}
-	}
-	b, _ := json.Marshal(v)
-	k, _ := json.Marshal(f.Name)
-	return fmt.Sprintf("{%s: %s}", k, b)
-}
-
 // progressMode resolves --progress for the stderr errOut: auto is a bar
 // on a terminal and lines elsewhere.
 func (f *callFlags) progressMode(errOut io.Writer) (string, error) {
 	switch f.progress {
-	case progressModeAuto:
-		if isTerminalWriter(errOut) {
-			return progressModeBar, nil
+	case render.ProgressModeAuto:
+		if render.IsTerminalWriter(errOut) {
+			return render.ProgressModeBar, nil
 		}
-		return progressModeLines, nil
-	case progressModeBar, progressModeLines, progressModeNone:
+		return render.ProgressModeLines, nil
+	case render.ProgressModeBar, render.ProgressModeLines, render.ProgressModeNone:
 		return f.progress, nil
 	}
 	return "", fmt.Errorf("--progress %q: want bar, lines, none or auto", f.progress)
-}
-
-// parseArguments checks that text is one JSON object. example is the
-// object its refusals show ("": a generic one).
-func parseArguments(text, example string) (json.RawMessage, error) {
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return json.RawMessage("{}"), nil
-	}
-	if example == "" {
-		example = `{"name": "value"}`
-	}
-	var obj map[string]json.RawMessage
-	dec := json.NewDecoder(strings.NewReader(text))
-	if err := dec.Decode(&obj); err != nil || obj == nil {
-		if err == nil || strings.Contains(err.Error(), "cannot unmarshal") {
-			return nil, fmt.Errorf("the arguments must be a JSON object such as '%s', not %s", example, prompt.FirstLine(text, 40))
-		}
-		return nil, fmt.Errorf("the arguments are not valid JSON (%v); quote them for the shell: '%s'", err, example)
-	}
-	if dec.More() {
-		return nil, errors.New("the arguments must be one JSON object; there is more after it")
-	}
-	return json.RawMessage(text), nil
-}
-
-// callIO is where a call prints and asks.
-type callIO struct {
-	out, errOut io.Writer
-	// progress is how progress is shown on errOut: progressModeBar (a
-	// terminal), progressModeLines, or progressModeNone (or "").
-	progress string
-	// in, if set, is a terminal to ask elicitation questions on (the
-	// questions go to errOut); nil declines every elicitation.
-	in     *bufio.Reader
-	asJSON bool
-}
-
-// callFailure is a call that produced no result, as "call" reports it.
-type callFailure struct{ err *client.Error }
-
-func (e callFailure) Error() string {
-	if e.err.Phase != "" {
-		return fmt.Sprintf("error (%s, phase %s): %s", e.err.Code, e.err.Phase, e.err.Message)
-	}
-	return fmt.Sprintf("error (%s): %s", e.err.Code, e.err.Message)
-}
-
-func (e callFailure) Unwrap() error { return e.err }
-
-// errToolError is returned after a result with isError was printed.
-var errToolError = errors.New("the tool reported an error")
-
-// runCall makes the call, streamed: it draws the progress, asks the
-// person at the terminal (or declines) when the server elicits input, and
-// prints the result or the failure.
-func runCall(ctx context.Context, c *client.Client, cio *callIO, tool string, arguments json.RawMessage, opts client.CallOptions) error {
-	var bar *progressBar
-	switch cio.progress {
-	case progressModeBar:
-		bar = newProgressBar(cio.errOut)
-		opts.OnProgress = func(p sb.Progress) { bar.Draw(p.Progress, p.Total, p.Message) }
-	case progressModeLines:
-		lines := newProgressLines(cio.errOut)
-		opts.OnProgress = func(p sb.Progress) { lines.Print(p.Progress, p.Total, p.Message) }
-	}
-	defer bar.Clear()
-	opts.OnElicitation = func(_ context.Context, req sb.ElicitationRequest) (sb.ElicitationResponse, error) {
-		bar.Clear()
-		if cio.in == nil {
-			fmt.Fprintf(cio.errOut, "switchboard: the server asked for input (%s); declined: stdin is not a terminal\n", prompt.FirstLine(req.Message, 80))
-			return sb.ElicitationResponse{Action: "decline"}, nil
-		}
-		return prompt.Elicit(cio.in, cio.errOut, &req)
-	}
-	var args any
-	if arguments != nil {
-		args = arguments
-	}
-	raw, err := c.CallRaw(ctx, tool, args, opts)
-	bar.Clear()
-	var ae *client.Error
-	if errors.As(err, &ae) && ae.Status == 0 {
-		return handleCallError(cio, ae)
-	}
-	if err != nil {
-		return err
-	}
-	return handleResult(cio, tool, raw)
-}
-
-// handleResult prints a result: to stdout, or to stderr with a non-nil
-// error when the tool reported an error. --json prints it unchanged to
-// stdout either way.
-func handleResult(cio *callIO, tool string, raw json.RawMessage) error {
-	var res toolResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return fmt.Errorf("calling %s: unreadable result: %v", tool, err)
-	}
-	switch {
-	case cio.asJSON:
-		if err := printRawJSON(cio.out, raw); err != nil {
-			return err
-		}
-	case res.IsError:
-		if err := printToolResult(cio.errOut, &res); err != nil {
-			return err
-		}
-	default:
-		if err := printToolResult(cio.out, &res); err != nil {
-			return err
-		}
-	}
-	if res.IsError {
-		return fmt.Errorf("%s: %w (isError)", tool, errToolError)
-	}
-	return nil
-}
-
-// handleCallError returns the failure; with --json it prints
-// {"error": e} first.
-func handleCallError(cio *callIO, e *client.Error) error {
-	if cio.asJSON {
-		if err := printJSON(cio.out, api.ErrorBody{Error: e.Info()}); err != nil {
-			return err
-		}
-	}
-	return callFailure{e}
 }

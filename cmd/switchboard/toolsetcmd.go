@@ -15,6 +15,7 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 func newToolsetCommand() *cobra.Command {
@@ -170,7 +171,7 @@ open sessions see the change (list_changed) at once.`
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), v)
+					return render.JSON(cmd.OutOrStdout(), v)
 				}
 				verb := "added"
 				if update {
@@ -200,65 +201,10 @@ func newToolsetListCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), api.ToolsetList{Toolsets: list})
-				}
-				printToolsetList(cmd.OutOrStdout(), list, wideOutput(cmd))
-				return nil
+				return show(cmd, api.ToolsetList{Toolsets: list}, func(out io.Writer) { render.ToolsetList(out, list, wideOutput(cmd)) })
 			})
 		},
 	}
-}
-
-func printToolsetList(out io.Writer, list []api.ToolsetView, wide bool) {
-	if len(list) == 0 {
-		fmt.Fprintln(out, `no toolsets; add one with "switchboard toolset add"`)
-		return
-	}
-	tw := newTable(out)
-	if wide {
-		fmt.Fprintln(tw, "NAME\tVERSION\tTOOLS\tPROMPTS\tRESOURCES\tDESCRIPTION")
-	} else {
-		fmt.Fprintln(tw, "NAME\tTOOLS\tPROMPTS\tRESOURCES\tDESCRIPTION")
-	}
-	for _, v := range list {
-		desc := v.Description
-		if desc == "" {
-			desc = "-"
-		}
-		if wide {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", v.Name, v.Version, selectors(v.Tools), selectors(v.Prompts), resourceSelectors(v.Resources), desc)
-		} else {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", v.Name, len(v.Tools), len(v.Prompts), len(v.Resources), desc)
-		}
-	}
-	tw.Flush()
-}
-
-// selectors writes selectors as the --tool flag takes them.
-func selectors(sels []sb.Selector) string {
-	if len(sels) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(sels))
-	for i, s := range sels {
-		parts[i] = s.Server + "/" + s.Tool
-		if s.As != "" {
-			parts[i] += "=" + s.As
-		}
-	}
-	return strings.Join(parts, ",")
-}
-
-func resourceSelectors(sels []sb.ResourceSelector) string {
-	if len(sels) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(sels))
-	for i, s := range sels {
-		parts[i] = s.Server + "/" + s.URI
-	}
-	return strings.Join(parts, ",")
 }
 
 func newToolsetShowCommand() *cobra.Command {
@@ -276,9 +222,9 @@ func newToolsetShowCommand() *cobra.Command {
 					return err
 				}
 				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), v)
+					return render.JSON(cmd.OutOrStdout(), v)
 				}
-				return printJSON(cmd.OutOrStdout(), v.Toolset)
+				return render.JSON(cmd.OutOrStdout(), v.Toolset)
 			})
 		},
 	}
@@ -298,11 +244,7 @@ func newToolsetRmCommand() *cobra.Command {
 				if err := c.DeleteToolset(cmd.Context(), args[0], 0); err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), map[string]string{"removed": args[0]})
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed toolset %s\n", args[0])
-				return nil
+				return show(cmd, map[string]string{"removed": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "removed toolset %s\n", args[0]) })
 			})
 		},
 	}

@@ -1,68 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"runtime"
-	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
-
-// buildInfo is what "switchboard version" reports: the module version
-// ("v1.2.0" when installed with go install ...@v1.2.0, "(devel)" when built
-// from a clone), the commit it was built from and when that was made (the
-// VCS stamp of "go build" in a clone), whether the work tree had changes,
-// and the Go version.
-type buildInfo struct {
-	Version    string `json:"version"`
-	Commit     string `json:"commit,omitempty"`
-	CommitTime string `json:"commit_time,omitempty"`
-	Modified   bool   `json:"modified,omitempty"`
-	Go         string `json:"go"`
-}
-
-// readBuildInfo reads the binary's build information. A version set with
-// -ldflags "-X main.version=..." wins over the module's.
-func readBuildInfo() buildInfo {
-	bi := buildInfo{Version: version, Go: runtime.Version()}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return bi
-	}
-	if bi.Version == "dev" && info.Main.Version != "" {
-		bi.Version = info.Main.Version
-	}
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			bi.Commit = s.Value
-		case "vcs.time":
-			bi.CommitTime = s.Value
-		case "vcs.modified":
-			bi.Modified = s.Value == "true"
-		}
-	}
-	return bi
-}
-
-// String reads "switchboard v1.2.0 (commit 0123abcd4567, 2026-11-30T12:00:00Z, modified; go1.26.8)".
-func (bi buildInfo) String() string {
-	var parts []string
-	if bi.Commit != "" {
-		c := "commit " + bi.Commit[:min(12, len(bi.Commit))]
-		if bi.CommitTime != "" {
-			c += ", " + bi.CommitTime
-		}
-		if bi.Modified {
-			c += ", modified"
-		}
-		parts = append(parts, c)
-	}
-	parts = append(parts, bi.Go)
-	return fmt.Sprintf("switchboard %s (%s)", bi.Version, strings.Join(parts, "; "))
-}
 
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
@@ -75,9 +20,9 @@ the commit it was built from, and the Go version. --version says the same.`,
   switchboard version -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bi := readBuildInfo()
+			bi := buildinfo.Read(version)
 			if jsonOutput(cmd) {
-				return printJSON(cmd.OutOrStdout(), bi)
+				return render.JSON(cmd.OutOrStdout(), bi)
 			}
 			_, err := io.WriteString(cmd.OutOrStdout(), bi.String()+"\n")
 			return err

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/browser"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 func newWebCommand() *cobra.Command {
@@ -42,17 +44,17 @@ the browser took it.`,
 				}
 				link := c.BaseURL() + lc.Path
 				if jsonOutput(cmd) {
-					return printJSON(cmd.OutOrStdout(), map[string]any{"url": link, "expires_at": lc.ExpiresAt})
+					return render.JSON(cmd.OutOrStdout(), map[string]any{"url": link, "expires_at": lc.ExpiresAt})
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), link)
 				left := time.Until(lc.ExpiresAt).Round(time.Second)
 				fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: the link logs one browser in, once, within %s\n", left)
 				if !noOpen {
-					page, err := openBrowser(link)
+					page, err := browser.Open(link)
 					if err != nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: not opening a browser (%v): open the link yourself\n", err)
 					}
-					page.remove(cmd.Context())
+					page.Remove(cmd.Context())
 				}
 				return nil
 			})

@@ -1,6 +1,12 @@
-// Package importer reads the MCP server lists of other clients (Claude
-// Desktop, Cursor, VS Code) and turns them into Switchboard server configs,
-// reporting each entry it could not import and why.
+// Package clientconfig reads and writes the config files of MCP clients
+// (Claude Desktop, Claude Code, Cursor, VS Code). Reading ([Parse],
+// [ParseFile], [Import]) turns another client's server list into
+// Switchboard server configs, reporting each entry it could not import
+// and why; writing ([HTTPSnippet], [Stdio], [WriteFile]) makes the entry
+// a client's file takes to reach Switchboard itself.
+//
+// Errors of reading start with "importer: ", as they did when this was
+// package importer: the API and the CLI show them as they are.
 //
 // # Formats
 //
@@ -61,7 +67,7 @@
 // Entries that cannot be imported are listed in [Result.Skipped] with a
 // reason. Reasons and errors name fields, keys and variables but never an env
 // or header value, which are usually secrets.
-package importer
+package clientconfig
 
 import (
 	"encoding/json"

@@ -1,6 +1,4 @@
-package main
-
-// This file opens a browser on a link that is a secret (web's one-time
+// Package browser opens a browser on a link that is a secret (web's one-time
 // login code, server auth's authorization URL with its state) without
 // putting the link on a command line: every user of the host can read
 // every process's argv (/proc/PID/cmdline), and the first to redeem the
@@ -8,6 +6,7 @@ package main
 // a directory only this user can enter, holding a page that sends the
 // browser on to the link (as Jupyter does); the file goes once the
 // browser has had time to read it.
+package browser
 
 import (
 	"context"
@@ -33,19 +32,19 @@ const (
 	pageMaxKeep = 30 * time.Second
 )
 
-// openedPage is a redirect page handed to the desktop's opener.
-type openedPage struct {
+// Page is a redirect page handed to the desktop's opener.
+type Page struct {
 	dir      string
 	started  time.Time
 	exited   chan struct{} // closed when the opener has returned, at exitedAt
 	exitedAt time.Time
 }
 
-// openBrowser writes a page that redirects to link into a new private
+// Open writes a page that redirects to link into a new private
 // directory and hands the page's path to the desktop's opener, without
-// waiting for the browser. The caller calls remove once it no longer
+// waiting for the browser. The caller calls Remove once it no longer
 // needs the browser to be able to load the page (it waits for that).
-func openBrowser(link string) (*openedPage, error) {
+func Open(link string) (*Page, error) {
 	name, args, err := opener()
 	if err != nil {
 		return nil, err
@@ -54,7 +53,7 @@ func openBrowser(link string) (*openedPage, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &openedPage{exited: make(chan struct{})}
+	p := &Page{exited: make(chan struct{})}
 	page, err := p.write(link)
 	if err != nil {
 		return nil, err
@@ -91,7 +90,7 @@ func opener() (name string, args []string, err error) {
 // write creates p's directory (mode 0700) in $XDG_RUNTIME_DIR when it is
 // this user's private directory, else in the temporary directory, and the
 // page in it (0600), and returns the page's path.
-func (p *openedPage) write(link string) (string, error) {
+func (p *Page) write(link string) (string, error) {
 	parent := os.Getenv("XDG_RUNTIME_DIR")
 	if parent == "" || fileowner.CheckPrivateDir(parent) != nil {
 		parent = os.TempDir()
@@ -131,10 +130,10 @@ func redirectPage(link string) string {
 `
 }
 
-// remove deletes the page and its directory, after waiting until the
+// Remove deletes the page and its directory, after waiting until the
 // opener returned and pageKeep passed, or pageMaxKeep since the start,
 // or ctx ends. Nil p does nothing.
-func (p *openedPage) remove(ctx context.Context) {
+func (p *Page) Remove(ctx context.Context) {
 	if p == nil {
 		return
 	}

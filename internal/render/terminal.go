@@ -1,8 +1,9 @@
-package main
+package render
 
 import (
 	"fmt"
 	"io"
+	"os"
 	"unicode/utf8"
 )
 
@@ -11,25 +12,25 @@ import (
 // terminal control sequences there (clear the screen, set the window title,
 // rewrite a line with \r, reverse text with U+202E) to make the terminal
 // show something other than what it said. Everything the CLI writes goes
-// through a terminalWriter, which renders such characters escaped.
+// through a TerminalWriter, which renders such characters escaped.
 
-// terminalWriter writes to w with control characters escaped as \uXXXX:
+// TerminalWriter writes to w with control characters escaped as \uXXXX:
 // C0 controls other than newline and tab (ESC and CR included), DEL, C1
 // controls and the Unicode bidirectional controls. The escape is also valid
 // inside a JSON string, so -o json output stays JSON (encoding/json already
 // escapes C0 itself). It is not safe for concurrent use.
-type terminalWriter struct {
+type TerminalWriter struct {
 	w       io.Writer
 	partial []byte // the start of a rune cut by the end of a Write
 }
 
-func newTerminalWriter(w io.Writer) *terminalWriter { return &terminalWriter{w: w} }
+func NewTerminalWriter(w io.Writer) *TerminalWriter { return &TerminalWriter{w: w} }
 
 // Unfiltered returns the writer underneath, for output that is made safe
 // by its writer (the progress bar, which redraws its line with \r).
-func (t *terminalWriter) Unfiltered() io.Writer { return t.w }
+func (t *TerminalWriter) Unfiltered() io.Writer { return t.w }
 
-func (t *terminalWriter) Write(p []byte) (int, error) {
+func (t *TerminalWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	if len(t.partial) > 0 {
 		p = append(t.partial, p...)
@@ -69,9 +70,9 @@ func unsafeRune(r rune) bool {
 	return false
 }
 
-// terminalSafe returns s with every character that unsafeRune names
+// SafeLine returns s with every character that unsafeRune names
 // escaped, newlines and tabs too: for text that must stay on one line.
-func terminalSafe(s string) string {
+func SafeLine(s string) string {
 	out := make([]byte, 0, len(s))
 	for _, r := range s {
 		if r == '\n' || r == '\t' || unsafeRune(r) {
@@ -81,4 +82,27 @@ func terminalSafe(s string) string {
 		}
 	}
 	return string(out)
+}
+
+// IsTerminalWriter reports whether w writes to a terminal, looking through
+// a TerminalWriter.
+func IsTerminalWriter(w io.Writer) bool {
+	if t, ok := w.(interface{ Unfiltered() io.Writer }); ok {
+		w = t.Unfiltered()
+	}
+	f, ok := w.(*os.File)
+	return ok && IsTerminal(f)
+}
+
+// IsTerminal reports whether f is a terminal: a character device other
+// than /dev/null (which is a character device too, but nobody reads it).
+func IsTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(fi, null) {
+		return false
+	}
+	return true
 }
