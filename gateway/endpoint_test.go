@@ -13,9 +13,12 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
 
-// A relayed call longer than the session timeout keeps its session: the
-// go-sdk's idle timer, which never sees relayed calls, is held paused
-// while they are in flight, and restarts in full when they are done.
+// A session busy only with relayed calls, each longer than the session
+// timeout, is not expired: the session's idle timer is paused while any
+// of its POSTs is in flight, relayed calls included, and restarts in full
+// when the last one ends. Once idle, the session ends exactly one timeout
+// after its last call (its slot free then; no sweep notices it later),
+// and its id is answered 404.
 func TestRelayedCallLongerThanTheSessionTimeoutKeepsTheSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, do, id := relaySession(t)
@@ -41,38 +44,46 @@ func TestRelayedCallLongerThanTheSessionTimeoutKeepsTheSession(t *testing.T) {
 		if got := gateway.RelayServed(b.gw) - served; got != 3 {
 			t.Errorf("the relay served %d calls, want 3", got)
 		}
-		if a := do(mcpPost("/mcp/s", id, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`)); a.status != http.StatusOK {
-			t.Fatalf("the session ended under relayed calls: tools/list answered %d %s", a.status, a.body)
-		}
 		if st := b.gw.SessionStats(); st.Expired != 0 || st.Live != 1 {
 			t.Errorf("session stats %+v, want one live session, none expired", st)
 		}
-		// Once idle, the session times out as any other: within a sweep
-		// and a timeout of its last request.
-		time.Sleep(time.Minute)
+		// Idle from now: still there a moment before its timeout, gone
+		// the moment after.
+		time.Sleep(10*time.Second - time.Millisecond)
+		synctest.Wait()
+		if st := b.gw.SessionStats(); st.Expired != 0 || st.Live != 1 {
+			t.Errorf("just before the timeout: session stats %+v, want one live session", st)
+		}
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		if st := b.gw.SessionStats(); st.Expired != 1 || st.Live != 0 {
+			t.Errorf("just after the timeout: session stats %+v, want it expired", st)
+		}
 		if a := do(mcpPost("/mcp/s", id, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}`)); a.status != http.StatusNotFound {
-			t.Errorf("an idle session: tools/list answered %d, want 404", a.status)
+			t.Errorf("an expired session: tools/list answered %d, want 404", a.status)
 		}
 	})
 }
 
-// A session deleted while a relayed call is in flight ends at once: the
-// hold does not keep it, the call still gets its result, and the session
-// is gone for the next one.
+// A session deleted while a relayed call is in flight ends at once: its
+// slot is free for a new session before the DELETE is answered, the call
+// still gets its result, and the session is gone for the next one.
 func TestSessionDeletedDuringARelayedCallEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, do, id := relaySession(t)
+		b, do, id := relaySessionWith(t, gateway.Options{SessionTimeout: 10 * time.Second, MaxSessions: 1})
 		done := make(chan answer)
 		go func() {
 			done <- do(mcpPost("/mcp/s", id, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":30000}}}`))
 		}()
 		time.Sleep(5 * time.Second)
+		refused(t, do, "/mcp/s", http.StatusServiceUnavailable, gateway.LimitGlobal, 1)
 		if a := do(deleteSession("/mcp/s", id)); a.status != http.StatusNoContent {
 			t.Fatalf("DELETE during the call: %d %s", a.status, a.body)
 		}
-		if st := b.gw.SessionStats(); st.Live != 0 {
-			t.Errorf("%d live sessions after the DELETE, want 0", st.Live)
+		if st := b.gw.SessionStats(); st.Live != 0 || st.Expired != 0 {
+			t.Errorf("session stats %+v after the DELETE, want none live, none expired", st)
 		}
+		open(t, do, "/mcp/s") // the slot is free at once
 		if a := <-done; a.status != http.StatusOK || !strings.Contains(a.body, `"result"`) {
 			t.Errorf("the call in flight: %d %s, want its result", a.status, a.body)
 		}
@@ -87,8 +98,14 @@ func TestSessionDeletedDuringARelayedCallEnds(t *testing.T) {
 // to send it requests, and the id of an initialized session on /mcp/s.
 func relaySession(t *testing.T) (*bubble, doer, string) {
 	t.Helper()
+	return relaySessionWith(t, gateway.Options{SessionTimeout: 10 * time.Second})
+}
+
+// relaySessionWith is relaySession with the gateway's options opts.
+func relaySessionWith(t *testing.T, opts gateway.Options) (*bubble, doer, string) {
+	t.Helper()
 	cfgs, so := fleet(t, map[string]testserver.Script{"s": {}})
-	b := newBubble(t, gateway.Options{SessionTimeout: 10 * time.Second}, so, nil, cfgs["s"])
+	b := newBubble(t, opts, so, nil, cfgs["s"])
 	do := direct(b.gw.Handler(), "127.0.0.1:4000")
 	time.Sleep(time.Second) // s is listed
 	id := open(t, do, "/mcp/s")
