@@ -40,7 +40,8 @@ import (
 //     scanner does not read plainly (a key of _meta spelled with escapes);
 //     the members of _meta that only the 2026-07-28 protocol sends, which
 //     the go-sdk's stateful server refuses;
-//   - a session not initialized yet.
+//   - a session not initialized yet, or a request whose
+//     Mcp-Protocol-Version is not the session's.
 
 // errCancelledByClient is the cause of a relayed call the client cancelled.
 var errCancelledByClient = errors.New("cancelled by the client")
@@ -181,8 +182,11 @@ func (g *Gateway) serveRelay(w http.ResponseWriter, r *http.Request, s *session,
 	case string(env.method) == `"notifications/cancelled"`:
 		return s.cancel(env.requestID, w)
 	}
+	// The header must name the version the session runs: a request of
+	// another (the conformance suite's SSE tests send 2025-03-26 on a
+	// 2025-11-25 session) is the go-sdk's, which answers it on a stream.
 	p := s.ss.InitializeParams()
-	if p == nil || p.Capabilities == nil {
+	if p == nil || p.Capabilities == nil || p.ProtocolVersion != r.Header.Get("Mcp-Protocol-Version") {
 		return false
 	}
 	// The go-sdk's stateful server refuses the members of _meta that only
