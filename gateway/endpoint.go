@@ -171,8 +171,8 @@ func (e *endpoint) servePOST(w http.ResponseWriter, r *http.Request, id, version
 		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	if id == "" {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		e.serveNew(w, r)
 		return
 	}
@@ -185,7 +185,7 @@ func (e *endpoint) servePOST(w http.ResponseWriter, r *http.Request, id, version
 		return
 	}
 	defer s.end(e.g.opts.SessionTimeout)
-	body, err := io.ReadAll(r.Body)
+	body, err := readPOST(w, r)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -211,6 +211,21 @@ func (e *endpoint) servePOST(w http.ResponseWriter, r *http.Request, id, version
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	s.t.ServeHTTP(w, r)
+}
+
+// readPOST reads r's body, at most maxBody bytes: in one piece of its
+// length when it is known (the relay's common case, which then costs one
+// allocation), else through http.MaxBytesReader.
+func readPOST(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	switch n := r.ContentLength; {
+	case n > maxBody:
+		return nil, &http.MaxBytesError{Limit: maxBody}
+	case n > 0:
+		body := make([]byte, n)
+		_, err := io.ReadFull(r.Body, body)
+		return body, err
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 }
 
 // serveNew serves a POST without a session, which may make one: within

@@ -114,3 +114,43 @@ func relaySessionWith(t *testing.T, opts gateway.Options) (*bubble, doer, string
 	}
 	return b, do, id
 }
+
+// The endpoint refuses what the go-sdk's handler refuses, with the same
+// statuses, and a refused request leaves its session usable.
+func TestEndpointRefusesWhatTheGoSDKRefuses(t *testing.T) {
+	gw := newSessionGateway(t, gateway.Options{})
+	do, url := direct(gw.Handler(), "192.0.2.1:4000"), "http://127.0.0.1/mcp"
+	id := open(t, do, url)
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	with := func(req *http.Request, header, value string) *http.Request {
+		req.Header.Set(header, value)
+		return req
+	}
+	for _, c := range []struct {
+		name   string
+		req    *http.Request
+		status int
+		body   string // in the answer, if not ""
+	}{
+		{"unknown session", mcpPost(url, "no-such-session", ping), http.StatusNotFound, "session not found"},
+		{"Content-Type", with(mcpPost(url, id, ping), "Content-Type", "text/plain"), http.StatusUnsupportedMediaType, ""},
+		{"Accept", with(mcpPost(url, id, ping), "Accept", "application/json"), http.StatusBadRequest, ""},
+		{"unsupported version", with(mcpPost(url, id, ping), "Mcp-Protocol-Version", "1999-01-01"), http.StatusBadRequest, "Unsupported protocol version"},
+		{"sessionless version on a session", with(mcpPost(url, id, ping), "Mcp-Protocol-Version", "2026-07-28"), http.StatusBadRequest, `"code":-32022`},
+		{"batch", mcpPost(url, id, "["+ping+"]"), http.StatusBadRequest, "batching is not supported"},
+		{"body over 4 MiB", mcpPost(url, id, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"`+strings.Repeat("x", 4<<20)+`"}}}`), http.StatusRequestEntityTooLarge, ""},
+		{"Last-Event-ID on a POST", with(mcpPost(url, id, ping), "Last-Event-ID", "0_0"), http.StatusBadRequest, ""},
+		{"GET without a session", with(with(mcpPost(url, "", ""), "Accept", "text/event-stream"), "X-Method", "GET"), http.StatusBadRequest, "GET requires an Mcp-Session-Id header"},
+		{"DELETE without a session", deleteSession(url, ""), http.StatusBadRequest, "DELETE requires an Mcp-Session-Id header"},
+		{"PUT", with(mcpPost(url, id, ping), "X-Method", http.MethodPut), http.StatusMethodNotAllowed, ""},
+	} {
+		if m := c.req.Header.Get("X-Method"); m != "" {
+			c.req.Method = m
+		}
+		a := do(c.req)
+		if a.status != c.status || !strings.Contains(a.body, c.body) {
+			t.Errorf("%s: %d %q, want %d with %q", c.name, a.status, a.body, c.status, c.body)
+		}
+	}
+	usable(t, do, url, id)
+}
