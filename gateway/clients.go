@@ -30,11 +30,12 @@ import (
 //
 // How the end of a downstream session is known: the gateway owns the
 // Streamable HTTP sessions (endpoint.go), so it knows when it ends one
-// (DELETE, the idle timeout, a revoked token, Close), and one goroutine per
-// session, owned by the gateway, waits for its go-sdk session's end
-// (ServerSession.Wait) and forgets it then. A stdio session, named on its
-// first call, gets such a goroutine from then on. Close ends every session
-// it keeps, so that none of these goroutines outlives it.
+// (DELETE, the idle timeout, a revoked token, Close), and it sees their
+// connections close, whatever closes them (closingTransport). A stdio
+// session, named on its first call, gets a goroutine from then on that
+// waits for its end (ServerSession.Wait): the gateway does not make its
+// transport. Close ends every session it keeps, so that none of these
+// goroutines outlives it.
 
 // clients is the set of downstream sessions the gateway keeps: those
 // counted against the session limits (sessions.go), from their initialize
@@ -54,7 +55,7 @@ type clients struct {
 	expired uint64               // counted sessions ended by the idle timeout
 	closed  bool                 // closeAll has run: no more sessions are kept
 
-	waiting sync.WaitGroup // the goroutines waiting for the sessions' ends
+	waiting sync.WaitGroup // the goroutines waiting for stdio sessions' ends, and releasing clients
 }
 
 // downstream is one kept session.
@@ -101,7 +102,7 @@ func (c *clients) withClient(ctx context.Context, ss *mcp.ServerSession, release
 		c.known[ss] = d
 		c.waiting.Go(func() {
 			ss.Wait()
-			if id := c.ended(ss, false); id != "" {
+			if id := c.ended(ss); id != "" {
 				release(id)
 			}
 		})
@@ -174,24 +175,39 @@ func (c *clients) free(s addrWho) {
 }
 
 // keep keeps the Streamable HTTP session ss, which holds the slot it was
-// reserved, until it ends: ended is called once ss.Wait returns, and
-// release then with the client id of its calls, if any. It reports false,
-// and keeps nothing, once the gateway is closed.
-func (c *clients) keep(ss *mcp.ServerSession, slot addrWho, ended func(), release func(string)) bool {
+// reserved, until connClosed is called. It reports false, and keeps nothing,
+// once the gateway is closed.
+func (c *clients) keep(ss *mcp.ServerSession, slot addrWho) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return false
 	}
 	c.known[ss] = &downstream{slot: slot, reserve: true}
-	c.waiting.Go(func() {
-		ss.Wait()
-		ended()
-		if id := c.ended(ss, false); id != "" {
-			release(id)
-		}
-	})
 	return true
+}
+
+// connClosed forgets the kept session ss, whose connection has closed,
+// freeing its slot if it still holds one, and releases the client of its
+// calls, if it was named, on a goroutine of its own (the caller is the
+// go-sdk closing the connection), or at once once closeAll has begun.
+func (c *clients) connClosed(ss *mcp.ServerSession, release func(string)) {
+	c.mu.Lock()
+	d := c.known[ss]
+	if d == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.uncountLocked(d, false)
+	delete(c.known, ss)
+	id, closing := d.client, c.closed
+	if id != "" && !closing {
+		c.waiting.Go(func() { release(id) })
+	}
+	c.mu.Unlock()
+	if id != "" && closing {
+		release(id)
+	}
 }
 
 // admit counts the kept session ss as live: it is initialized.
@@ -229,17 +245,15 @@ func (c *clients) uncountLocked(d *downstream, expired bool) {
 	}
 }
 
-// ended forgets the session ss, which has ended, freeing its slot if it
-// still holds one, and returns the client id of its calls, if it was
-// named.
-func (c *clients) ended(ss *mcp.ServerSession, expired bool) string {
+// ended forgets the stdio session ss, which has ended, and returns the
+// client id of its calls.
+func (c *clients) ended(ss *mcp.ServerSession) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := c.known[ss]
 	if d == nil {
 		return ""
 	}
-	c.uncountLocked(d, expired)
 	delete(c.known, ss)
 	return d.client
 }

@@ -39,8 +39,8 @@ import (
 //   - the idle timeout, a timer per session paused while any POST of the
 //     session is in flight, relayed calls included;
 //   - the session's end, known when it happens: a DELETE, the idle timer,
-//     a revoked token, Gateway.Close, or the go-sdk session's Wait
-//     returning (clients.go).
+//     a revoked token, Gateway.Close, whatever closes the session's
+//     connection (closingTransport).
 //
 // A tools/call the gateway can answer as bytes (relay.go) is answered by
 // the endpoint, as is a client's answer to a request the gateway made
@@ -72,9 +72,10 @@ type session struct {
 	user string  // the go-sdk TokenInfo's user of the request that began it, if any
 	slot addrWho // its client's address and principal: only that principal may use it
 
-	mu   sync.Mutex
-	busy int         // POSTs in flight
-	idle *time.Timer // ends the session after the timeout; nil once it is ending
+	mu         sync.Mutex
+	busy       int         // POSTs in flight
+	idle       *time.Timer // ends the session after the timeout; nil once it is ending
+	stopRevoke func() bool // stops watching the token that began it, if it can be revoked
 	// calls are the tools/call the gateway answers in flight, to cancel
 	// on notifications/cancelled; asks the gateway's requests to the
 	// client during them, waiting for their answers. Both by raw JSON-RPC
@@ -270,35 +271,78 @@ func (e *endpoint) open(r *http.Request, m *mirror, slot addrWho) (*session, err
 	s.t = &mcp.StreamableServerTransport{SessionID: s.id}
 	// r's context, for its values (the principal): the go-sdk detaches
 	// the session's handlers from its cancellation.
-	ss, err := m.server.Connect(r.Context(), s.t, nil)
+	ss, err := m.server.Connect(r.Context(), &closingTransport{StreamableServerTransport: s.t, closed: func() { e.closed(s) }}, nil)
 	if err != nil {
 		return nil, err
 	}
+	if !e.g.clients.keep(ss, slot) {
+		ss.Close()
+		return nil, errGatewayClosed
+	}
+	s.mu.Lock()
 	s.ss = ss
-	stopRevoke := func() bool { return false }
 	if p, ok := sb.PrincipalFrom(r.Context()); ok && p.Revoked != nil {
 		// A revoked token ends the sessions it began: each later request
 		// is refused by the API anyway, its DELETE too, and the session
 		// would hold its slot and streams until the idle timeout.
-		stopRevoke = context.AfterFunc(p.Revoked, func() { ss.Close() })
+		s.stopRevoke = context.AfterFunc(p.Revoked, func() { ss.Close() })
 	}
-	e.mu.Lock()
-	e.sessions[s.id] = s
-	e.mu.Unlock()
 	s.idle = time.AfterFunc(e.g.opts.SessionTimeout, func() {
 		e.end(s, true)
 		ss.Close()
 	})
-	ended := func() {
-		stopRevoke()
-		e.end(s, false)
-	}
-	if !e.g.clients.keep(ss, slot, ended, e.g.src.ReleaseClient) {
-		ended()
-		ss.Close()
-		return nil, errGatewayClosed
-	}
+	s.mu.Unlock()
+	e.mu.Lock()
+	e.sessions[s.id] = s
+	e.mu.Unlock()
 	return s, nil
+}
+
+// closed ends s, whose connection has closed (whatever closed it), and
+// forgets it.
+func (e *endpoint) closed(s *session) {
+	s.mu.Lock()
+	ss, stopRevoke := s.ss, s.stopRevoke
+	s.mu.Unlock()
+	if ss == nil {
+		return // the go-sdk gave up connecting it
+	}
+	e.end(s, false)
+	if stopRevoke != nil {
+		stopRevoke()
+	}
+	e.g.clients.connClosed(ss, e.g.src.ReleaseClient)
+}
+
+// closingTransport is a session's transport: the go-sdk's, whose
+// connection calls closed once it is closed. The go-sdk closes the
+// connection when the session ends, whatever ends it (its own close hook,
+// ServerSessionOptions.onClose, is unexported), so the end is known then,
+// without a goroutine per session waiting in ServerSession.Wait.
+type closingTransport struct {
+	*mcp.StreamableServerTransport
+	closed func()
+}
+
+func (t *closingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.StreamableServerTransport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &closingConn{Connection: c, closed: t.closed}, nil
+}
+
+// closingConn is the connection of a closingTransport.
+type closingConn struct {
+	mcp.Connection
+	once   sync.Once
+	closed func()
+}
+
+func (c *closingConn) Close() error {
+	err := c.Connection.Close()
+	c.once.Do(c.closed)
+	return err
 }
 
 // lookup returns the session id of r, or answers r as the go-sdk's
