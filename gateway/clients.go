@@ -12,7 +12,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/executor"
 )
 
-// This file watches the downstream sessions: those that count against the
+// This file keeps the downstream sessions: those that count against the
 // session limits (sessions.go) until they end, and those it names.
 //
 // It names the downstream clients. Every tool call made on a
@@ -28,24 +28,16 @@ import (
 // it runs without a client id, on the shared session. So do the HTTP API's
 // calls, which do not come through here.
 //
-// How the end of a downstream session is noticed: the go-sdk's close hook
-// (ServerSessionOptions.onClose) is unexported, and ServerSession.Wait
-// cannot be interrupted, so a goroutine per session blocked in it would
-// outlive Gateway.Close until the client (or the Streamable HTTP session
-// timeout) ends the session. Instead: a DELETE (a client that says
-// goodbye) passes through the gateway's handler, which forgets its session
-// at once; and one goroutine, owned by the gateway, compares the sessions
-// it watches with the sessions their mcp.Server still holds (the go-sdk
-// drops a session from Server.Sessions when its connection is done) every
-// clientSweep while it watches any (a session timed out, a stdio client
-// gone).
+// How the end of a downstream session is known: the gateway owns the
+// Streamable HTTP sessions (endpoint.go), so it knows when it ends one
+// (DELETE, the idle timeout, a revoked token, Close), and it sees their
+// connections close, whatever closes them (closingTransport). A stdio
+// session, named on its first call, gets a goroutine from then on that
+// waits for its end (ServerSession.Wait): the gateway does not make its
+// transport. Close ends every session it keeps, so that none of these
+// goroutines outlives it.
 
-// clientSweep is how often the gateway looks for watched downstream
-// sessions that have ended without a DELETE. A variable for the tests; New
-// reads it once.
-var clientSweep = 5 * time.Second
-
-// clients is the set of downstream sessions the gateway watches: those
+// clients is the set of downstream sessions the gateway keeps: those
 // counted against the session limits (sessions.go), from their initialize
 // over Streamable HTTP, and those named for per-client sessions, from
 // their first call.
@@ -54,30 +46,24 @@ type clients struct {
 
 	mu      sync.Mutex
 	known   map[*mcp.ServerSession]*downstream
-	byID    map[string]*downstream // the counted sessions, by Mcp-Session-Id
-	taken   int                    // slots taken: counted sessions and pending admissions
-	byAddr  map[addrWho]int        // the same, by client address and principal
-	byWho   map[string]int         // the same, by principal
-	live    int                    // counted sessions
-	refused map[string]uint64      // refused sessions, by limit
-	warned  map[string]time.Time   // when a refusal by each limit was last logged
-	expired uint64                 // counted sessions ended by the idle timeout
-	gone    []string               // client ids of named sessions ended by DELETE, to release
-	poke    chan struct{}          // wakes the sweep (buffer 1)
-	holding sync.WaitGroup         // the goroutines of the relay's holds (relayhold.go)
-	closed  bool                   // all has run: no more holds
+	taken   int                  // slots taken: counted sessions and pending admissions
+	byAddr  map[addrWho]int      // the same, by client address and principal
+	byWho   map[string]int       // the same, by principal
+	live    int                  // counted sessions
+	refused map[string]uint64    // refused sessions, by limit
+	warned  map[string]time.Time // when a refusal by each limit was last logged
+	expired uint64               // counted sessions ended by the idle timeout
+	closed  bool                 // closeAll has run: no more sessions are kept
+
+	waiting sync.WaitGroup // the goroutines waiting for stdio sessions' ends, and releasing clients
 }
 
-// downstream is one watched session.
+// downstream is one kept session.
 type downstream struct {
-	ss        *mcp.ServerSession
-	server    *mcp.Server // the mirror's server that holds the session
-	client    string      // the client id of its calls; "" until its first call
-	counted   bool        // it holds a slot
-	sessionID string      // its Mcp-Session-Id, while counted
-	slot      addrWho     // its client's address and principal, while counted: only that principal may use it
-	relaying  int         // relayed calls in flight (relay.go)
-	hold      *hold       // keeps the go-sdk's idle timer paused for the relay (relayhold.go)
+	client  string // the client id of its calls; "" until its first call
+	slot    addrWho
+	reserve bool // it holds a slot (from reserve), counted or not yet
+	counted bool // it is initialized: a live session
 }
 
 // addrWho is what the per-address cap counts a session under: its client's
@@ -91,9 +77,8 @@ type addrWho struct {
 
 func newClients(maxLive, maxPerAddr, maxPerWho int) *clients {
 	return &clients{maxLive: maxLive, maxPerAddr: maxPerAddr, maxPerWho: maxPerWho,
-		known: make(map[*mcp.ServerSession]*downstream), byID: make(map[string]*downstream),
-		byAddr: make(map[addrWho]int), byWho: make(map[string]int), refused: make(map[string]uint64), warned: make(map[string]time.Time),
-		poke: make(chan struct{}, 1)}
+		known:  make(map[*mcp.ServerSession]*downstream),
+		byAddr: make(map[addrWho]int), byWho: make(map[string]int), refused: make(map[string]uint64), warned: make(map[string]time.Time)}
 }
 
 // statelessKey marks the context of a request served by the stateless
@@ -102,17 +87,29 @@ func newClients(maxLive, maxPerAddr, maxPerWho int) *clients {
 type statelessKey struct{}
 
 // withClient returns ctx carrying the client id of the downstream session
-// ss of server, naming the session on its first call; ctx unchanged for a
-// stateless request.
-func (c *clients) withClient(ctx context.Context, ss *mcp.ServerSession, server *mcp.Server) context.Context {
+// ss, naming the session on its first call; ctx unchanged for a stateless
+// request. A session the gateway does not keep yet (a stdio one) is kept
+// from then on, until it ends (release releases the client's upstream
+// sessions then).
+func (c *clients) withClient(ctx context.Context, ss *mcp.ServerSession, release func(string)) context.Context {
 	if ss == nil || ctx.Value(statelessKey{}) != nil {
 		return ctx
 	}
 	c.mu.Lock()
-	d, watched := c.known[ss]
-	if !watched {
-		d = &downstream{ss: ss, server: server}
+	d, kept := c.known[ss]
+	if !kept && !c.closed {
+		d = &downstream{}
 		c.known[ss] = d
+		c.waiting.Go(func() {
+			ss.Wait()
+			if id := c.ended(ss); id != "" {
+				release(id)
+			}
+		})
+	}
+	if d == nil {
+		c.mu.Unlock()
+		return ctx
 	}
 	if d.client == "" {
 		// Not the Mcp-Session-Id: that is a credential of the client's,
@@ -121,16 +118,13 @@ func (c *clients) withClient(ctx context.Context, ss *mcp.ServerSession, server 
 	}
 	id := d.client
 	c.mu.Unlock()
-	if !watched {
-		c.wake() // a session to watch: the sweep starts its timer
-	}
 	return executor.WithClient(ctx, id)
 }
 
 // reserve takes a slot for a request of the principal who from addr that
 // may create a session, or says which cap refuses it. The caps of this
 // client are checked first: they are the ones it can do something about.
-func (c *clients) reserve(addr netip.Prefix, who string) (*admission, *refusal) {
+func (c *clients) reserve(addr netip.Prefix, who string) (addrWho, *refusal) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	slot := addrWho{addr, who}
@@ -150,10 +144,10 @@ func (c *clients) reserve(addr netip.Prefix, who string) (*admission, *refusal) 
 		if last, ok := c.warned[ref.limit]; !ok || now.Sub(last) >= refusalWarnEvery {
 			c.warned[ref.limit], ref.warn = now, true
 		}
-		return nil, ref
+		return slot, ref
 	}
 	c.take(slot)
-	return &admission{slot: slot}, nil
+	return slot, nil
 }
 
 func (c *clients) take(s addrWho) {
@@ -180,167 +174,106 @@ func (c *clients) free(s addrWho) {
 	}
 }
 
-// settle frees a's slot if its session was not initialized by the end of
-// the request that took it.
-func (c *clients) settle(a *admission) {
+// keep keeps the Streamable HTTP session ss, which holds the slot it was
+// reserved, until connClosed is called. It reports false, and keeps nothing,
+// once the gateway is closed.
+func (c *clients) keep(ss *mcp.ServerSession, slot addrWho) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if admissionState(a.state.Load()) == pending {
-		a.state.Store(int32(abandoned))
-		c.free(a.slot)
+	if c.closed {
+		return false
 	}
+	c.known[ss] = &downstream{slot: slot, reserve: true}
+	return true
 }
 
-// admit gives the initialized session ss of server the slot of a, and
-// watches it until it ends. A session initialized after its request gave
-// up the slot (the client went away during initialize) is counted all the
-// same, over the caps if need be: it exists, and will end like any other.
-func (c *clients) admit(a *admission, ss *mcp.ServerSession, server *mcp.Server) {
+// connClosed forgets the kept session ss, whose connection has closed,
+// freeing its slot if it still holds one, and releases the client of its
+// calls, if it was named, on a goroutine of its own (the caller is the
+// go-sdk closing the connection), or at once once closeAll has begun.
+func (c *clients) connClosed(ss *mcp.ServerSession, release func(string)) {
 	c.mu.Lock()
-	switch admissionState(a.state.Load()) {
-	case admitted:
-		c.mu.Unlock()
-		return
-	case abandoned:
-		c.take(a.slot)
-	}
-	a.state.Store(int32(admitted))
-	d, watched := c.known[ss]
-	if !watched {
-		d = &downstream{ss: ss, server: server}
-		c.known[ss] = d
-	}
-	d.counted, d.sessionID, d.slot = true, ss.ID(), a.slot
-	c.byID[d.sessionID] = d
-	c.live++
-	c.mu.Unlock()
-	if !watched {
-		c.wake()
-	}
-}
-
-// uncount frees the slot of d, whose session has ended; c.mu is held.
-func (c *clients) uncount(d *downstream) {
-	if !d.counted {
-		return
-	}
-	c.free(d.slot)
-	c.live--
-	delete(c.byID, d.sessionID)
-	d.counted, d.sessionID = false, ""
-}
-
-// deleted frees at once the slot of the session whose DELETE the go-sdk
-// has answered with 204 (it closes the session first), and queues its
-// client id, if it was named, for the sweep to release.
-func (c *clients) deleted(sessionID string) {
-	c.mu.Lock()
-	d := c.byID[sessionID]
+	d := c.known[ss]
 	if d == nil {
 		c.mu.Unlock()
 		return
 	}
-	c.uncount(d)
-	delete(c.known, d.ss)
-	named := d.client != ""
-	if named {
-		c.gone = append(c.gone, d.client)
-	}
-	d.endHold()
-	c.mu.Unlock()
-	if named {
-		c.wake()
-	}
-}
-
-// takeGone returns the client ids queued by deleted.
-func (c *clients) takeGone() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ids := c.gone
-	c.gone = nil
-	return ids
-}
-
-// watching reports whether any session is watched.
-func (c *clients) watching() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.known) > 0
-}
-
-func (c *clients) wake() {
-	select {
-	case c.poke <- struct{}{}:
-	default: // a sweep is pending already
-	}
-}
-
-// ended forgets the watched sessions that have ended, freeing the slots of
-// those still counted (ended by the idle timeout: a DELETE frees the slot
-// at once), and returns the client ids of those named.
-//
-// Only the idle timeout closes a counted session otherwise: the go-sdk's
-// Streamable HTTP handler closes one on DELETE, on its timer, and (in
-// its tests) on closeAll; the keepalive that could also close one is not
-// enabled (ServerOptions.KeepAlive). Were it enabled, Expired would count
-// its closes too.
-func (c *clients) ended() (ids []string) {
-	c.mu.Lock()
-	watched := make(map[*mcp.ServerSession]bool, len(c.known))
-	servers := make(map[*mcp.Server]bool)
-	for ss, d := range c.known {
-		watched[ss] = true
-		servers[d.server] = true
+	c.uncountLocked(d, false)
+	delete(c.known, ss)
+	id, closing := d.client, c.closed
+	if id != "" && !closing {
+		c.waiting.Go(func() { release(id) })
 	}
 	c.mu.Unlock()
-	// A session watched before this snapshot was bound to its server before
-	// it was initialized or made the call that named it, so it is listed
-	// below unless it has ended. Sessions watched meanwhile are left for the
-	// next sweep.
-	live := make(map[*mcp.ServerSession]bool)
-	for srv := range servers {
-		for ss := range srv.Sessions() {
-			live[ss] = true
-		}
+	if id != "" && closing {
+		release(id)
 	}
+}
+
+// admit counts the kept session ss as live: it is initialized.
+func (c *clients) admit(ss *mcp.ServerSession) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for ss := range watched {
-		d := c.known[ss]
-		if d == nil || live[ss] {
-			continue // deleted meanwhile, or still there
-		}
-		delete(c.known, ss)
-		if d.counted {
-			c.uncount(d)
+	if d := c.known[ss]; d != nil && d.reserve && !d.counted {
+		d.counted = true
+		c.live++
+	}
+}
+
+// uncount frees the slot of the kept session ss at once (it is ending); it
+// stays kept until it has ended. expired says the idle timeout ended it.
+func (c *clients) uncount(ss *mcp.ServerSession, expired bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := c.known[ss]; d != nil {
+		c.uncountLocked(d, expired)
+	}
+}
+
+func (c *clients) uncountLocked(d *downstream, expired bool) {
+	if !d.reserve {
+		return
+	}
+	c.free(d.slot)
+	d.reserve = false
+	if d.counted {
+		d.counted = false
+		c.live--
+		if expired {
 			c.expired++
 		}
-		if d.client != "" {
-			ids = append(ids, d.client)
-		}
-		d.endHold()
 	}
-	return ids
 }
 
-// all forgets every watched session, releases the relay's holds, and
-// returns the client ids of those named. The slots of counted sessions are
-// not freed: nobody will watch them any more.
-func (c *clients) all() []string {
+// ended forgets the stdio session ss, which has ended, and returns the
+// client id of its calls.
+func (c *clients) ended(ss *mcp.ServerSession) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.closed = true
-	var ids []string
-	for _, d := range c.known {
-		if d.client != "" {
-			ids = append(ids, d.client)
-		}
-		d.endHold()
+	d := c.known[ss]
+	if d == nil {
+		return ""
 	}
-	clear(c.known)
-	clear(c.byID)
-	return ids
+	delete(c.known, ss)
+	return d.client
+}
+
+// closeAll ends every kept session and waits until each has ended and
+// its client has been released; no session is kept after it.
+func (c *clients) closeAll() {
+	c.mu.Lock()
+	c.closed = true
+	sessions := make([]*mcp.ServerSession, 0, len(c.known))
+	for ss := range c.known {
+		sessions = append(sessions, ss)
+	}
+	c.mu.Unlock()
+	var closing sync.WaitGroup
+	for _, ss := range sessions {
+		closing.Go(func() { ss.Close() })
+	}
+	closing.Wait()
+	c.waiting.Wait()
 }
 
 func (c *clients) stats() SessionStats {
@@ -349,46 +282,4 @@ func (c *clients) stats() SessionStats {
 	return SessionStats{Live: c.live, MaxSessions: c.maxLive, MaxSessionsPerAddress: c.maxPerAddr, MaxSessionsPerPrincipal: c.maxPerWho,
 		RefusedGlobal: c.refused[LimitGlobal], RefusedPerAddress: c.refused[LimitPerAddress],
 		RefusedPerPrincipal: c.refused[LimitPerPrincipal], Expired: c.expired}
-}
-
-// watchClients frees the slots of the counted sessions that have ended,
-// and releases the upstream sessions of every named client whose session
-// has ended, until ctx ends; then those of every client still named, since
-// nobody will watch them any more. It looks at every watched session each
-// sweep while there are any (a wake starts the timer), and releases the
-// clients of sessions deleted at once. Each sweep also releases the
-// relay's holds of sessions without relayed calls in flight.
-func (g *Gateway) watchClients(ctx context.Context, sweep time.Duration) {
-	timer := time.NewTimer(sweep)
-	timer.Stop()
-	defer timer.Stop()
-	armed := false
-	for {
-		select {
-		case <-ctx.Done():
-			g.release(append(g.clients.takeGone(), g.clients.all()...))
-			g.clients.holding.Wait()
-			return
-		case <-g.clients.poke:
-			g.release(g.clients.takeGone())
-		case <-timer.C:
-			armed = false
-			g.release(g.clients.ended())
-			g.clients.releaseIdleHolds()
-		}
-		if !armed && g.clients.watching() {
-			timer.Reset(sweep)
-			armed = true
-		}
-	}
-}
-
-// release releases the upstream sessions of clients, concurrently, and
-// returns when they have stopped.
-func (g *Gateway) release(ids []string) {
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		wg.Go(func() { g.src.ReleaseClient(id) })
-	}
-	wg.Wait()
 }

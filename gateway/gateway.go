@@ -5,13 +5,15 @@
 // drops leaves the list, and comes back, with list_changed sent
 // downstream), and calls pass through whole: progress, cancellation,
 // elicitation, sampling, logging, resources, prompts and completion. The
-// hot request, tools/call over Streamable HTTP on /mcp and /mcp/{name}, is
-// relayed as bytes where it can be, on stateful sessions (relay.go, kept
-// alive by relayhold.go; the upstream's elicitation and sampling requests
-// carried to the client on the call's stream: relay_requests.go) and in the
-// stateless 2026-07-28 mode (relay_stateless.go, for clients that declare
-// neither elicitation nor sampling); everything else, toolset endpoints
-// included, goes through the go-sdk's server.
+// gateway serves Streamable HTTP with a handler of its own that owns the
+// session table (endpoint.go), each session a go-sdk transport its mirror's
+// server is connected over. The hot request, tools/call on /mcp,
+// /mcp/{name} and the toolset endpoints, is answered as bytes where it can
+// be, on stateful sessions (relay.go; the upstream's elicitation and
+// sampling requests carried to the client on the call's stream:
+// relay_requests.go) and in the stateless 2026-07-28 mode
+// (relay_stateless.go, for clients that declare neither elicitation nor
+// sampling); everything else goes through the go-sdk's server.
 package gateway
 
 import (
@@ -25,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -68,8 +71,8 @@ type Options struct {
 	// DefaultResyncInterval is used.
 	ResyncInterval time.Duration
 	// SessionTimeout closes downstream Streamable HTTP sessions idle this
-	// long: counted from the end of the client's last POST (the go-sdk's
-	// timer runs while a GET stream is open). If zero,
+	// long: counted from the end of the client's last POST, relayed calls
+	// included (the timer runs while a GET stream is open). If zero,
 	// DefaultSessionTimeout is used.
 	SessionTimeout time.Duration
 	// MaxSessions caps the live downstream Streamable HTTP sessions of
@@ -166,11 +169,12 @@ type Gateway struct {
 	per  map[string]*mirror
 	sets map[string]*mirror // by toolset (toolset.go)
 
-	clients *clients // the downstream sessions named for per-client sessions
-	relays  *relayState
+	clients *clients      // the downstream sessions (clients.go)
+	served  atomic.Int64  // tools/call requests the relay answered (relay.go)
+	asked   atomic.Uint64 // numbers the gateway's requests to clients (relay_requests.go)
 
 	cancel context.CancelFunc
-	done   chan struct{} // closed when follow and watchClients have returned
+	done   chan struct{} // closed when follow and followToolsets have returned
 	// inStep takes the waits of WaitInStep to follow.
 	inStep chan chan struct{}
 }
@@ -200,7 +204,7 @@ func New(src Source, opts Options) *Gateway {
 	}
 	opts.MaxTotalTimeout = min(opts.MaxTotalTimeout, sb.MaxInvokeTimeout)
 	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror),
-		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress, opts.MaxSessionsPerPrincipal), relays: newRelayState(), done: make(chan struct{}),
+		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress, opts.MaxSessionsPerPrincipal), done: make(chan struct{}),
 		inStep: make(chan chan struct{})}
 	g.agg = g.newMirror("")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -216,8 +220,6 @@ func New(src Source, opts Options) *Gateway {
 		defer stopNotes()
 		g.follow(ctx, events, notes)
 	})
-	sweep := clientSweep
-	running.Go(func() { g.watchClients(ctx, sweep) })
 	if opts.Toolsets != nil {
 		running.Go(func() { g.followToolsets(ctx) })
 	}
@@ -240,13 +242,13 @@ func capOrDefault(n, def int) int {
 	return n
 }
 
-// Close stops following the sources, and releases the per-client upstream
-// sessions of every downstream client (it no longer watches for their
-// end). Downstream sessions end with the HTTP server or the stdio
-// transport that carries them.
+// Close stops following the sources, ends every downstream session it
+// keeps (the Streamable HTTP ones, and the stdio ones that made a call),
+// and releases the per-client upstream sessions of their clients.
 func (g *Gateway) Close() {
 	g.cancel()
 	<-g.done
+	g.clients.closeAll()
 }
 
 // WaitInStep waits until every server there is at the call has had the
@@ -495,82 +497,36 @@ func (g *Gateway) perServer(name string) *mirror {
 // Handler serves /mcp (the aggregate) and /mcp/{name} (one server) over
 // Streamable HTTP: stateful sessions for protocol versions up to
 // 2025-11-25, and the stateless mode that the 2026-07-28 protocol uses.
-// DNS-rebinding protection (Host checks for loopback) comes with the
-// go-sdk's handler; cross-origin browser requests are refused. Stateful
-// sessions are capped (Options.MaxSessions, Options.MaxSessionsPerAddress;
-// sessions.go).
+// DNS-rebinding protection (Host checks for loopback) is the go-sdk's
+// check; cross-origin browser requests are refused. Stateful sessions are
+// capped (Options.MaxSessions, Options.MaxSessionsPerAddress; sessions.go).
+// The handler owns the sessions (endpoint.go).
 func (g *Gateway) Handler() http.Handler {
-	serverFor := func(r *http.Request) *mcp.Server {
-		name := serverName(r)
-		if name == "" {
-			return g.agg.server
-		}
-		if m := g.perServer(name); m != nil {
-			return m.server
-		}
-		return nil
-	}
-	return g.streamable(serverFor, func(r *http.Request) error {
+	return g.newEndpoint(g.endpointMirror, func(r *http.Request) error {
 		if name := serverName(r); name != "" {
 			if _, ok := g.src.Session(name); !ok {
 				return fmt.Errorf("no server named %q", name)
 			}
 		}
 		return nil
-	}, g.relayMirror)
+	})
 }
 
-// relayMirror is the mirror that the relay serves r from: the aggregate,
-// or the per-server mirror once the go-sdk path has made it; nil if none.
-func (g *Gateway) relayMirror(r *http.Request) *mirror {
+// endpointMirror is the mirror of /mcp or /mcp/{name} that r names: the
+// aggregate, or the per-server mirror, made on first use; nil if there is
+// no such server.
+func (g *Gateway) endpointMirror(r *http.Request) *mirror {
 	name := serverName(r)
 	if name == "" {
 		return g.agg
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.per[name]
-}
-
-// streamable serves the mirrors serverFor picks over Streamable HTTP:
-// stateless for 2026-07-28 requests without a session, stateful sessions
-// (capped) otherwise. A request for which exists fails is answered 404
-// with its message (notFound). If relayFor is not nil, the relay serves the calls it
-// can (relay.go) from the mirror relayFor picks.
-func (g *Gateway) streamable(serverFor func(*http.Request) *mcp.Server, exists func(*http.Request) error, relayFor func(*http.Request) *mirror) http.Handler {
-	stateful := mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{SessionTimeout: g.opts.SessionTimeout})
-	stateless := mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{Stateless: true})
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := exists(r); err != nil {
-			notFound(w, err)
-			return
-		}
-		var m *mirror
-		if relayFor != nil && r.Method == http.MethodPost {
-			m = relayFor(r)
-		}
-		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
-			if m == nil || !g.serveStatelessRelay(w, r, m) {
-				stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), statelessKey{}, true)))
-			}
-			return
-		}
-		switch id := r.Header.Get("Mcp-Session-Id"); {
-		case m != nil && id != "" && g.serveRelay(stateful, w, r, m):
-			// served by the relay (relay.go)
-		case r.Method == http.MethodPost && id == "":
-			g.serveNewSession(stateful, w, r)
-		case r.Method == http.MethodDelete && id != "":
-			sw := &statusWriter{ResponseWriter: w}
-			stateful.ServeHTTP(sw, r)
-			if sw.status == http.StatusNoContent {
-				g.clients.deleted(id) // a client said goodbye: free its slot, release its sessions
-			}
-		default:
-			stateful.ServeHTTP(w, r)
-		}
-	})
-	return http.NewCrossOriginProtection().Handler(h)
+	m := g.per[name]
+	g.mu.Unlock()
+	if m != nil {
+		return m
+	}
+	return g.perServer(name)
 }
 
 // serverName is the {name} of /mcp/{name}, or "" for /mcp.
@@ -585,7 +541,7 @@ func serverName(r *http.Request) string {
 // (clients.go), on a session of its own if the server's scope is
 // per-client. from is the mirror's server that received it.
 func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolRequest, server, tool string) (*mcp.CallToolResult, error) {
-	ctx = g.clients.withClient(withCaller(ctx, req), req.Session, from)
+	ctx = g.clients.withClient(withCaller(ctx, req), req.Session, g.src.ReleaseClient)
 	// Requests to the downstream client are sent with the context of the
 	// downstream call, which tells the go-sdk to send them on that call's
 	// stream (not the standalone one, which a client may not have opened),

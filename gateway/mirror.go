@@ -85,7 +85,7 @@ func (g *Gateway) newMirrorOf(only, set string) *mirror {
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
-	m.server.AddReceivingMiddleware(g.clients.countSession(m.server), m.awaitReady, endOnRevoke)
+	m.server.AddReceivingMiddleware(g.clients.countSession, m.awaitReady)
 	return m
 }
 

@@ -203,7 +203,7 @@ func TestDisconnectedClientsUpstreamProcessIsStopped(t *testing.T) {
 	if err := leaving.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Within less than a sweep: the client's DELETE releases it at once.
+	// The client's DELETE ends its session, which releases it at once.
 	waitDead(t, gone, 3*time.Second)
 	if !proc.Alive(kept) || !proc.Alive(e.sharedPID("dc")) {
 		t.Fatalf("another client's process (%v) or the shared one (%v) stopped too", proc.Alive(kept), proc.Alive(e.sharedPID("dc")))
@@ -243,12 +243,12 @@ func TestClientProcessesEndWithTheServerAndTheGateway(t *testing.T) {
 // A client whose downstream session is closed for it (the Streamable HTTP
 // session timeout) loses its process too, without a DELETE.
 func TestTimedOutClientsUpstreamProcessIsStopped(t *testing.T) {
-	gateway.SetClientSweep(t, 100*time.Millisecond)
 	e := newEnvWith(t, gateway.Options{SessionTimeout: 500 * time.Millisecond}, perClient(stdio(t, "to")))
 	cs := e.connect("/mcp/to", nil)
 	waitTools(t, cs, "pid")
 	pid := pidOf(t, cs, "pid")
-	// The client stays silent; the session times out and the sweep notices.
+	// The client stays silent; the session times out, and its end is
+	// known then.
 	waitDead(t, pid, 15*time.Second)
 }
 
@@ -256,7 +256,6 @@ func TestTimedOutClientsUpstreamProcessIsStopped(t *testing.T) {
 // serves the aggregate over its stdin and stdout, is a client too: its
 // calls get a process of their own, stopped when the session ends.
 func TestStdioClientGetsAProcessOfItsOwn(t *testing.T) {
-	gateway.SetClientSweep(t, 100*time.Millisecond)
 	e := newEnv(t, "", perClient(stdio(t, "io")))
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := e.gw.Aggregate().Connect(context.Background(), st, nil)

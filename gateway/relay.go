@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,50 +20,28 @@ import (
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
-// The relay serves the hot request of both endpoints, tools/call on a
-// stateful session (and in the stateless mode: relay_stateless.go),
-// without the go-sdk's server: it reads the envelope's few fields from
-// the bytes (internal/rawjson), runs the call through the
-// executor as Gateway.call does (timeouts, progress, metrics, per-client
-// sessions, the typed errors), and writes the upstream's result bytes back
-// with the client's id (upstream/relay.go relays them on stdio links).
-// The upstream's requests to a client that declared elicitation or
-// sampling ride the call's stream, and the client's answers come back
-// through serveRelay (relay_requests.go). Every other request, and every
-// call the relay cannot serve exactly as the go-sdk would, goes to the
-// go-sdk's handler as before:
+// The relay serves the hot request of both endpoints, tools/call, on a
+// stateful session of an endpoint (endpoint.go) and in the stateless mode
+// (relay_stateless.go), on the aggregate, per-server and toolset endpoints
+// alike, without the go-sdk's server: it reads the envelope's few fields
+// from the bytes (internal/rawjson), runs the call through the executor as
+// Gateway.call does (timeouts, progress, metrics, per-client sessions, the
+// typed errors), and writes the upstream's result bytes back with the
+// client's id (upstream/relay.go relays them on stdio links). The
+// upstream's requests to a client that declared elicitation or sampling
+// ride the call's stream, and the client's answers come back through
+// serveRelay (relay_requests.go). Every other message goes to the
+// session's transport, and so to the go-sdk's server:
 //
 //   - a tool the mirror does not show yet (the go-sdk path waits for
-//     readiness and names the unknown tool);
+//     readiness and names the unknown tool), or one a toolset does not
+//     allow (it answers as for an unknown tool);
 //   - params beyond name, arguments and _meta, a batch, anything the
 //     scanner does not read plainly (a key of _meta spelled with escapes);
 //     the members of _meta that only the 2026-07-28 protocol sends, which
-//     the go-sdk's stateful handler refuses;
-//   - sessions not known to be live (the go-sdk refused the hold that
-//     keeps a session alive while the relay serves it: relayhold.go);
-//   - toolset endpoints (the toolset decides on every call).
-
-// relayState is the gateway's bookkeeping of relayed calls.
-type relayState struct {
-	mu       sync.Mutex
-	inflight map[string]context.CancelCauseFunc // by relayKey
-	pending  map[string]chan *jsonrpc.Response  // requests to clients (relay_requests.go), by relayKey
-	served   atomic.Int64                       // tools/call requests the relay answered
-
-	asker       *mcp.Server   // makes the requests to clients (relay_requests.go)
-	nextRequest atomic.Uint64 // numbers them
-}
-
-func newRelayState() *relayState {
-	return &relayState{inflight: make(map[string]context.CancelCauseFunc), pending: make(map[string]chan *jsonrpc.Response),
-		asker: mcp.NewServer(&mcp.Implementation{Name: "switchboard-relay"}, nil)}
-}
-
-// relayKey keys a request on a session, by the session's id and the
-// request's raw JSON-RPC id, in relayState's maps.
-func relayKey(sessionID string, rawID []byte) string {
-	return sessionID + "\x00" + string(rawID)
-}
+//     the go-sdk's stateful server refuses;
+//   - a session not initialized yet, or a request whose
+//     Mcp-Protocol-Version is not the session's.
 
 // errCancelledByClient is the cause of a relayed call the client cancelled.
 var errCancelledByClient = errors.New("cancelled by the client")
@@ -195,47 +170,36 @@ func scalarID(v []byte) bool {
 	return len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9')
 }
 
-// serveRelay serves r, a POST on a stateful session of m, if it can and
-// reports whether it did; if not, r's body is restored for the go-sdk.
-func (g *Gateway) serveRelay(stateful http.Handler, w http.ResponseWriter, r *http.Request, m *mirror) bool {
-	id := r.Header.Get("Mcp-Session-Id")
-	g.clients.mu.Lock()
-	d := g.clients.byID[id]
-	g.clients.mu.Unlock()
-	// The go-sdk refuses a session to any principal but the one that
-	// began it; the relay leaves such a request to the go-sdk.
-	if d == nil || d.server != m.server || d.slot.who != capPrincipal(r) {
+// serveRelay serves body, a POST of the session s, if it is for the
+// gateway to answer (see above), and reports whether it did.
+func (g *Gateway) serveRelay(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
+	env, ok := parseEnvelope(body)
+	switch {
+	case !ok:
+		return false
+	case env.response != nil:
+		return s.deliver(env.id, env.response, w)
+	case string(env.method) == `"notifications/cancelled"`:
+		return s.cancel(env.requestID, w)
+	}
+	// The header must name the version the session runs: a request of
+	// another (the conformance suite's SSE tests send 2025-03-26 on a
+	// 2025-11-25 session) is the go-sdk's, which answers it on a stream.
+	p := s.ss.InitializeParams()
+	if p == nil || p.Capabilities == nil || p.ProtocolVersion != r.Header.Get("Mcp-Protocol-Version") {
 		return false
 	}
-	env, ok := relayRequest(r)
-	if !ok {
-		return false
-	}
-	if string(env.method) == `"notifications/cancelled"` {
-		return g.relays.cancel(id, env.requestID, w)
-	}
-	// The header must name the version the client asked for, which the
-	// session then runs (a version the go-sdk does not serve is answered
-	// by the go-sdk, with 400).
-	p := d.ss.InitializeParams()
-	if p == nil || p.ProtocolVersion != r.Header.Get("Mcp-Protocol-Version") || p.Capabilities == nil {
-		return false
-	}
-	if env.response != nil {
-		return g.relays.deliver(id, env.id, env.response, w)
-	}
-	// The go-sdk's stateful handler refuses the members of _meta that only
+	// The go-sdk's stateful server refuses the members of _meta that only
 	// the 2026-07-28 protocol sends.
 	if env.version != nil || env.caps != nil || env.info != nil || env.other {
 		return false
 	}
-	o, _, shown := m.relayTool(env.name)
-	if !shown || !g.beginRelay(stateful, r, d) {
+	o, _, shown := s.m.relayTool(env.name)
+	if !shown || !s.m.allows(sb.KindTool, o.server, o.name) {
 		return false
 	}
-	defer g.clients.endRelay(d)
-	g.relays.served.Add(1)
-	g.relayCall(w, r, d, id, env, o, nil)
+	g.served.Add(1)
+	g.relayCall(w, r, s, env, o, nil)
 	return true
 }
 
@@ -246,16 +210,15 @@ func asksClient(p *mcp.InitializeParams) bool {
 	return p.Capabilities.Elicitation != nil || p.Capabilities.Sampling != nil
 }
 
-// relayRequest reads the message r carries, if the relay may serve it:
-// the headers are those the go-sdk's handler takes, the Host passes its
-// check, and the envelope is plain (parseEnvelope). r's body is restored
-// for the go-sdk in any case.
+// relayRequest reads the message of r, a stateless request, if the relay
+// may serve it: the headers are those the go-sdk's handler takes, and the
+// envelope is plain (parseEnvelope). r's body is restored for the go-sdk
+// in any case.
 func relayRequest(r *http.Request) (relayEnvelope, bool) {
 	accept := r.Header.Get("Accept")
 	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
 		!strings.Contains(accept, "text/event-stream") || !strings.Contains(accept, "application/json") ||
-		len(r.Header.Values("Last-Event-ID")) > 0 || // the go-sdk refuses it on a POST
-		!hostChecked(r) {
+		len(r.Header.Values("Last-Event-ID")) > 0 { // the go-sdk refuses it on a POST
 		return relayEnvelope{}, false
 	}
 	body, err := readBody(r)
@@ -284,29 +247,6 @@ func (m *mirror) relayTool(name string) (origin, *mcp.Tool, bool) {
 func principalName(r *http.Request) string {
 	p, _ := sb.PrincipalFrom(r.Context())
 	return p.Name
-}
-
-// hostChecked reports whether r passes the go-sdk's DNS-rebinding check
-// without a doubt: the check applies (a loopback listener, its address in
-// the context) only to a Host that is not a loopback name. In doubt, the
-// go-sdk's handler decides.
-func hostChecked(r *http.Request) bool {
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil {
-		return true
-	}
-	if ap, err := netip.ParseAddrPort(local.String()); err != nil || !ap.Addr().IsLoopback() {
-		return err == nil
-	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	if host == "localhost" {
-		return true
-	}
-	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return err == nil && a.IsLoopback()
 }
 
 // readBody reads at most relayMaxBody+1 bytes of r's body, in one piece
@@ -346,25 +286,25 @@ const relayMaxBody = 4 << 20
 // events if progress came first (progress, then the response), else as
 // one JSON body.
 //
-// d is the downstream session of the call and sessionID its id, nil and ""
-// for a stateless request; info, for a stateless request only, is the
-// serverInfo that its result carries (statelessResult).
-func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstream, sessionID string, env relayEnvelope, o origin, info []byte) {
+// s is the session of the call, nil for a stateless request; info, for a
+// stateless request only, is the serverInfo that its result carries
+// (statelessResult).
+func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, env relayEnvelope, o origin, info []byte) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	sse := &sseWriter{w: w}
-	if d != nil {
-		key := relayKey(sessionID, env.id)
-		g.relays.mu.Lock()
-		g.relays.inflight[key] = cancel
-		g.relays.mu.Unlock()
+	if s != nil {
+		key := string(env.id)
+		s.mu.Lock()
+		s.calls[key] = cancel
+		s.mu.Unlock()
 		defer func() {
-			g.relays.mu.Lock()
-			delete(g.relays.inflight, key)
-			g.relays.mu.Unlock()
+			s.mu.Lock()
+			delete(s.calls, key)
+			s.mu.Unlock()
 		}()
-		w.Header().Set("Mcp-Session-Id", sessionID)
-		ctx = g.clients.withClient(ctx, d.ss, d.server)
+		w.Header().Set("Mcp-Session-Id", s.id)
+		ctx = g.clients.withClient(ctx, s.ss, g.src.ReleaseClient)
 	}
 	opts := sb.InvokeOptions{ResetTimeoutOnProgress: true, MaxTotalTimeout: g.totalCap(o.server)}
 	var fwd *progressForwarder
@@ -373,8 +313,8 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, d *downstrea
 		opts.OnProgress = fwd.enqueue
 	}
 	var asks *callRequests
-	if d != nil && asksClient(d.ss.InitializeParams()) {
-		asks = g.serverRequests(ctx, d, sessionID, sse, &opts)
+	if s != nil && asksClient(s.ss.InitializeParams()) {
+		asks = g.serverRequests(ctx, s, sse, &opts)
 	}
 	var args any
 	if len(env.args) > 0 {
@@ -527,12 +467,13 @@ func (s *sseWriter) event(data ...[]byte) {
 	}
 }
 
-// cancel cancels the relayed call that a client's notifications/cancelled
-// names, if there is one, and reports whether there was.
-func (rs *relayState) cancel(sessionID string, requestID []byte, w http.ResponseWriter) bool {
-	rs.mu.Lock()
-	cancel := rs.inflight[relayKey(sessionID, requestID)]
-	rs.mu.Unlock()
+// cancel cancels the relayed call of s that a client's
+// notifications/cancelled names, if there is one, and reports whether
+// there was (if not, the go-sdk's server may have it).
+func (s *session) cancel(requestID []byte, w http.ResponseWriter) bool {
+	s.mu.Lock()
+	cancel := s.calls[string(requestID)]
+	s.mu.Unlock()
 	if cancel == nil {
 		return false
 	}

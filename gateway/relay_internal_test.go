@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestParseEnvelope(t *testing.T) {
@@ -212,5 +215,65 @@ func TestParamHeaders(t *testing.T) {
 		if got := paramHeaders(tt.schema); got != tt.want {
 			t.Errorf("paramHeaders(%v) = %v, want %v", tt.schema, got, tt.want)
 		}
+	}
+}
+
+// The gateway's own checks of its requests to clients give the verdicts
+// that the go-sdk's ServerSession.Elicit and CreateMessage give.
+func TestServerRequestChecks(t *testing.T) {
+	form, url := &mcp.FormElicitationCapabilities{}, &mcp.URLElicitationCapabilities{}
+	caps := func(e *mcp.ElicitationCapabilities) *mcp.InitializeParams {
+		return &mcp.InitializeParams{Capabilities: &mcp.ClientCapabilities{Elicitation: e}}
+	}
+	for _, c := range []struct {
+		p     *mcp.InitializeParams
+		mode  string
+		allow bool
+	}{
+		{caps(nil), "form", false},
+		{caps(&mcp.ElicitationCapabilities{}), "form", true}, // neither mode declared: form
+		{caps(&mcp.ElicitationCapabilities{}), "url", false},
+		{caps(&mcp.ElicitationCapabilities{URL: url}), "form", false},
+		{caps(&mcp.ElicitationCapabilities{URL: url}), "url", true},
+		{caps(&mcp.ElicitationCapabilities{Form: form}), "form", true},
+		{caps(&mcp.ElicitationCapabilities{Form: form}), "url", false},
+	} {
+		if err := elicitationAllowed(c.p, c.mode); (err == nil) != c.allow {
+			t.Errorf("%+v in mode %s: %v, want allowed %v", c.p.Capabilities.Elicitation, c.mode, err, c.allow)
+		}
+	}
+
+	schema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"n":{"type":"integer","default":3}},"required":["name"]}`)
+	for _, c := range []struct {
+		schema, result string
+		want           string // the content as checked, or the start of the error
+	}{
+		{string(schema), `{"action":"accept","content":{"name":"x"}}`, `{"n":3,"name":"x"}`}, // defaults applied
+		{string(schema), `{"action":"accept","content":{"name":42}}`, "elicitation result content does not match requested schema"},
+		{string(schema), `{"action":"accept","content":{}}`, "elicitation result content does not match requested schema"},
+		{string(schema), `{"action":"decline"}`, `null`},
+		{`{"type":"object","properties":{"o":{"type":"object","properties":{"a":{"type":"string"}}}}}`, `{"action":"accept","content":{"o":{}}}`, "elicit schema property \"o\" contains nested properties"},
+		{`{"type":"array"}`, `{"action":"accept","content":{}}`, "elicit schema must be of type 'object'"},
+		{`{"type":"object","properties":{"o":{"type":"null"}}}`, `{"action":"accept","content":{}}`, "elicit schema property \"o\" has unsupported type"},
+	} {
+		got, err := checkElicitation(json.RawMessage(c.schema), json.RawMessage(c.result))
+		out := ""
+		if err != nil {
+			out = err.Error()
+		} else {
+			b, _ := json.Marshal(got.Content)
+			out = string(b)
+		}
+		if !strings.HasPrefix(out, c.want) {
+			t.Errorf("%s answered %s: %s, want %s", c.schema, c.result, out, c.want)
+		}
+	}
+
+	if _, err := checkSampling(json.RawMessage(`{"model":"m","role":"assistant","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`)); err == nil {
+		t.Error("a sampling result of two content blocks was taken")
+	}
+	got, err := checkSampling(json.RawMessage(`{"model":"m","role":"assistant","content":{"type":"text","text":"a"}}`))
+	if err != nil || !strings.Contains(string(got), `"text":"a"`) || !strings.Contains(string(got), `"model":"m"`) {
+		t.Errorf("a sampling result of one block: %s %v", got, err)
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -17,26 +19,26 @@ import (
 // A relayed call of a client that declared elicitation or sampling carries
 // the upstream's requests to that client (elicitation/create,
 // sampling/createMessage) on the call's own event stream, as the go-sdk
-// does for Gateway.call, and takes the client's answer from the POST that
-// carries it (serveRelay: the id is one the relay issued, pending on that
-// session).
+// does for Gateway.call, with ids of the gateway's own, and takes the
+// client's answer from the POST that carries it (serveRelay: the id is
+// one the gateway issued, pending on that session).
 //
-// The relay does not repeat the go-sdk's checks of these requests and their
-// answers (capabilities and mode, the protocol version, the answer decoded
-// and, on accept, validated against the requested schema with its defaults
-// applied): each request is made by the go-sdk's own ServerSession.Elicit or
-// CreateMessage, on a session of a server of the relay's own that is
-// connected in memory and carries the client's initialize parameters. The
-// request that session writes is sent to the client with a relay-issued id;
-// the client's response goes back to it with the session's id, and the
-// go-sdk's verdict is what the upstream gets, as on the go-sdk path.
+// The gateway makes the checks the go-sdk's ServerSession.Elicit and
+// CreateMessage make of these requests and their answers, so that an
+// upstream gets the same verdict on either path: an elicitation is asked
+// only of a client that declared it, in a mode it declared (form unless a
+// URL is named; a client that declares neither mode takes form); an
+// accepted answer must fit the requested schema (a flat object of
+// primitive properties, as the spec allows), whose defaults are then
+// applied; a sampling answer has at most one content block.
 //
 // When the upstream gives up on its request (it cancelled it, or its call
 // ended), the client is told with notifications/cancelled on the stream, as
 // the go-sdk tells it.
 
-// serverRequestPrefixes start the ids of the requests the relay sends to
-// clients: a namespace the go-sdk, which numbers its requests, never uses.
+// serverRequestPrefixes start the ids of the requests the gateway sends
+// to clients: a namespace the go-sdk, which numbers its requests, never
+// uses.
 var serverRequestPrefixes = map[string]string{
 	"elicitation/create":     "sb-elicit-",
 	"sampling/createMessage": "sb-sample-",
@@ -55,8 +57,8 @@ func elicitParams(er sb.ElicitationRequest) (*mcp.ElicitParams, error) {
 	return p, nil
 }
 
-// askElicitation asks ss's client what er asks and returns its answer as
-// the go-sdk checked it.
+// askElicitation asks ss's client what er asks, through the go-sdk's
+// server (Gateway.call), and returns its answer as the go-sdk checked it.
 func askElicitation(ctx context.Context, ss *mcp.ServerSession, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
 	p, err := elicitParams(er)
 	if err != nil {
@@ -85,10 +87,9 @@ func askSampling(ctx context.Context, ss *mcp.ServerSession, raw json.RawMessage
 
 // callRequests carries the server requests of one relayed call.
 type callRequests struct {
-	g         *Gateway
-	d         *downstream
-	sessionID string
-	sse       *sseWriter
+	g   *Gateway
+	s   *session
+	sse *sseWriter
 
 	mu     sync.Mutex
 	ended  bool
@@ -97,27 +98,151 @@ type callRequests struct {
 	ctx    context.Context // ends when the call does
 }
 
-// serverRequests returns the carrier of d's server requests for one call
+// serverRequests returns the carrier of s's server requests for one call
 // that answers on sse, and sets opts to send them through it. The caller
 // calls end before it writes the call's response.
-func (g *Gateway) serverRequests(ctx context.Context, d *downstream, sessionID string, sse *sseWriter, opts *sb.InvokeOptions) *callRequests {
-	cr := &callRequests{g: g, d: d, sessionID: sessionID, sse: sse}
+func (g *Gateway) serverRequests(ctx context.Context, s *session, sse *sseWriter, opts *sb.InvokeOptions) *callRequests {
+	cr := &callRequests{g: g, s: s, sse: sse}
 	cr.ctx, cr.stop = context.WithCancel(ctx)
-	opts.OnElicitation = func(ctx context.Context, er sb.ElicitationRequest) (res sb.ElicitationResponse, err error) {
-		err = cr.ask(ctx, func(ctx context.Context, ss *mcp.ServerSession) (err error) {
-			res, err = askElicitation(ctx, ss, er)
-			return err
-		})
-		return res, err
+	opts.OnElicitation = func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
+		p, err := elicitParams(er)
+		if err != nil {
+			return sb.ElicitationResponse{}, err
+		}
+		if p.Mode == "" {
+			p.Mode = "form"
+			if p.URL != "" || p.ElicitationID != "" {
+				p.Mode = "url"
+			}
+		}
+		if err := elicitationAllowed(s.ss.InitializeParams(), p.Mode); err != nil {
+			return sb.ElicitationResponse{}, err
+		}
+		params, err := json.Marshal(p)
+		if err != nil {
+			return sb.ElicitationResponse{}, err
+		}
+		raw, err := cr.ask(ctx, "elicitation/create", params)
+		if err != nil {
+			return sb.ElicitationResponse{}, err
+		}
+		return checkElicitation(er.RequestedSchema, raw)
 	}
-	opts.OnSampling = func(ctx context.Context, raw json.RawMessage) (res json.RawMessage, err error) {
-		err = cr.ask(ctx, func(ctx context.Context, ss *mcp.ServerSession) (err error) {
-			res, err = askSampling(ctx, ss, raw)
-			return err
-		})
-		return res, err
+	opts.OnSampling = func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+		var p mcp.CreateMessageParams
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, err
+		}
+		if p.Messages == nil {
+			p.Messages = []*mcp.SamplingMessage{} // as the go-sdk sends it: not null
+		}
+		params, err := json.Marshal(&p)
+		if err != nil {
+			return nil, err
+		}
+		res, err := cr.ask(ctx, "sampling/createMessage", params)
+		if err != nil {
+			return nil, err
+		}
+		return checkSampling(res)
 	}
 	return cr
+}
+
+// elicitationAllowed refuses an elicitation in mode that the client of p
+// did not declare, as ServerSession.Elicit does.
+func elicitationAllowed(p *mcp.InitializeParams, mode string) error {
+	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return errors.New("client does not support elicitation")
+	}
+	caps := p.Capabilities.Elicitation
+	switch mode {
+	case "form":
+		// A client that declares neither mode takes form, for backward
+		// compatibility.
+		if caps.Form == nil && caps.URL != nil {
+			return errors.New(`client does not support "form" elicitation`)
+		}
+	case "url":
+		if caps.URL == nil {
+			return errors.New(`client does not support "url" elicitation`)
+		}
+	}
+	return nil
+}
+
+// checkElicitation decodes a client's elicitation result and, if it
+// accepts with content, checks the content against the requested schema
+// and applies its defaults, as ServerSession.Elicit does.
+func checkElicitation(requested json.RawMessage, raw json.RawMessage) (sb.ElicitationResponse, error) {
+	var res mcp.ElicitResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return sb.ElicitationResponse{}, fmt.Errorf("the client's elicitation result: %w", err)
+	}
+	out := sb.ElicitationResponse{Action: res.Action, Content: res.Content}
+	if res.Action != "accept" || res.Content == nil || len(requested) == 0 || string(requested) == "null" {
+		return out, nil
+	}
+	schema, err := elicitSchema(requested)
+	if err != nil {
+		return sb.ElicitationResponse{}, err
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return sb.ElicitationResponse{}, err
+	}
+	if err := resolved.Validate(out.Content); err != nil {
+		return sb.ElicitationResponse{}, fmt.Errorf("elicitation result content does not match requested schema: %v", err)
+	}
+	if err := resolved.ApplyDefaults(&out.Content); err != nil {
+		return sb.ElicitationResponse{}, fmt.Errorf("failed to apply schema defaults to elicitation result: %v", err)
+	}
+	return out, nil
+}
+
+// elicitSchema decodes a requested schema and checks its shape: an object
+// whose properties are primitives (string, number, integer, boolean, or
+// an array of them), none nested.
+func elicitSchema(requested json.RawMessage) (*jsonschema.Schema, error) {
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(requested, &schema); err != nil {
+		return nil, fmt.Errorf("the requested schema: %w", err)
+	}
+	if schema.Type != "" && schema.Type != "object" {
+		return nil, fmt.Errorf("elicit schema must be of type 'object', got %q", schema.Type)
+	}
+	for name, prop := range schema.Properties {
+		if prop == nil {
+			continue
+		}
+		if len(prop.Properties) > 0 {
+			return nil, fmt.Errorf("elicit schema property %q contains nested properties, only primitive properties are allowed", name)
+		}
+		switch prop.Type {
+		case "string", "number", "integer", "boolean", "array":
+		default:
+			return nil, fmt.Errorf("elicit schema property %q has unsupported type %q, only string, number, integer, boolean, and array are allowed", name, prop.Type)
+		}
+	}
+	return &schema, nil
+}
+
+// checkSampling decodes a client's sampling result as ServerSession.
+// CreateMessage does, which takes at most one content block, and returns
+// it encoded.
+func checkSampling(raw json.RawMessage) (json.RawMessage, error) {
+	var res mcp.CreateMessageWithToolsResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("the client's sampling result: %w", err)
+	}
+	if len(res.Content) > 1 {
+		return nil, fmt.Errorf("CreateMessage result has %d content blocks; use CreateMessageWithTools for multiple content", len(res.Content))
+	}
+	out := &mcp.CreateMessageResult{Meta: res.Meta, Model: res.Model, Role: res.Role, StopReason: res.StopReason}
+	if len(res.Content) == 1 {
+		out.Content = res.Content[0]
+	}
+	return json.Marshal(out)
 }
 
 // errCallEnded refuses a server request that comes after its call ended.
@@ -133,14 +258,15 @@ func (cr *callRequests) end() {
 	cr.active.Wait()
 }
 
-// ask runs fn with a go-sdk session standing for the client, whose
-// requests are carried to the client on the call's stream. ctx is the
-// upstream's; the request ends with it or with the call.
-func (cr *callRequests) ask(ctx context.Context, fn func(context.Context, *mcp.ServerSession) error) error {
+// ask sends the client the request method with params on the call's
+// stream, under an id of the gateway's own, and returns the client's
+// result. ctx is the upstream's; the request ends with it or with the
+// call, and the client is then told it is cancelled.
+func (cr *callRequests) ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	cr.mu.Lock()
 	if cr.ended {
 		cr.mu.Unlock()
-		return errCallEnded
+		return nil, errCallEnded
 	}
 	cr.active.Add(1)
 	cr.mu.Unlock()
@@ -150,101 +276,64 @@ func (cr *callRequests) ask(ctx context.Context, fn func(context.Context, *mcp.S
 	defer cancel()
 	defer context.AfterFunc(cr.ctx, cancel)()
 
-	client, server := mcp.NewInMemoryTransports()
-	ss, err := cr.g.relays.asker.Connect(ctx, server, &mcp.ServerSessionOptions{
-		State: &mcp.ServerSessionState{InitializeParams: cr.d.ss.InitializeParams(), InitializedParams: &mcp.InitializedParams{}}})
-	if err != nil {
-		return err
-	}
-	conn, err := client.Connect(ctx)
-	if err != nil {
-		ss.Close()
-		return err
-	}
-	carried := make(chan struct{})
-	go func() {
-		defer close(carried)
-		cr.carry(ctx, conn)
-	}()
-	err = fn(ctx, ss)
-	cancel()
-	ss.Close()
-	conn.Close()
-	<-carried
-	return err
-}
-
-// carry sends the one request the asking session writes on conn to the
-// client, waits for the client's response, and hands it to the session;
-// if ctx ends first, it tells the client the request is cancelled.
-func (cr *callRequests) carry(ctx context.Context, conn mcp.Connection) {
-	msg, err := conn.Read(ctx)
-	if err != nil {
-		return
-	}
-	req, ok := msg.(*jsonrpc.Request)
-	if !ok || !req.IsCall() || serverRequestPrefixes[req.Method] == "" {
-		return // the session sends nothing else: cannot happen
-	}
-	prefix := serverRequestPrefixes[req.Method]
-	id := prefix + strconv.FormatUint(cr.g.relays.nextRequest.Add(1), 10)
+	id := serverRequestPrefixes[method] + strconv.FormatUint(cr.g.asked.Add(1), 10)
 	rawID, _ := json.Marshal(id)
-	reply := cr.g.relays.expect(cr.sessionID, rawID)
-	defer cr.g.relays.forget(cr.sessionID, rawID)
-
-	out := *req
-	out.ID, _ = jsonrpc.MakeID(id)
-	b, err := jsonrpc.EncodeMessage(&out)
+	reply := cr.s.expect(rawID)
+	defer cr.s.forget(rawID)
+	jid, _ := jsonrpc.MakeID(id)
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Request{ID: jid, Method: method, Params: params})
 	if err != nil {
-		return
+		return nil, err
 	}
 	cr.sse.event(b)
 	select {
 	case r := <-reply:
-		r.ID = req.ID
-		_ = conn.Write(ctx, r)
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		return r.Result, nil
 	case <-ctx.Done():
 		// As the go-sdk does when a request's context ends.
 		params, _ := json.Marshal(&mcp.CancelledParams{Reason: ctx.Err().Error(), RequestID: id})
 		if b, err := jsonrpc.EncodeMessage(&jsonrpc.Request{Method: "notifications/cancelled", Params: params}); err == nil {
 			cr.sse.event(b)
 		}
+		return nil, ctx.Err()
 	}
 }
 
-// expect registers a request to the client of session sessionID with the
+// expect registers a request of the gateway's to the client of s with the
 // raw id, and returns where its response will be delivered.
-func (rs *relayState) expect(sessionID string, rawID []byte) <-chan *jsonrpc.Response {
+func (s *session) expect(rawID []byte) <-chan *jsonrpc.Response {
 	reply := make(chan *jsonrpc.Response, 1)
-	rs.mu.Lock()
-	rs.pending[relayKey(sessionID, rawID)] = reply
-	rs.mu.Unlock()
+	s.mu.Lock()
+	s.asks[string(rawID)] = reply
+	s.mu.Unlock()
 	return reply
 }
 
 // forget drops a request of expect's once it is answered or given up.
-func (rs *relayState) forget(sessionID string, rawID []byte) {
-	rs.mu.Lock()
-	delete(rs.pending, relayKey(sessionID, rawID))
-	rs.mu.Unlock()
+func (s *session) forget(rawID []byte) {
+	s.mu.Lock()
+	delete(s.asks, string(rawID))
+	s.mu.Unlock()
 }
 
-// deliver hands msg, a client's response, to the request of the session it
-// answers, if one is pending, answers the POST that carried it as the
-// go-sdk does (202 Accepted), and reports whether it did. A request takes
-// one response: another one with the same id, or one the go-sdk cannot
-// decode, goes to the go-sdk.
-func (rs *relayState) deliver(sessionID string, rawID, msg []byte, w http.ResponseWriter) bool {
+// deliver hands msg, a client's response, to the request of s it answers,
+// if one is pending, answers the POST that carried it as the go-sdk does
+// (202 Accepted), and reports whether it did. A request takes one
+// response: another one with the same id, or one that cannot be decoded,
+// goes to the session's transport.
+func (s *session) deliver(rawID, msg []byte, w http.ResponseWriter) bool {
 	decoded, err := jsonrpc.DecodeMessage(msg)
 	resp, ok := decoded.(*jsonrpc.Response)
 	if err != nil || !ok {
 		return false
 	}
-	key := relayKey(sessionID, rawID)
-	rs.mu.Lock()
-	reply := rs.pending[key]
-	delete(rs.pending, key)
-	rs.mu.Unlock()
+	s.mu.Lock()
+	reply := s.asks[string(rawID)]
+	delete(s.asks, string(rawID))
+	s.mu.Unlock()
 	if reply == nil {
 		return false
 	}

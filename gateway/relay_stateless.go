@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/rawjson"
 )
 
@@ -33,8 +34,9 @@ import (
 //
 // A stateless request has no downstream session: no client id (a server
 // whose session_scope is per-client serves it on its shared session, as on
-// the go-sdk path; clients.go), no hold, no notifications/cancelled (the
-// call ends when its request does). Its result is shaped as the go-sdk
+// the go-sdk path; clients.go), no notifications/cancelled (the call ends
+// when its request does). A toolset's endpoint is served alike, for the
+// tools the toolset allows at the call. Its result is shaped as the go-sdk
 // shapes one of this protocol (statelessResult).
 
 // statelessVersions are the versions the go-sdk serves without a session.
@@ -52,11 +54,11 @@ func (g *Gateway) serveStatelessRelay(w http.ResponseWriter, r *http.Request, m 
 		return false
 	}
 	o, tool, shown := m.relayTool(env.name)
-	if !shown || paramHeaders(tool.InputSchema) {
+	if !shown || !m.allows(sb.KindTool, o.server, o.name) || paramHeaders(tool.InputSchema) {
 		return false
 	}
-	g.relays.served.Add(1)
-	g.relayCall(w, r, nil, "", env, o, m.info)
+	g.served.Add(1)
+	g.relayCall(w, r, nil, env, o, m.info)
 	return true
 }
 

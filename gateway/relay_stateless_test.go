@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/registry"
@@ -211,9 +213,10 @@ func TestStatelessCallsTheRelayLeavesToTheGoSDK(t *testing.T) {
 	}
 }
 
-// Toolset endpoints are not relayed: the toolset decides on every call, a
-// tool it hides is refused, and the calls it allows are the go-sdk's.
-func TestStatelessToolsetCallsAreNotRelayed(t *testing.T) {
+// Toolset endpoints are relayed as the others are, stateless and stateful:
+// the toolset decides on every call, a tool it allows is answered as
+// bytes, and one it hides is refused as an unknown tool (the go-sdk path).
+func TestToolsetCallsAreRelayed(t *testing.T) {
 	e := newToolsetEnv(t, stdio(t, "alpha"), stdio(t, "beta"))
 	if _, err := e.toolsets.Create(t.Context(), &coder); err != nil {
 		t.Fatal(err)
@@ -225,7 +228,6 @@ func TestStatelessToolsetCallsAreNotRelayed(t *testing.T) {
 		r.Header.Set("Authorization", "Bearer "+tok)
 		return send(t, r)
 	}
-	served := gateway.RelayServed(e.gw)
 	var a statelessAnswer
 	for range 100 { // the toolset's tools appear once its servers connect
 		if a = call("say", `{"text":"hi"}`); strings.Contains(a.result, `"text":"hi"`) {
@@ -236,11 +238,35 @@ func TestStatelessToolsetCallsAreNotRelayed(t *testing.T) {
 	if !strings.Contains(a.result, `"text":"hi"`) {
 		t.Fatalf("say: %d %v", a.status, a.messages)
 	}
+	served := gateway.RelayServed(e.gw)
+	if a := call("say", `{"text":"again"}`); !strings.Contains(a.result, `"text":"again"`) {
+		t.Errorf("say, once listed: %d %v", a.status, a.messages)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 1 {
+		t.Errorf("stateless: the relay served %d toolset calls, want 1", got)
+	}
 	if a := call("alpha__echo", `{"text":"hi"}`); a.err == "" || strings.Contains(a.result, `"text":"hi"`) {
 		t.Errorf("a tool the toolset hides: %d %v, want it refused", a.status, a.messages)
 	}
-	if got := gateway.RelayServed(e.gw) - served; got != 0 {
-		t.Errorf("the relay served %d toolset calls", got)
+
+	cs, err := e.connectAs("/toolsets/coder/mcp", tok, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	waitTools(t, cs, "say", "beta__add")
+	served = gateway.RelayServed(e.gw)
+	if got := text(t)(cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "say", Arguments: map[string]any{"text": "stateful"}})); got != "stateful" {
+		t.Errorf("say on a session: %q", got)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 1 {
+		t.Errorf("stateful: the relay served %d toolset calls, want 1", got)
+	}
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err == nil || !strings.Contains(err.Error(), `unknown tool "echo"`) {
+		t.Errorf("a tool the toolset hides, on a session: %v, want it unknown", err)
+	}
+	if got := gateway.RelayServed(e.gw) - served; got != 1 {
+		t.Errorf("the relay served %d toolset calls, want only the allowed one", got)
 	}
 }
 

@@ -248,8 +248,8 @@ func TestRelayKeepsTheHostCheck(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	// The listener's Host first: the relay then holds the session open in
-	// the go-sdk (relayhold.go), and does not ask it again until the sweep.
+	// The endpoint makes the go-sdk's Host check itself, for every
+	// request of a session.
 	served := gateway.RelayServed(e.gw)
 	if got := post(strings.TrimPrefix(srv.URL, "http://")); got != http.StatusOK {
 		t.Errorf("a call with the listener's Host: %d, want 200", got)
@@ -262,8 +262,9 @@ func TestRelayKeepsTheHostCheck(t *testing.T) {
 	}
 }
 
-// Relayed calls never reach the go-sdk, whose timer ends idle sessions:
-// the relay resets it, so that a session busy with calls alone lives on.
+// Relayed calls never reach the go-sdk's server: the endpoint's idle timer
+// counts them as it counts every POST, so that a session busy with calls
+// alone lives on.
 func TestRelayedCallsKeepTheSessionAlive(t *testing.T) {
 	e := newEnvWith(t, gateway.Options{SessionTimeout: 600 * time.Millisecond}, stdio(t, "k"))
 	cs := e.connect("/mcp/k", nil)

@@ -1,17 +1,14 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
 )
@@ -29,13 +26,12 @@ import (
 //
 // A session counts from its successful initialize until it ends. A
 // request that may create a session (a POST without Mcp-Session-Id) takes
-// a slot before it reaches the go-sdk's handler, so that concurrent
-// initializes cannot overshoot a cap; the slot is the session's once the
-// session is initialized (countSession, a middleware that sees the
-// request's context), and is freed when the request ends otherwise. The
-// end of a session: a DELETE frees its slot at once (the go-sdk closes the
-// session before it answers 204); the idle timeout is noticed by the sweep
-// of clients.go, within clientSweep.
+// a slot before the session is made, so that concurrent initializes cannot
+// overshoot a cap; the slot is the session's if the request initialized
+// it, and is freed with the session otherwise (endpoint.go closes a
+// session its first request did not initialize, as the go-sdk's handler
+// does). The end of a session frees its slot when it happens: a DELETE
+// before it answers 204, the idle timeout when it fires (endpoint.go).
 //
 // Stdio sessions (`switchboard stdio`, one client) and the stateless
 // requests of protocol 2026-07-28 (which leave no session behind) are not
@@ -96,28 +92,6 @@ func addrString(p netip.Prefix) string {
 	return p.String()
 }
 
-// admissionKey carries the *admission of a request that may create a
-// session into the context of the session's handlers (the go-sdk passes
-// the values of the request's context on to the session it makes for it).
-type admissionKey struct{}
-
-// admissionState is where a new session's slot is.
-type admissionState int32
-
-const (
-	pending   admissionState = iota // taken for the request; the session is not initialized
-	admitted                        // the session's, until the session ends
-	abandoned                       // freed: the request ended without an initialized session
-)
-
-// admission is the slot that a request which may create a session has
-// taken. Its state is changed under clients.mu, and read without it by
-// countSession, which runs on every request of the session.
-type admission struct {
-	slot  addrWho      // the request's address and principal (principalName)
-	state atomic.Int32 // an admissionState
-}
-
 // refusal says which cap refused a new session.
 type refusal struct {
 	limit string // LimitGlobal, LimitPerAddress or LimitPerPrincipal
@@ -126,41 +100,6 @@ type refusal struct {
 	who   string
 	total uint64 // refusals by this limit since New, this one included
 	warn  bool   // log it: the first refusal by this limit for refusalWarnEvery
-}
-
-// serveNewSession serves a request that may create a session (a POST
-// without Mcp-Session-Id) with h, if a slot is free, and refuses it
-// otherwise.
-func (g *Gateway) serveNewSession(h http.Handler, w http.ResponseWriter, r *http.Request) {
-	a, ref := g.clients.reserve(clientAddr(r), capPrincipal(r))
-	if ref != nil {
-		g.refuse(w, r, ref)
-		return
-	}
-	defer g.clients.settle(a)
-	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), admissionKey{}, a)))
-}
-
-// countSession is the receiving middleware of a mirror's server that gives
-// a new session the slot its request took, once the session is
-// initialized: by initialize, or by whatever else the go-sdk may accept as
-// a session's first request (server/discover with a protocol version in
-// _meta). The go-sdk closes a session that is not initialized when its
-// first request ends; one that is stays until it is deleted or times out.
-func (c *clients) countSession(server *mcp.Server) mcp.Middleware {
-	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			res, err := next(ctx, method, req)
-			a, ok := ctx.Value(admissionKey{}).(*admission)
-			if !ok || admissionState(a.state.Load()) == admitted {
-				return res, err // the common case: a later request of a session
-			}
-			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss.InitializeParams() != nil {
-				c.admit(a, ss, server)
-			}
-			return res, err
-		}
-	}
 }
 
 // capPrincipal is the principal whose sessions the per-principal cap
@@ -220,24 +159,4 @@ func requestID(r *http.Request) jsonrpc.ID {
 		return req.ID
 	}
 	return jsonrpc.ID{}
-}
-
-// statusWriter records the status of a response that does not stream.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
 }

@@ -268,12 +268,7 @@ func (g *Gateway) ToolsetHandler() http.Handler {
 		mu.Lock()
 		h := handlers[name]
 		if h == nil {
-			h = g.streamable(func(*http.Request) *mcp.Server {
-				if m := g.toolsetMirror(name); m != nil {
-					return m.server
-				}
-				return nil
-			}, exists, nil) // toolsets are not relayed
+			h = g.newEndpoint(func(*http.Request) *mirror { return g.toolsetMirror(name) }, exists)
 			handlers[name] = h
 		}
 		mu.Unlock()
@@ -313,32 +308,6 @@ func withCaller(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 		return sb.WithPrincipal(ctx, sb.Principal{Name: req.Extra.TokenInfo.UserID})
 	}
 	return ctx
-}
-
-// endOnRevoke is the receiving middleware that ends a stateful session
-// when the API token that began it is revoked (httpapi puts the principal
-// in the context of the request that begins it, which the session's
-// requests inherit). Each later request is refused as well, since the
-// API checks the token on every request; this also frees the session
-// and closes its open streams, which a client whose requests all fail
-// could otherwise not end (its DELETE is refused too).
-func endOnRevoke(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if method != "initialize" || err != nil || ctx.Value(statelessKey{}) != nil {
-			return res, err
-		}
-		p, ok := sb.PrincipalFrom(ctx)
-		ss, isSession := req.GetSession().(*mcp.ServerSession)
-		if ok && p.Revoked != nil && isSession {
-			stop := context.AfterFunc(p.Revoked, func() { ss.Close() })
-			go func() {
-				ss.Wait()
-				stop()
-			}()
-		}
-		return res, err
-	}
 }
 
 // logFailure logs a call that failed in Switchboard (not in the tool),

@@ -504,9 +504,7 @@ func TestSessionIsBoundToItsTokenOnTheRelay(t *testing.T) {
 	call := func(token string) int {
 		return postCall(t, e.url+"/mcp/alpha", token, cs.ID(), "2025-11-25", `{"name":"echo","arguments":{"text":"mine"}}`)
 	}
-	// The owner first: its call also opens the relay's hold on the
-	// session through the go-sdk (where the token is checked), which later
-	// calls do not ask again until the sweep.
+	// The endpoint checks the session's token on every request.
 	served := gateway.RelayServed(e.gw)
 	if code := call(owner); code != http.StatusOK {
 		t.Errorf("the owner's call: %d, want 200", code)
