@@ -81,7 +81,7 @@ func Import(ctx context.Context, d Daemon, file string, res *Result, dry bool, o
 		Imported: []string{}, Skipped: []Skip{}, Renamed: map[string]string{}, Failed: []Failure{},
 		Servers: []ImportedServer{}}
 	for _, s := range res.Skipped {
-		rep.Skipped = append(rep.Skipped, Skip{Name: s.Name, Reason: s.Reason})
+		rep.Skipped = append(rep.Skipped, Skip(s))
 	}
 	existing := map[string]bool{}
 	if dry {

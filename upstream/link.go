@@ -31,7 +31,6 @@ type link struct {
 	catalog   catalog            // owned by the lifecycle goroutine
 
 	listChanged chan listKind // list_changed notifications and probeSoon, coalesced
-	oversized   atomic.Bool   // the server sent a stdio frame over the size cap
 	calls       atomic.Int64  // tool calls in flight on this link
 	sharedBlame atomic.Bool   // other calls were in flight when the oversized frame came
 	blameOnce   sync.Once     // sets sharedBlame, for the first call that learns of the oversized message
@@ -90,32 +89,6 @@ func (l *link) alive() bool {
 		return false
 	default:
 		return true
-	}
-}
-
-// capturesResults reports whether a tool call's result is taken from its
-// answer as bytes (capture.go). Protocols from 2026-07-28 on may answer a
-// call with a request for input that the go-sdk's client acts on, so their
-// results go to the go-sdk whole.
-func (l *link) capturesResults() bool {
-	return l.overHTTP() && l.cs.InitializeResult().ProtocolVersion < protocol20260728
-}
-
-// overHTTP reports whether the link's messages travel in HTTP requests.
-func (l *link) overHTTP() bool {
-	return l.transport == sb.TransportStreamableHTTP || l.transport == sb.TransportSSE
-}
-
-// sessionGone reports whether the server is known to have forgotten the
-// link's session.
-func (l *link) sessionGone() bool {
-	select {
-	case <-l.expired:
-		return true
-	case <-l.done:
-		return l.cause != nil && l.cause.code == sb.CodeSessionExpired
-	default:
-		return false
 	}
 }
 

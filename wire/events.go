@@ -50,9 +50,10 @@ func (er *eventReader) release() {
 	er.r = nil
 }
 
-// next returns the next event. An event cut short by the stream's end is
-// dropped (the event-stream format dispatches an event only at its blank
-// line), and next returns the read error: io.EOF for a stream that ended.
+// next returns the next event, and the read error once the stream has
+// ended (io.EOF). An event whose data the stream's end cuts off before its
+// blank line is dispatched all the same, as the go-sdk's reader does (a
+// server that ends its stream with the answer's last line).
 func (er *eventReader) next() (event, error) {
 	var ev event
 	fields := false // a field line was read since the last dispatch
@@ -60,6 +61,11 @@ func (er *eventReader) next() (event, error) {
 	for {
 		line, err := er.r.ReadSlice('\n')
 		long := err == bufio.ErrBufferFull
+		if err == io.EOF && len(line) > 0 {
+			err = nil // the last line, without its end: read it, then end
+		} else if err == io.EOF && hasData && !ev.oversized {
+			return ev, nil // dispatched at the end; the next call says io.EOF
+		}
 		if err != nil && !long {
 			return event{}, err
 		}
@@ -108,7 +114,7 @@ func (er *eventReader) next() (event, error) {
 		case "id":
 			ev.id, ev.seenID = string(value), true
 		case "event":
-			ev.name = string(value)
+			ev.name = string(bytes.TrimSpace(value)) // as the go-sdk reads it
 		case "retry":
 			ev.retry = string(value)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/wire"
 )
 
@@ -431,7 +432,11 @@ func TestSSEEndpointOfAnotherOriginIsRefused(t *testing.T) {
 	hc := &http.Client{Transport: &http.Transport{}}
 	defer hc.CloseIdleConnections()
 	_, err := wire.DialSSE(context.Background(), r.URL, hc, nil)
-	wantKind(t, err, wire.KindProtocol)
+	wantKind(t, err, wire.KindTransport) // nothing was sent there
+	var re *egress.RedirectError
+	if !errors.As(err, &re) || re.To != "http://127.0.0.2:9/messages" {
+		t.Fatalf("error %v; want an *egress.RedirectError naming the endpoint", err)
+	}
 }
 
 // bigEvent writes one event of size bytes of data: head, then filler,
@@ -451,8 +456,7 @@ func TestSSEOversizedAnswerFailsItsCallAloneWithTheHeapSmall(t *testing.T) {
 	noLeaks(t)
 	const size, limit = 300 << 20, 1 << 20
 	answer := make(chan string, 1)
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method == http.MethodPost {
 			body, _ := io.ReadAll(req.Body)
 			var m struct{ ID any }

@@ -1,9 +1,19 @@
 package upstream_test
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // scriptServer is a Streamable HTTP server whose tools answer as a
@@ -77,4 +87,47 @@ func (ss *scriptServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 	}
 	w.Write([]byte(script))
+}
+
+// TestHTTPCallReadsEveryAnswerAsTheGoSDKDoes: a tool call over Streamable
+// HTTP, on the wire's own connection, gets for every shape of answer what
+// the go-sdk's own client makes of the same answer: the same result, as
+// the server's bytes, or a failure where the go-sdk fails.
+func TestHTTPCallReadsEveryAnswerAsTheGoSDKDoes(t *testing.T) {
+	const maxResult = 4 << 10
+	ts := serve(t, (&scriptServer{maxResult: maxResult}).ServeHTTP)
+	s, _ := badInputSession(t, &sb.ServerConfig{Name: "script", Transport: sb.TransportStreamableHTTP, URL: ts.URL,
+		ProtocolVersion: "2025-11-25"}, upstream.Options{MaxResultBytes: maxResult, HealthInterval: -1})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "reference"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: ts.URL, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	opts := sb.InvokeOptions{Timeout: 10 * time.Second}
+	for name := range scriptAnswers {
+		t.Run(name, func(t *testing.T) {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second) // the reference client has no timeout of its own
+			defer cancel()
+			want, wantErr := cs.CallTool(rctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+			got, err := s.CallTool(ctx, name, map[string]any{}, opts)
+			if (wantErr != nil) != (err != nil && !errors.Is(err, upstream.ErrToolError)) {
+				t.Fatalf("error %v; the go-sdk's: %v", err, wantErr)
+			}
+			if wantErr != nil {
+				return
+			}
+			dec, derr := got.Decode()
+			if derr != nil || !reflect.DeepEqual(dec, want) || got.IsError != want.IsError {
+				t.Errorf("result %s (isError %v, %v), want the go-sdk's %+v", got.Raw, got.IsError, derr, want)
+			}
+			if name != "over" && !bytes.Contains([]byte(strings.ReplaceAll(scriptAnswers[name], "\r\ndata: ", "")), got.Raw) {
+				t.Errorf("result %s is not the server's bytes", got.Raw)
+			}
+		})
+	}
 }
