@@ -137,11 +137,10 @@ func classifyRemote(phase sb.Phase, endpoint string, status, page int, err error
 	return fail(phase, code, retryFast, err, "%s failed: %s", phaseVerb(phase), describe(err))
 }
 
-// refusedCall classifies a call that Switchboard itself cut short for
-// safety, or returns nil: a redirect to another origin (egress/origin.go), which
-// the go-sdk reports as a failed request that would read as a lost
-// connection, or an answer over the size limit (bodylimit.go), which it
-// reports as the JSON-RPC error that replaced it.
+// refusedCall classifies a call that the HTTP client refused before it
+// reached the server (wire.KindTransport), or returns nil: OAuth's refusal
+// (no token, or more scopes wanted), or a redirect to another origin
+// (egress/origin.go).
 func (s *Session) refusedCall(tool string, err error) *CallError {
 	var are *oauthclient.RequiredError
 	if errors.As(err, &are) {

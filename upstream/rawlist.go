@@ -15,10 +15,10 @@ import (
 	"github.com/switchboard-mcp/switchboard/wire"
 )
 
-// This file lists a server's tools, resources, templates and prompts on a
-// link over a byte stream (stdio, Options.Dial) without the go-sdk's
-// ClientSession: the request is written and its reply taken off the stream
-// by the link's frame connection (frames.go), as a relayed call's is.
+// This file lists a server's tools, resources, templates and prompts
+// without the go-sdk's ClientSession: the request is written and its
+// result read as bytes by the link's own connection (package wire), as a
+// call's is.
 //
 // Why: the go-sdk decodes every message and every result through a stream
 // decoder whose first read allocates 32 KiB, and its ListTools decodes
@@ -30,12 +30,8 @@ import (
 // frame's scanner), so the lists are the objects the go-sdk would have
 // made; ListTools' validation is kept (validTools).
 //
-// Protocols from 2026-07-28 on add per-request metadata and list caching
-// to the go-sdk's requests; links that negotiated one list through the
-// go-sdk as before.
-
-// listsRaw reports whether l lists over its own connection.
-func (l *link) listsRaw() bool { return l.conn != nil }
+// A link that negotiated 2026-07-28 adds that protocol's per-request
+// _meta (link.newMeta) to every list request.
 
 // rawPages lists method page by page, as the go-sdk's iterators do:
 // decode each result into a new R, yield what page returns, follow the
@@ -98,36 +94,24 @@ func (l *link) rawRequest(ctx context.Context, method, cursor string, out any) e
 
 // toolPages lists the server's tools.
 func (l *link) toolPages(ctx context.Context) iter.Seq2[*mcp.Tool, error] {
-	if !l.listsRaw() {
-		return l.cs.Tools(ctx, nil)
-	}
 	return rawPages(ctx, l, "tools/list", func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) {
 		return l.session.validTools(r.Tools), r.NextCursor
 	})
 }
 
 func (l *link) resourcePages(ctx context.Context) iter.Seq2[*mcp.Resource, error] {
-	if !l.listsRaw() {
-		return l.cs.Resources(ctx, nil)
-	}
 	return rawPages(ctx, l, "resources/list", func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) {
 		return r.Resources, r.NextCursor
 	})
 }
 
 func (l *link) templatePages(ctx context.Context) iter.Seq2[*mcp.ResourceTemplate, error] {
-	if !l.listsRaw() {
-		return l.cs.ResourceTemplates(ctx, nil)
-	}
 	return rawPages(ctx, l, "resources/templates/list", func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
 		return r.ResourceTemplates, r.NextCursor
 	})
 }
 
 func (l *link) promptPages(ctx context.Context) iter.Seq2[*mcp.Prompt, error] {
-	if !l.listsRaw() {
-		return l.cs.Prompts(ctx, nil)
-	}
 	return rawPages(ctx, l, "prompts/list", func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) {
 		return r.Prompts, r.NextCursor
 	})
@@ -135,9 +119,6 @@ func (l *link) promptPages(ctx context.Context) iter.Seq2[*mcp.Prompt, error] {
 
 // setLogLevel asks the server for log messages of level and up.
 func (l *link) setLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
-	if !l.listsRaw() {
-		return l.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
-	}
 	params := make([]byte, 0, 32+len(l.newMeta))
 	params = append(params, `{"level":`...)
 	params = rawjson.AppendString(params, string(level))

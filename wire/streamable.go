@@ -73,9 +73,6 @@ const (
 	// errorBodyLimit bounds how much of an error status's body is read to
 	// find a JSON-RPC error in it.
 	errorBodyLimit = 64 << 10
-	// callIDPrefix starts the id of every request Call sends: the go-sdk
-	// numbers its requests, so it never uses these.
-	callIDPrefix = "sb-"
 )
 
 // Streamable is a Conn to a Streamable HTTP endpoint. Make it with
@@ -98,7 +95,7 @@ type Streamable struct {
 	closed   atomic.Bool
 	wg       sync.WaitGroup // stream readers
 
-	seq atomic.Int64 // Call's ids
+	ids ids // Call's ids
 
 	mu        sync.Mutex
 	sessionID string
@@ -459,7 +456,7 @@ func (c *Streamable) Call(ctx context.Context, req *Request) (json.RawMessage, e
 	if c.closed.Load() {
 		return nil, &Error{Kind: KindClosed}
 	}
-	idText := callIDPrefix + strconv.FormatInt(c.seq.Add(1), 10)
+	idText := c.ids.take()
 	body := appendRequest(make([]byte, 0, 64+len(req.Method)+len(idText)+len(req.Params)), idText, req)
 	out := outgoing{body: body, method: req.Method, call: true, name: req.Name, header: req.Header}
 	if bytes.Contains(req.Params, metaProtocolVersion) {
