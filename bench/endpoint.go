@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -28,10 +29,13 @@ const (
 	SideGatewayStdio    = "Switchboard /mcp, stdio up"        // the aggregated endpoint: tool upstdio__echo (stdio upstream)
 	SideGatewayOneStdio = "Switchboard /mcp/{name}, stdio up" // tool echo at /mcp/upstdio (stdio upstream)
 	SideFloorRelay      = "floor relay, stdio up"             // bench/cmd/floorrelay: a relay with no MCP logic in front of a testserver child
+	// SideGatewayOneStdioNew is SideGatewayOneStdio for a client of the
+	// 2026-07-28 protocol: stateless, every request on its own.
+	SideGatewayOneStdioNew = "Switchboard /mcp/{name}, stdio up, 2026-07-28"
 )
 
 // endpointSides is the order the endpoint sides are set up and listed in.
-var endpointSides = []string{SideDirect, SideDirectStdio, SideGateway, SideGatewayOne, SideGatewayStdio, SideGatewayOneStdio, SideFloorRelay}
+var endpointSides = []string{SideDirect, SideDirectStdio, SideGateway, SideGatewayOne, SideGatewayStdio, SideGatewayOneStdio, SideGatewayOneStdioNew, SideFloorRelay}
 
 // endpointDirect reports whether side calls the testserver without the daemon.
 func endpointDirect(side string) bool { return side == SideDirect || side == SideDirectStdio }
@@ -138,8 +142,9 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 
 	type endpointSide struct {
 		name, url, tool string
-		upstream        int // the pid of the testserver answering
-		relay           int // the pid of the process between, if any: the daemon or the floor relay
+		protocol        string // the client's protocol version: pinnedProtocol unless set
+		upstream        int    // the pid of the testserver answering
+		relay           int    // the pid of the process between, if any: the daemon or the floor relay
 		cs              *mcp.ClientSession
 		hc              *http.Client
 	}
@@ -150,6 +155,7 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		{name: SideGatewayOne, url: d.MCPURL + "/" + endpointServer, tool: "echo", upstream: server.pid, relay: d.PID},
 		{name: SideGatewayStdio, url: d.MCPURL, tool: endpointStdioServer + "__echo", upstream: stdioUp, relay: d.PID},
 		{name: SideGatewayOneStdio, url: d.MCPURL + "/" + endpointStdioServer, tool: "echo", upstream: stdioUp, relay: d.PID},
+		{name: SideGatewayOneStdioNew, url: d.MCPURL + "/" + endpointStdioServer, tool: "echo", upstream: stdioUp, relay: d.PID, protocol: newProtocol},
 		{name: SideFloorRelay, url: floor.url, tool: "echo", upstream: floorUp[0], relay: floor.pid},
 	}
 	defer func() {
@@ -186,16 +192,17 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		if s.relay == d.PID {
 			s.hc.Transport = d.Transport(tr) // the daemon's credential
 		}
+		protocol := cmp.Or(s.protocol, pinnedProtocol)
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		s.cs, err = mcp.NewClient(&mcp.Implementation{Name: "bench-endpoint"}, nil).
 			Connect(cctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.hc},
-				&mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
+				&mcp.ClientSessionOptions{ProtocolVersion: protocol})
 		cancel()
 		if err != nil {
 			return nil, nil, fmt.Errorf("endpoint %s: connecting to %s: %w", s.name, s.url, err)
 		}
-		if v := s.cs.InitializeResult().ProtocolVersion; v != pinnedProtocol {
-			return nil, nil, fmt.Errorf("endpoint %s: negotiated protocol %q, want %q", s.name, v, pinnedProtocol)
+		if v := s.cs.InitializeResult().ProtocolVersion; v != protocol {
+			return nil, nil, fmt.Errorf("endpoint %s: negotiated protocol %q, want %q", s.name, v, protocol)
 		}
 	}
 

@@ -303,6 +303,12 @@ func buildInTemp(build func(dir string) (string, error)) (path, dir string, err 
 	if err != nil {
 		return "", "", err
 	}
+	// A root daemon runs its servers as the sandbox user, who must be able
+	// to reach the binary (MkdirTemp makes the directory 0700).
+	if err = os.Chmod(dir, 0o755); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", "", err
+	}
 	if path, err = build(dir); err != nil {
 		_ = os.RemoveAll(dir)
 		return "", "", err

@@ -38,6 +38,10 @@ const (
 // the one Switchboard picks by itself for stdio servers.
 const pinnedProtocol = "2025-11-25"
 
+// newProtocol is the stateless protocol generation, for the sides that
+// measure it.
+const newProtocol = "2026-07-28"
+
 // echoText is what every echo call sends and expects back; echoArgs is the
 // same Go value handed to every path (read-only, shared by all callers).
 const echoText = "hello"
