@@ -17,8 +17,12 @@ type event struct {
 	name  string
 	retry string
 	data  []byte // the event's own copy; nil when oversized
-	// oversized reports that data passed the limit and was dropped.
-	oversized bool
+	// oversized reports that data passed the limit and was dropped; head
+	// and tail then hold its first and last bytes (peekHead, peekTail),
+	// enough to tell what the message was, and size its length.
+	oversized  bool
+	head, tail []byte
+	size       int
 	// seenID reports that the event had an id field (possibly empty,
 	// which resets the last event id).
 	seenID bool
@@ -126,13 +130,23 @@ func (er *eventReader) next() (event, error) {
 	}
 }
 
-// appendData adds p to ev's data, or drops the data once it passes the limit.
+// appendData adds p to ev's data, or, once the data passes the limit,
+// drops it, keeping only its ends.
 func (er *eventReader) appendData(ev *event, p []byte) {
 	if ev.oversized {
+		if need := peekHead - len(ev.head); need > 0 {
+			ev.head = append(ev.head, p[:min(len(p), need)]...)
+		}
+		ev.tail = appendTail(ev.tail, p)
+		ev.size += len(p)
 		return
 	}
 	if er.limit > 0 && len(ev.data)+len(p) > er.limit {
-		ev.oversized, ev.data = true, nil
+		ev.oversized, ev.size = true, len(ev.data)
+		ev.head = append([]byte(nil), ev.data[:min(len(ev.data), peekHead)]...)
+		ev.tail = appendTail(nil, ev.data)
+		ev.data = nil // the buffer, up to the limit, is not kept
+		er.appendData(ev, p)
 		return
 	}
 	if need := len(ev.data) + len(p); need > cap(ev.data) {

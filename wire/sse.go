@@ -133,7 +133,7 @@ func DialSSE(ctx context.Context, endpoint string, hc *http.Client, opts *Option
 }
 
 // open checks the stream's answer and reads its endpoint event.
-func (c *SSE) open(ctx context.Context, base *url.URL, resp *http.Response) (*sseReader, error) {
+func (c *SSE) open(ctx context.Context, base *url.URL, resp *http.Response) (*eventReader, error) {
 	page := isWebPage(resp.Header.Get("Content-Type"))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, &Error{Kind: KindStatus, Status: resp.StatusCode, Sent: true, Page: page}
@@ -142,16 +142,19 @@ func (c *SSE) open(ctx context.Context, base *url.URL, resp *http.Response) (*ss
 		return nil, &Error{Kind: KindProtocol, Status: resp.StatusCode, Sent: true, Page: page,
 			Err: fmt.Errorf("the stream's answer is of type %q, not text/event-stream", resp.Header.Get("Content-Type"))}
 	}
-	events := newSSEReader(resp.Body, c.limit)
+	events := newEventReader(resp.Body, c.limit)
 	ev, err := events.next()
+	for err == nil && len(ev.data) == 0 && !ev.oversized {
+		ev, err = events.next() // an event without data is not dispatched
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, &Error{Kind: KindTransport, Sent: true, Err: ctx.Err()}
 	case err != nil:
 		return nil, &Error{Kind: KindClosed, Sent: true, Err: fmt.Errorf("before the endpoint event: %w", err)}
-	case ev.over:
+	case ev.oversized:
 		return nil, &Error{Kind: KindTooLarge, Sent: true, Limit: c.limit}
-	case string(ev.name) != "endpoint":
+	case ev.name != "endpoint":
 		return nil, &Error{Kind: KindProtocol, Sent: true, Err: fmt.Errorf("the stream's first event is %q, not \"endpoint\"", ev.name)}
 	}
 	u, err := base.Parse(strings.TrimSpace(string(ev.data)))
@@ -256,23 +259,21 @@ func (c *SSE) fail(e *Error) {
 
 // readLoop reads the stream until it ends, handing every message to
 // OnMessage, the answers to Calls to their callers, and the rest to Read.
-func (c *SSE) readLoop(events *sseReader) {
+func (c *SSE) readLoop(events *eventReader) {
+	defer events.release()
 	var err error
 	for err == nil {
-		var ev *sseEvent
+		var ev event
 		ev, err = events.next()
-		if err != nil {
-			break
+		switch {
+		case err != nil:
+		case ev.name != "" && ev.name != "message":
+			c.log.Debug("ignored an event of the SSE stream", "event", ev.name)
+		case ev.oversized:
+			err = c.oversized(&ev)
+		case len(ev.data) > 0: // an event without data is not dispatched
+			err = c.message(ev.data)
 		}
-		if !ev.isMessage() {
-			c.log.Debug("ignored an event of the SSE stream", "event", string(ev.name))
-			continue
-		}
-		if ev.over {
-			err = c.oversized(ev)
-			continue
-		}
-		err = c.message(events, ev.data)
 	}
 	c.cancel() // every POST under way: their answers cannot come now
 	c.body.Close()
@@ -321,13 +322,12 @@ func (c *SSE) endCause() error {
 var errClosed = errors.New("the connection was closed")
 
 // message handles one message within the limit.
-func (c *SSE) message(events *sseReader, data []byte) error {
+func (c *SSE) message(data []byte) error {
 	if c.onMsg != nil {
 		c.onMsg(data)
 	}
 	if bytes.Contains(data, idPrefixQuoted) {
 		if id, reply, ok := sseReplyOf(data); ok {
-			events.take() // the result is a part of data, now the caller's
 			c.answer(id, reply)
 			return nil
 		}
@@ -371,7 +371,7 @@ func (c *SSE) message(events *sseReader, data []byte) error {
 // kept: a server request or notification is dropped; an answer whose id
 // its ends tell fails that request; one that cannot be told apart ends the
 // connection, for it may be the answer a request waits for.
-func (c *SSE) oversized(ev *sseEvent) error {
+func (c *SSE) oversized(ev *event) error {
 	kind, id := peek(ev.head)
 	if id == nil && kind != kindRequest {
 		id = idFromTail(ev.tail)

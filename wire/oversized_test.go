@@ -2,41 +2,19 @@ package wire
 
 import (
 	"bytes"
-	"io"
 	"strings"
 	"testing"
 )
-
-func TestEventReaderReadsFieldsLinesAndEnds(t *testing.T) {
-	in := ": a comment\n\nevent: endpoint\ndata: /messages?s=1\n\n" +
-		"id: 7\nretry: 10\ndata: {\"a\":\r\ndata: 1}\r\n\r\n" +
-		"event: nodata\n\n" +
-		"data:{\"b\":2}\n\n" +
-		"data: cut by the end"
-	r := newSSEReader(strings.NewReader(in), 0)
-	for _, want := range []struct{ name, data string }{
-		{"endpoint", "/messages?s=1"},
-		{"", "{\"a\":\n1}"},
-		{"", `{"b":2}`},
-	} {
-		ev, err := r.next()
-		if err != nil || string(ev.name) != want.name || string(ev.data) != want.data || ev.over {
-			t.Fatalf("next() = %+v, %v; want %q, %q", ev, err, want.name, want.data)
-		}
-	}
-	if ev, err := r.next(); err != io.EOF {
-		t.Fatalf("next() at the end = %+v, %v; want io.EOF (the cut event is not dispatched)", ev, err)
-	}
-}
 
 func TestEventReaderKeepsTheEndsOfAnOversizedEvent(t *testing.T) {
 	head := `{"jsonrpc":"2.0","id":"sb-9","result":{"text":"`
 	tail := `"},"id":"sb-9"}`
 	data := head + strings.Repeat("y", 200<<10) + tail // lines longer than the reader's buffer
-	r := newSSEReader(strings.NewReader("data: "+data+"\n\ndata: {\"small\":1}\n\n"), 64<<10)
+	r := newEventReader(strings.NewReader("data: "+data+"\n\ndata: {\"small\":1}\n\n"), 64<<10)
+	defer r.release()
 	ev, err := r.next()
-	if err != nil || !ev.over || ev.size != len(data) || len(ev.data) != 0 {
-		t.Fatalf("next() = over %v, size %d (want %d), %d bytes held, %v", ev.over, ev.size, len(data), len(ev.data), err)
+	if err != nil || !ev.oversized || ev.size != len(data) || len(ev.data) != 0 {
+		t.Fatalf("next() = oversized %v, size %d (want %d), %d bytes held, %v", ev.oversized, ev.size, len(data), len(ev.data), err)
 	}
 	if !bytes.HasPrefix(ev.head, []byte(head)) || len(ev.head) != peekHead || !bytes.HasSuffix(ev.tail, []byte(tail)) || len(ev.tail) != peekTail {
 		t.Fatalf("kept head %d bytes, tail %d bytes: %q ... %q", len(ev.head), len(ev.tail), ev.head[:20], ev.tail)
