@@ -37,20 +37,36 @@ var eventBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, even
 // eventReader reads events from a body. limit bounds one event's data
 // (0: no bound).
 type eventReader struct {
-	r     *bufio.Reader
-	limit int
+	r      *bufio.Reader
+	limit  int
+	pooled bool // r is eventBufs'
+}
+
+// idleBufSize is the buffer of a stream that lives as long as its
+// connection (the standalone GET stream, a legacy SSE stream): an idle
+// session holds it for its whole life, so it is small, and a longer line
+// is read in pieces. 2,000 idle Streamable HTTP sessions held 64 MiB of
+// 32 KiB buffers.
+const idleBufSize = 1 << 10
+
+// newIdleEventReader is newEventReader for a stream that lives as long as
+// its connection.
+func newIdleEventReader(body io.Reader, limit int) *eventReader {
+	return &eventReader{r: bufio.NewReaderSize(body, idleBufSize), limit: limit}
 }
 
 func newEventReader(body io.Reader, limit int) *eventReader {
 	br := eventBufs.Get().(*bufio.Reader)
 	br.Reset(body)
-	return &eventReader{r: br, limit: limit}
+	return &eventReader{r: br, limit: limit, pooled: true}
 }
 
 // release gives the buffer back; the reader is not used after it.
 func (er *eventReader) release() {
-	er.r.Reset(nil)
-	eventBufs.Put(er.r)
+	if er.pooled {
+		er.r.Reset(nil)
+		eventBufs.Put(er.r)
+	}
 	er.r = nil
 }
 

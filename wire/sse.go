@@ -142,7 +142,7 @@ func (c *SSE) open(ctx context.Context, base *url.URL, resp *http.Response) (*ev
 		return nil, &Error{Kind: KindProtocol, Status: resp.StatusCode, Sent: true, Page: page,
 			Err: fmt.Errorf("the stream's answer is of type %q, not text/event-stream", resp.Header.Get("Content-Type"))}
 	}
-	events := newEventReader(resp.Body, c.limit)
+	events := newIdleEventReader(resp.Body, c.limit)
 	ev, err := events.next()
 	for err == nil && len(ev.data) == 0 && !ev.oversized {
 		ev, err = events.next() // an event without data is not dispatched

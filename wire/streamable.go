@@ -755,7 +755,12 @@ func (c *Streamable) readJSON(resp *http.Response) ([]byte, *Error) {
 // resp. progressed reports whether any event arrived. standalone streams
 // have no answer: an oversized message on them is dropped.
 func (c *Streamable) readStream(resp *http.Response, id jsonrpc.ID, tag string, lastID *string, retry *time.Duration, standalone bool) (ans []byte, werr *Error, progressed bool) {
-	er := newEventReader(resp.Body, c.limit)
+	var er *eventReader
+	if standalone {
+		er = newIdleEventReader(resp.Body, c.limit)
+	} else {
+		er = newEventReader(resp.Body, c.limit)
+	}
 	defer func() {
 		er.release()
 		if ans != nil {
