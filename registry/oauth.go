@@ -80,7 +80,10 @@ func (r *Registry) reconnectAuthorized(ctx context.Context, name string) error {
 		return err
 	}
 	r.log.Info("a server waiting for an OAuth authorization was authorized; reconnecting it", "server", name)
-	if err := r.Restart(name); err != nil && !errors.Is(err, ErrDisabled) && !errors.Is(err, sb.ErrNotFound) {
+	// Not Restart: the session may have connected since its info was read
+	// (its own slow retry found the grant), and a restart would cut the
+	// calls it serves by then.
+	if err := r.RetryNow(name); err != nil && !errors.Is(err, ErrDisabled) && !errors.Is(err, sb.ErrNotFound) {
 		return err
 	}
 	return nil

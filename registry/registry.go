@@ -535,6 +535,27 @@ func (r *Registry) Restart(name string) error {
 	return nil
 }
 
+// RetryNow makes the server name try to connect again at once if it is
+// waiting to (in a backoff, or in error), and leaves it alone if it is
+// connected or connecting (upstream.Session.RetryNow); its per-client
+// sessions likewise.
+func (r *Registry) RetryNow(name string) error {
+	e, err := r.get(name)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.session == nil {
+		return fmt.Errorf("%w: %q is disabled; enable it to start it", ErrDisabled, name)
+	}
+	e.session.RetryNow()
+	for _, c := range e.clients {
+		c.s.RetryNow()
+	}
+	return nil
+}
+
 // ErrDisabled is returned for an operation that needs a running server.
 var ErrDisabled = sb.NewError(sb.CodeDisabled, "server is disabled")
 

@@ -44,6 +44,8 @@ func (s *Session) run() {
 		case <-expired:
 		case <-s.restart:
 			s.update(sb.ReasonRestarted, (*machine).restarted)
+		case <-s.retryNow:
+			s.update(sb.ReasonRestarted, (*machine).restarted)
 		}
 		if timer != nil {
 			timer.Stop()
@@ -137,6 +139,10 @@ func (s *Session) setLink(l *link) {
 	s.catalog = catalog{}
 	if l != nil {
 		s.catalog = l.catalog
+		select {
+		case <-s.retryNow: // asked for while connecting: it connected
+		default:
+		}
 	}
 }
 

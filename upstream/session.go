@@ -171,6 +171,7 @@ type Session struct {
 	started   chan struct{} // closed by the first Start
 	done      chan struct{} // closed when the lifecycle goroutine has returned
 	restart   chan struct{} // restart requests, coalesced (buffer 1)
+	retryNow  chan struct{} // RetryNow requests, coalesced (buffer 1); heard only while waiting
 
 	mu      sync.Mutex
 	m       machine
@@ -197,16 +198,17 @@ func New(cfg *sb.ServerConfig, opts *Options) *Session {
 	cfg = cfg.Clone()
 	delays := cfg.RetryDelays()
 	s := &Session{
-		cfg:     cfg,
-		opts:    o,
-		log:     o.Logger.With("server", cfg.Name),
-		redact:  sb.NewRedactor(cfg),
-		logs:    NewLogBuffer(o.LogLines),
-		started: make(chan struct{}),
-		done:    make(chan struct{}),
-		restart: make(chan struct{}, 1),
-		changed: make(chan struct{}),
-		subs:    make(map[string]int),
+		cfg:      cfg,
+		opts:     o,
+		log:      o.Logger.With("server", cfg.Name),
+		redact:   sb.NewRedactor(cfg),
+		logs:     NewLogBuffer(o.LogLines),
+		started:  make(chan struct{}),
+		done:     make(chan struct{}),
+		restart:  make(chan struct{}, 1),
+		retryNow: make(chan struct{}, 1),
+		changed:  make(chan struct{}),
+		subs:     make(map[string]int),
 		m: machine{
 			status: sb.StatusConnecting,
 			p: policy{
@@ -328,6 +330,19 @@ func (s *Session) asError(e *sb.ErrorInfo) error {
 func (s *Session) Restart() {
 	select {
 	case s.restart <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// RetryNow makes a session that waits for its next attempt (in a backoff,
+// or in error until something changes) try again at once, with a fresh
+// retry budget, as Restart does; a session that is connected or connecting
+// is left alone. It is what a change that may let a waiting session
+// connect asks for (another replica authorized its OAuth grant, say): a
+// session that connected meanwhile must not lose its calls to a restart.
+func (s *Session) RetryNow() {
+	select {
+	case s.retryNow <- struct{}{}:
 	default: // one is pending already
 	}
 }
