@@ -13,6 +13,12 @@
 // The implementations live in packages named after what they wrap, each
 // depending only on those listed before it:
 //
+//	egress      where a remote session's requests may go: addresses, origins,
+//	            Switchboard-Via
+//	wire        the connections under every upstream session (a byte stream,
+//	            Streamable HTTP, legacy SSE): requests and results as bytes,
+//	            failures as *wire.Error
+//	oauthclient the OAuth client of remote sessions
 //	upstream    one long-lived MCP client session per server: the state machine,
 //	            stdio and remote links, reconnects, health, CallTool
 //	executor    Execute(ctx, "server/tool", args, opts) over plugins (MCP today)
@@ -26,8 +32,9 @@
 //	api         the HTTP API's wire types, shared by server and client
 //	httpapi     the HTTP API: routes, status per Code
 //	client      a Go client of the HTTP API (the CLI uses it)
-//	importer    reading Claude Desktop, Cursor and VS Code configs
-//	cmd/switchboard  the binary: flags, wiring and rendering only
+//	clientconfig reading, importing and writing MCP clients' config files
+//	cmd/switchboard  the binary: its verbs and flags (internal/daemon runs
+//	            serve and stdio; internal/render prints)
 //
 // internal/sse reads and writes server-sent events for httpapi and client;
 // internal/prompt asks a person for an elicitation's answer in a terminal.

@@ -3,7 +3,7 @@ package api
 // ImportRequest is the body of POST /api/v1/import: another MCP client's
 // config file, as text (Claude Desktop's claude_desktop_config.json,
 // Cursor's or VS Code's mcp.json, VS Code's settings.json; comments and
-// trailing commas allowed), read as package importer reads a file it was
+// trailing commas allowed), read as package clientconfig reads a file it was
 // given no path of (${workspaceFolder} and "envFile" cannot be resolved;
 // ${env:NAME} comes from the daemon's environment).
 type ImportRequest struct {
