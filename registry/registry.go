@@ -519,20 +519,7 @@ func (r *Registry) removeWorkspace(cfg *sb.ServerConfig) {
 // Restart reconnects a server with a fresh retry budget, and its per-client
 // sessions too.
 func (r *Registry) Restart(name string) error {
-	e, err := r.get(name)
-	if err != nil {
-		return err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.session == nil {
-		return fmt.Errorf("%w: %q is disabled; enable it to start it", ErrDisabled, name)
-	}
-	e.session.Restart()
-	for _, c := range e.clients {
-		c.s.Restart()
-	}
-	return nil
+	return r.eachSession(name, (*upstream.Session).Restart)
 }
 
 // RetryNow makes the server name try to connect again at once if it is
@@ -540,6 +527,11 @@ func (r *Registry) Restart(name string) error {
 // connected or connecting (upstream.Session.RetryNow); its per-client
 // sessions likewise.
 func (r *Registry) RetryNow(name string) error {
+	return r.eachSession(name, (*upstream.Session).RetryNow)
+}
+
+// eachSession runs fn on the server's session and its per-client sessions.
+func (r *Registry) eachSession(name string, fn func(*upstream.Session)) error {
 	e, err := r.get(name)
 	if err != nil {
 		return err
@@ -549,9 +541,9 @@ func (r *Registry) RetryNow(name string) error {
 	if e.session == nil {
 		return fmt.Errorf("%w: %q is disabled; enable it to start it", ErrDisabled, name)
 	}
-	e.session.RetryNow()
+	fn(e.session)
 	for _, c := range e.clients {
-		c.s.RetryNow()
+		fn(c.s)
 	}
 	return nil
 }

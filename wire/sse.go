@@ -459,7 +459,7 @@ func (c *SSE) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // Write implements mcp.Connection: msg is POSTed to the endpoint. A
 // refusal of that one message is reported so that the go-sdk fails the
-// request alone (rejectedWrite) and keeps the connection.
+// request alone (rejected) and keeps the connection.
 func (c *SSE) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -475,27 +475,9 @@ func (c *SSE) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	err = c.post(ctx, data, nil)
 	if we, ok := AsError(err); ok && we.Kind == KindStatus && refusesMessage(we.Status) {
-		return rejectedWrite{we}
+		return rejected{we}
 	}
 	return err
-}
-
-// rejectedWrite is a Write refused for that message alone. It matches the
-// go-sdk's jsonrpc2.ErrRejected by its code (as the go-sdk's own errors
-// match each other), which its connection returns to the request's caller
-// without taking the connection for broken.
-type rejectedWrite struct{ e *Error }
-
-// codeRejected is the code of the go-sdk's jsonrpc2.ErrRejected.
-const codeRejected = -32005
-
-func (r rejectedWrite) Error() string { return r.e.Error() }
-
-func (r rejectedWrite) Unwrap() error { return r.e }
-
-func (r rejectedWrite) Is(target error) bool {
-	e, ok := target.(*jsonrpc.Error)
-	return ok && e != nil && e.Code == codeRejected
 }
 
 // Close implements mcp.Connection: it ends the stream and every POST, and

@@ -269,16 +269,6 @@ type outgoing struct {
 	header  http.Header
 }
 
-// rejected marks the failure of a go-sdk notification or response as that
-// message's alone: the go-sdk's jsonrpc2 ends the connection on a Write
-// error unless it carries the "rejected by transport" code.
-type rejected struct{ err *Error }
-
-var rejectedCode = &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
-
-func (r rejected) Error() string   { return r.err.Error() }
-func (r rejected) Unwrap() []error { return []error{r.err, rejectedCode} }
-
 // Write sends msg, one POST. A request's answer (and what else its stream
 // carries) reaches Read; if the POST fails, its JSON-RPC answer is that
 // failure, an *Error, and the connection stays up unless the server has

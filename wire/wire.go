@@ -259,3 +259,13 @@ func isWebPage(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && (mt == "text/html" || mt == "application/xhtml+xml")
 }
+
+// rejected marks the failure of a go-sdk message's Write as that
+// message's alone (Streamable HTTP and SSE alike): the go-sdk's jsonrpc2 ends the connection on a Write
+// error unless it carries the "rejected by transport" code.
+type rejected struct{ err *Error }
+
+var rejectedCode = &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
+
+func (r rejected) Error() string   { return r.err.Error() }
+func (r rejected) Unwrap() []error { return []error{r.err, rejectedCode} }
