@@ -245,10 +245,12 @@ func (s *Session) checkResult(tool string, res *Result) (*Result, error) {
 		return nil, &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
 			Message: "the server answered with no result", Err: errors.New("nil result")}
 	}
-	if n := len(res.Raw); n > s.opts.MaxResultBytes && resultSize(res.MustDecode()) > s.opts.MaxResultBytes {
-		n = resultSize(res.MustDecode())
-		return nil, &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,
-			Message: fmt.Sprintf("the result is %d bytes, over the %d-byte limit", n, s.opts.MaxResultBytes), Err: ErrResultTooLarge}
+	// A result no longer than the cap as sent is within it, unmeasured.
+	if len(res.Raw) > s.opts.MaxResultBytes {
+		if n := resultSize(res.MustDecode()); n > s.opts.MaxResultBytes {
+			return nil, &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrResultTooLarge,
+				Message: fmt.Sprintf("the result is %d bytes, over the %d-byte limit", n, s.opts.MaxResultBytes), Err: ErrResultTooLarge}
+		}
 	}
 	if res.IsError {
 		return res, &ToolError{Server: s.cfg.Name, Tool: tool, Result: res}
