@@ -163,7 +163,8 @@ type Gateway struct {
 	log  *slog.Logger
 	opts Options
 
-	agg *mirror
+	agg  *mirror
+	hold listHold // holds the mirrors' list_changed during a change (listhold.go)
 
 	mu   sync.Mutex
 	per  map[string]*mirror
@@ -328,6 +329,7 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 		})
 	}
 	flush := func() {
+		defer g.batch()()
 		servers := slices.Collect(maps.Keys(pending))
 		if all {
 			servers = g.src.Names()
@@ -412,10 +414,12 @@ func (g *Gateway) follow(ctx context.Context, events <-chan sb.Event, notes <-ch
 			if settled != nil {
 				continue // the end of the hold syncs what changed
 			}
+			end := g.batch()
 			for _, name := range g.src.Names() {
 				g.syncServer(name)
 			}
 			g.agg.dropGone(g.src.Names())
+			end()
 		}
 	}
 }

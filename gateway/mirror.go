@@ -27,6 +27,11 @@ type mirror struct {
 	set    string // the toolset of a toolset mirror; "" otherwise
 	// version is the toolset's version the mirror shows (toolset.go).
 	version int64
+	// send is the server's sending handler below the list_changed hold,
+	// and heldReqs the notifications the hold kept back, by method and
+	// session, guarded by g.hold.mu (listhold.go).
+	send     mcp.MethodHandler
+	heldReqs map[string]map[*mcp.ServerSession]mcp.Request
 
 	mu      sync.Mutex
 	shown   map[string]*exposure // by upstream server
@@ -86,6 +91,7 @@ func (g *Gateway) newMirrorOf(only, set string) *mirror {
 		UnsubscribeHandler: m.unsubscribe,
 	})
 	m.server.AddReceivingMiddleware(g.clients.countSession, m.awaitReady)
+	m.server.AddSendingMiddleware(m.holdListChanged)
 	return m
 }
 
@@ -117,6 +123,7 @@ func (m *mirror) sync(server string) {
 		tools, resources, templates, prompts = m.selected(server, tools, resources, templates, prompts)
 	}
 
+	defer m.g.batch()()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := m.shown[server]
@@ -136,12 +143,7 @@ func (m *mirror) sync(server string) {
 		func(p *mcp.Prompt) string { return p.Name },
 		func(name string) { m.server.RemovePrompts(name) },
 		func(name string, p *mcp.Prompt) error {
-			cp := *p
-			cp.Name = name
-			if sel, ok := m.selector(sb.KindPrompt, server, p.Name); ok && sel.Description != "" {
-				cp.Description = sel.Description
-			}
-			m.server.AddPrompt(&cp, m.getPrompt(server, p.Name))
+			m.addPrompt(name, server, p)
 			return nil
 		})
 
@@ -297,6 +299,16 @@ func (m *mirror) addTool(name, server string, t *mcp.Tool) (err error) {
 	return nil
 }
 
+// addPrompt mirrors one prompt.
+func (m *mirror) addPrompt(name, server string, p *mcp.Prompt) {
+	cp := *p
+	cp.Name = name
+	if sel, ok := m.selector(sb.KindPrompt, server, p.Name); ok && sel.Description != "" {
+		cp.Description = sel.Description
+	}
+	m.server.AddPrompt(&cp, m.getPrompt(server, p.Name))
+}
+
 // warnHidden says, once per server and URI, that a resource (or template)
 // of server is not shown because owner shows the same URI: clients could
 // not tell whose it is. m.mu is held.
@@ -374,6 +386,7 @@ func (g *Gateway) Warnings(server string) []string {
 
 // dropGone removes what servers that no longer exist showed.
 func (m *mirror) dropGone(names []string) {
+	defer m.g.batch()()
 	m.mu.Lock()
 	var gone []string
 	for server := range m.shown {

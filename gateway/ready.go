@@ -73,6 +73,7 @@ func (m *mirror) settle(ctx context.Context) {
 	if names == nil {
 		names = m.g.src.Names()
 	}
+	defer m.g.batch()()
 	for _, name := range names {
 		m.sync(name)
 	}

@@ -164,6 +164,7 @@ func (m *mirror) stale(version int64) bool {
 // toolset selects added again, so that changed names and overrides show
 // (one list_changed per list for the clients).
 func (m *mirror) resyncAll() {
+	defer m.g.batch()()
 	names := m.g.src.Names()
 	m.mu.Lock()
 	for server, ex := range m.shown {

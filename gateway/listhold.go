@@ -1,0 +1,160 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The go-sdk sends a mirror's list_changed notifications itself, 10 ms
+// after the last AddTool (or AddPrompt, AddResource, Remove...) that
+// changed the list. A change of the mirrors is many such calls: one flush
+// syncs every server that changed, each with its tools. A gateway thread
+// stalled for longer than 10 ms in the middle of one (a loaded machine
+// does that) let the notification go out half-way, and the rest followed
+// as a second one: five servers starting together cost a client two or
+// three list_changed, not one.
+//
+// So every change of the mirrors is a batch (Gateway.batch), and while
+// one is in progress a mirror's server holds back its list_changed
+// notifications (listHold.middleware). When the last batch ends, a mirror
+// whose server tried to send one is touched again (mirror.renotify): one
+// of its items is added again, unchanged, which restarts the go-sdk's
+// debounce. The go-sdk then sends one notification, 10 ms later, to the
+// sessions it chooses then (subscriptions of the 2026-07-28 protocol
+// included), whether or not another was pending. Nothing is lost: a
+// notification held back is always followed by one sent.
+
+// listChanged are the notifications a batch holds back.
+var listChanged = map[string]bool{
+	"notifications/tools/list_changed":     true,
+	"notifications/prompts/list_changed":   true,
+	"notifications/resources/list_changed": true,
+}
+
+// listHold is the gateway's batch state.
+type listHold struct {
+	mu     sync.Mutex
+	active int                         // batches in progress
+	held   map[*mirror]map[string]bool // the list_changed methods each mirror held back
+}
+
+// batch starts a change of the mirrors; the function it returns ends it.
+// Batches nest and overlap: the hold ends with the last one.
+func (g *Gateway) batch() (end func()) {
+	h := &g.hold
+	h.mu.Lock()
+	h.active++
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		h.active--
+		var held map[*mirror]map[string]bool
+		if h.active == 0 {
+			held, h.held = h.held, nil
+		}
+		h.mu.Unlock()
+		for m, methods := range held {
+			for method := range methods {
+				m.renotify(method)
+			}
+		}
+	}
+}
+
+// holds reports whether m's server must hold back the notification
+// method now, and remembers that it did.
+func (h *listHold) holds(m *mirror, method string, req mcp.Request) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.active == 0 {
+		return false
+	}
+	if h.held == nil {
+		h.held = make(map[*mirror]map[string]bool)
+	}
+	if h.held[m] == nil {
+		h.held[m] = make(map[string]bool)
+	}
+	h.held[m][method] = true
+	m.keepHeld(method, req)
+	return true
+}
+
+// holdListChanged is the sending middleware of a mirror's server. It
+// keeps the handler it wraps, to send a held notification itself when
+// nothing is left to touch (see renotify).
+func (m *mirror) holdListChanged(next mcp.MethodHandler) mcp.MethodHandler {
+	m.send = next
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if listChanged[method] && m.g.hold.holds(m, method, req) {
+			return nil, nil
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// keepHeld remembers a held notification for one session, in case
+// renotify has nothing to touch. h.mu is held.
+func (m *mirror) keepHeld(method string, req mcp.Request) {
+	if m.heldReqs == nil {
+		m.heldReqs = make(map[string]map[*mcp.ServerSession]mcp.Request)
+	}
+	if m.heldReqs[method] == nil {
+		m.heldReqs[method] = make(map[*mcp.ServerSession]mcp.Request)
+	}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+		m.heldReqs[method][ss] = req
+	}
+}
+
+// renotify has the go-sdk send the list_changed notification method once
+// more, after a batch held it back: it adds one item of that list again,
+// unchanged. A list left empty by the batch has nothing to add; then the
+// held notifications are sent as they were (a second one may follow them
+// if the go-sdk had one pending).
+func (m *mirror) renotify(method string) {
+	m.g.hold.mu.Lock()
+	reqs := m.heldReqs[method]
+	delete(m.heldReqs, method)
+	m.g.hold.mu.Unlock()
+
+	m.mu.Lock()
+	touched := m.touch(method)
+	m.mu.Unlock()
+	if touched {
+		return
+	}
+	for _, req := range reqs {
+		m.send(context.Background(), method, req)
+	}
+}
+
+// touch adds one item of the list that method announces again, as it is
+// shown; false if that list is empty. m.mu is held.
+func (m *mirror) touch(method string) bool {
+	for server, ex := range m.shown {
+		switch method {
+		case "notifications/tools/list_changed":
+			for name, t := range ex.tools {
+				return m.addTool(name, server, t) == nil
+			}
+		case "notifications/prompts/list_changed":
+			for name, p := range ex.prompts {
+				m.addPrompt(name, server, p)
+				return true
+			}
+		case "notifications/resources/list_changed":
+			for _, r := range ex.resources {
+				m.server.AddResource(r, m.readResource(server))
+				return true
+			}
+			for _, t := range ex.templates {
+				m.server.AddResourceTemplate(t, m.readResource(server))
+				return true
+			}
+		}
+	}
+	return false
+}
