@@ -162,6 +162,9 @@ func Derive(cfg *sb.ServerConfig, h Host) (mounts, refused []sb.DerivedMount) {
 		}
 	}
 	if exe := lookCommand(cfg.Command, d.path, cfg.Cwd); exe != "" {
+		if real, err := filepath.EvalSymlinks(exe); err == nil && real == exe {
+			d.command = exe // mounted by the sandbox itself (a link's target is not)
+		}
 		d.executable(exe, "the command", 0)
 	}
 	script := interpreters[strings.TrimRight(filepath.Base(cfg.Command), "0123456789.")]
@@ -196,6 +199,7 @@ type deriver struct {
 	path    string            // the sandbox's PATH
 	env     map[string]string // the config's env
 	own     []sb.Mount        // the config's own mounts
+	command string            // the command's path, if it is no link
 	mounts  []sb.DerivedMount
 	refused []sb.DerivedMount
 }
@@ -293,6 +297,16 @@ func (d *deriver) tree(p, why string) {
 			d.add(c.path, c.what+" ("+why+" is "+p+")")
 			return
 		}
+	}
+	if p == d.command {
+		// The sandbox mounts the command itself in any case (argv.go):
+		// what is refused is what lies beside it.
+		dir := filepath.Dir(p)
+		if !slices.ContainsFunc(d.refused, func(m sb.DerivedMount) bool { return m.Host == dir }) {
+			d.refused = append(d.refused, sb.DerivedMount{Host: dir, Why: "the directory of the command (" + p + "): " + d.refusal(dir) +
+				"; Switchboard mounts the command alone, never this directory"})
+		}
+		return
 	}
 	d.refuse(p, why+" ("+p+"): "+d.refusal(p))
 }

@@ -132,8 +132,10 @@ func TestDeriveFindsWhatACommandRuns(t *testing.T) {
 			want: []string{home + "/bin"}},
 		{name: "volta shim", command: home + "/.volta/bin/node",
 			want: []string{home + "/.volta"}},
+		// The sandbox mounts the command alone: its directory is what is
+		// refused.
 		{name: "inside the config directory", command: home + "/.config/evil/server",
-			refused: []string{home + "/.config/evil/server"}},
+			refused: []string{home + "/.config/evil"}},
 		{name: "system command", command: "sh"},
 		{name: "script of an interpreter in node_modules", command: "node",
 			args: []string{"--enable-source-maps", root + "/proj/node_modules/pkg-x/dist/index.js", root + "/venv/pyvenv.cfg"},

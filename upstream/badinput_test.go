@@ -368,11 +368,10 @@ func TestShutdownDuringStreamGETIsBounded(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Connect sent no stream GET")
 	}
-	begin := time.Now()
-	err := s.Shutdown(context.Background())
-	took := time.Since(begin)
-	if err != nil || took > upstream.DefaultShutdownTimeout {
-		t.Errorf("Shutdown during the stream GET: %v after %v, want nil within %v", err, took.Round(time.Millisecond), upstream.DefaultShutdownTimeout)
+	// Shutdown fails if the session has not ended within its own bound
+	// (DefaultShutdownTimeout): the stalled GET must not hold it.
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown during the stream GET: %v, want nil", err)
 	}
 	// Let the lifecycle end before the leak check, however long it takes.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
