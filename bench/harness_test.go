@@ -26,6 +26,19 @@ func (w testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// runContext bounds a harness run by the test binary's own deadline (go
+// test -timeout), less half a minute to report, not by a wall-clock guess:
+// on a loaded machine even the quick run takes minutes.
+func runContext(t *testing.T) context.Context {
+	d, ok := t.Deadline()
+	if !ok {
+		return t.Context()
+	}
+	ctx, cancel := context.WithDeadline(t.Context(), d.Add(-30*time.Second))
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // TestHarnessQuick runs every scenario of the harness in a tiny
 // configuration and checks that each one produced figures, that every call
 // succeeded and that nothing was left running. It asserts nothing about
@@ -40,10 +53,7 @@ func TestHarnessQuick(t *testing.T) {
 	defer os.RemoveAll(sbDir)
 	cfg.Switchboard = sbBin
 	cfg.Log = testLog{t}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-
-	rep, err := Run(ctx, cfg)
+	rep, err := Run(runContext(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +216,7 @@ func TestCompareBuildsQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(sbDir)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := runContext(t)
 	cfg := ABConfig{Testserver: testserver.Binary(t), Builds: []string{sbBin, sbBin}, Reps: 2, Calls: 20, Warmup: 5, Payload: 1024,
 		Logf: t.Logf}
 	for _, overHTTP := range []bool{false, true} {
