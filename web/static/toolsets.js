@@ -48,7 +48,7 @@ function renderToolsets() {
     const del = el('button', {type: 'button', class: 'danger', 'data-action': 'delete', 'aria-describedby': id + '-name'}, 'Delete');
     del.addEventListener('click', () => deleteToolset(ts, del));
     const picks = ts.tools || [];
-    return el('li', {class: 'card', 'data-toolset': ts.name, 'aria-labelledby': id + '-name'},
+    return el('li', {'data-toolset': ts.name, 'aria-labelledby': id + '-name'},
       el('h3', {id: id + '-name', text: ts.name}),
       ts.description ? el('p', {class: 'desc', text: ts.description}) : null,
       el('p', {class: 'hint'}, 'Endpoint ', el('code', {'data-role': 'endpoint', text: toolsetURL(ts.name)})),
