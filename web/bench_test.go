@@ -195,15 +195,18 @@ func (p *page) shell(command string, env []string) string {
 }
 
 // TestCallButtonIsDisabledWhileACallRuns: while a call runs its Call
-// button is disabled and submitting the form again starts nothing; a call
-// that reports no progress shows no bar; cancelled, the history says so.
+// button is disabled and submitting the form again starts nothing; its
+// history entry counts its progress; cancelled, the history says so.
 func TestCallButtonIsDisabledWhileACallRuns(t *testing.T) {
 	p := newLoggedInPage(t)
 	p.addServer("work")
-	p.openTool("work/sleep")
-	p.fill(argInput(p, "ms"), "600000")
+	p.openTool("work/slow")
+	p.fill(argInput(p, "duration_ms"), "600000")
+	p.fill(argInput(p, "interval_ms"), "100")
 	p.click("#call-run")
-	p.waitJS("the running call in the history", `document.querySelector('#history li[data-status="running"]') !== null`)
+	p.waitJS("the running call's progress in the history", `document.querySelector('#history li[data-status="running"]') !== null
+		&& !document.getElementById("call-progress").hidden
+		&& /^\d+ progress reports?, the last \d+%: step \d+\/6000$/.test(document.querySelector('#history li [data-role="call-progress"]').textContent)`)
 	p.shot("running")
 	var disabled, busy bool
 	p.eval(`document.getElementById("call-run").disabled`, &disabled)
@@ -217,13 +220,32 @@ func TestCallButtonIsDisabledWhileACallRuns(t *testing.T) {
 	if n != 1 {
 		t.Errorf("submitting during a call: %d calls in the history, want 1", n)
 	}
-	if !p.textHidden("#call-progress") {
-		t.Error("a call that reports no progress shows a progress bar")
-	}
 	p.click("#call-cancel")
 	p.waitJS("the cancelled call", `document.querySelector('#history li[data-status="cancelled"]') !== null
 		&& !document.getElementById("call-run").disabled`)
 	if h := p.newestCall(); !regexp.MustCompile(`^\d+ ms$`).MatchString(h.Duration) {
 		t.Errorf("the cancelled call's duration reads %q", h.Duration)
+	}
+}
+
+// TestHeaderTakesTwoRowsOnAPhone: at 375 px the title, the live status and
+// "Log out" share the first row, the nav's buttons the second.
+func TestHeaderTakesTwoRowsOnAPhone(t *testing.T) {
+	p := newLoggedInPage(t)
+	p.narrow()
+	p.shot("header-375")
+	// Elements share a row when their boxes overlap vertically.
+	var rows struct{ Top, Nav, NavBelow bool }
+	p.eval(`(() => { const boxes = (sel) => [...document.querySelectorAll(sel)].filter(e => !e.hidden).map(e => e.getBoundingClientRect());
+		const oneRow = (bs) => Math.max(...bs.map(b => b.top)) < Math.min(...bs.map(b => b.bottom));
+		const top = boxes(".top > h1, #live, #logout"), nav = boxes("#nav button");
+		return {Top: oneRow(top), Nav: oneRow(nav), NavBelow: Math.min(...nav.map(b => b.top)) >= Math.max(...top.map(b => b.bottom)) - 1}; })()`, &rows)
+	if !rows.Top || !rows.Nav || !rows.NavBelow {
+		t.Errorf("at 375 px: title, status and logout on one row %v; the nav on one row %v, below them %v", rows.Top, rows.Nav, rows.NavBelow)
+	}
+	var width int
+	p.eval(`document.documentElement.scrollWidth`, &width)
+	if width > 375 {
+		t.Errorf("at 375 px the page is %d px wide", width)
 	}
 }
