@@ -44,6 +44,21 @@ func TestToolsetAndTokenMadeOnThePageServeAClient(t *testing.T) {
 	p.fill("#ts-filter", "echo")
 	p.click(pick("work/echo") + ` input[data-role="pick"]`)
 	p.shot("toolset-form")
+
+	// A name taken twice is refused beside the second row, which keeps the
+	// form as it was.
+	p.fill(pick("work/echo")+` input[data-role="as"]`, "plus")
+	p.click("#ts-save")
+	p.waitJS("the field error", `!document.querySelector('`+pick("work/echo")+` [data-role="pick-error"]').hidden`)
+	if msg := p.text(pick("work/echo") + ` [data-role="pick-error"]`); !strings.Contains(msg, "tools[1].as") || !strings.Contains(msg, "unique") {
+		t.Errorf("the error beside work/echo reads %q", msg)
+	}
+	var invalid bool
+	p.eval(`document.querySelector('`+pick("work/echo")+` input[data-role="as"]').getAttribute("aria-invalid") === "true"`, &invalid)
+	if !invalid || !p.textHidden(pick("work/add")+` [data-role="pick-error"]`) {
+		t.Errorf("the second row is marked invalid %v; the first has an error: %q", invalid, p.text(pick("work/add")+` [data-role="pick-error"]`))
+	}
+	p.do(`document.querySelector('` + pick("work/echo") + ` input[data-role="as"]').value = ""`)
 	p.click("#ts-save")
 	p.waitJS("the new toolset", `document.querySelector('li[data-toolset="coder"]') !== null && document.getElementById("toolset-form").hidden`)
 	if got := p.text(`li[data-toolset="coder"] [data-role="toolset-tools"]`); got != "2 tools: work/add as plus, work/echo" {
