@@ -249,3 +249,27 @@ func TestHeaderTakesTwoRowsOnAPhone(t *testing.T) {
 		t.Errorf("at 375 px the page is %d px wide", width)
 	}
 }
+
+// TestToolSearchUsesTheDaemonsRanking: where the daemon ranks a search
+// (GET /api/v1/tools?search= answers scores), the list shows its answer,
+// best first: "adding numbers" finds work/add, which no substring of the
+// query names. A daemon without ranked search skips the test.
+func TestToolSearchUsesTheDaemonsRanking(t *testing.T) {
+	p := newLoggedInPage(t)
+	p.addServer("work")
+	var scored bool
+	p.eval(`fetch("/api/v1/tools?search=add&limit=5", {headers: {"X-Switchboard-CSRF": localStorage.getItem("switchboard.csrf")}})
+		.then(r => r.ok ? r.json() : {tools: []}).then(b => (b.tools || []).length > 0 && b.tools.every(h => typeof h.score === "number"))`, &scored)
+	if !scored {
+		t.Skip("this daemon does not rank GET /api/v1/tools?search= (no score): the page filters by itself, as the other tests see")
+	}
+	p.click(`#nav button[data-view="tools"]`)
+	p.fill("#tool-search", "adding numbers")
+	p.waitJS("the ranked list", `document.getElementById("tools-count").textContent.endsWith("best first")`)
+	p.shot("ranked")
+	var first string
+	p.eval(`(document.querySelector("#tools button[data-tool]") || {}).dataset.tool`, &first)
+	if first != "work/add" {
+		t.Errorf("searching \"adding numbers\", the first tool is %q, want work/add", first)
+	}
+}
