@@ -228,28 +228,6 @@ func TestCallButtonIsDisabledWhileACallRuns(t *testing.T) {
 	}
 }
 
-// TestHeaderTakesTwoRowsOnAPhone: at 375 px the title, the live status and
-// "Log out" share the first row, the nav's buttons the second.
-func TestHeaderTakesTwoRowsOnAPhone(t *testing.T) {
-	p := newLoggedInPage(t)
-	p.narrow()
-	p.shot("header-375")
-	// Elements share a row when their boxes overlap vertically.
-	var rows struct{ Top, Nav, NavBelow bool }
-	p.eval(`(() => { const boxes = (sel) => [...document.querySelectorAll(sel)].filter(e => !e.hidden).map(e => e.getBoundingClientRect());
-		const oneRow = (bs) => Math.max(...bs.map(b => b.top)) < Math.min(...bs.map(b => b.bottom));
-		const top = boxes(".top > h1, #live, #logout"), nav = boxes("#nav button");
-		return {Top: oneRow(top), Nav: oneRow(nav), NavBelow: Math.min(...nav.map(b => b.top)) >= Math.max(...top.map(b => b.bottom)) - 1}; })()`, &rows)
-	if !rows.Top || !rows.Nav || !rows.NavBelow {
-		t.Errorf("at 375 px: title, status and logout on one row %v; the nav on one row %v, below them %v", rows.Top, rows.Nav, rows.NavBelow)
-	}
-	var width int
-	p.eval(`document.documentElement.scrollWidth`, &width)
-	if width > 375 {
-		t.Errorf("at 375 px the page is %d px wide", width)
-	}
-}
-
 // TestToolSearchUsesTheDaemonsRanking: where the daemon ranks a search
 // (GET /api/v1/tools?search= answers scores), the list shows its answer,
 // best first: "adding numbers" finds work/add, which no substring of the

@@ -325,6 +325,9 @@ function revokeToken(tk, b) {
 }
 
 document.addEventListener('DOMContentLoaded', () => {
+  // A page whose app.js takes view hooks (onView) is told of the view so;
+  // otherwise app.js's show() calls loadToolsets itself.
+  if (typeof onView === 'function') onView('toolsets', loadToolsets);
   $('toolset-new').addEventListener('click', () => openToolsetForm(null));
   $('ts-cancel').addEventListener('click', () => { $('toolset-form').hidden = true; toolsetEditing = null; });
   $('ts-filter').addEventListener('input', filterPicks);
