@@ -367,7 +367,7 @@ func TestPageFitsANarrowScreen(t *testing.T) {
 	p := newLoggedInPage(t)
 	p.addServer("phone")
 	p.narrow()
-	for _, view := range []string{"servers", "form", "tools", "import"} {
+	for _, view := range []string{"servers", "form", "tools", "toolsets", "import"} {
 		p.click(fmt.Sprintf(`#nav button[data-view=%q]`, view))
 		time.Sleep(100 * time.Millisecond)
 		var width int

@@ -126,7 +126,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ---- Views --------------------------------------------------------------
 
-const views = ['loading', 'login', 'servers', 'form', 'tools', 'import'];
+const views = ['loading', 'login', 'servers', 'form', 'tools', 'toolsets', 'import'];
 let current = 'loading';
 
 function show(view, {focus = true} = {}) {
@@ -138,6 +138,7 @@ function show(view, {focus = true} = {}) {
   if (current === 'tools' && view !== 'tools') stopCall();
   current = view;
   if (view === 'tools') loadTools();
+  if (view === 'toolsets') loadToolsets(); // toolsets.js
   if (focus) {
     const h = document.querySelector('#view-' + view + ' h2');
     if (h) h.focus();
@@ -746,42 +747,8 @@ async function runImport(dry) {
   }
 }
 
-// ---- Tools -----------------------------------------------------------------
-
-let tools = [];
-let toolsStale = true;
-
-function refreshToolServers() {
-  const sel = $('tool-server');
-  const keep = sel.value;
-  const names = [...servers.values()].filter((s) => s.view.runtime.status === 'connected').map((s) => s.view.name).sort();
-  sel.replaceChildren(el('option', {value: ''}, 'Every connected server'), ...names.map((n) => el('option', {value: n}, n)));
-  if (keep && !names.includes(keep)) sel.append(el('option', {value: keep}, keep + ' (not connected)'));
-  sel.value = keep;
-}
-
-async function loadTools() {
-  toolsStale = false;
-  try {
-    tools = (await api('GET', '/api/v1/tools')).tools;
-  } catch (e) {
-    tools = [];
-    $('tools-count').textContent = describe(e.info);
-    return;
-  }
-  renderTools();
-}
-
-function renderTools() {
-  const q = $('tool-search').value.trim().toLowerCase();
-  const server = $('tool-server').value;
-  const shown = tools.filter((t) => (!server || t.server === server) &&
-    (!q || t.name.toLowerCase().includes(q) || (t.description || '').toLowerCase().includes(q) || t.address.toLowerCase().includes(q)));
-  $('tools-count').textContent = shown.length + ' of ' + tools.length + ' tools';
-  $('tools').replaceChildren(...shown.map((t) => el('li', {},
-    el('button', {type: 'button', 'data-tool': t.address, onclick: () => openCall(t)}, t.address),
-    t.description ? el('p', {class: 'desc', text: t.description}) : null)));
-}
+// The tool list and the calls (the tool bench) are in bench.js, toolsets
+// and tokens in toolsets.js: both load before this file.
 
 // ---- Forms from JSON schemas (tool arguments, elicitations) -------------------
 
@@ -973,220 +940,6 @@ function schemaForm(schema, container) {
   const f = schemaField(schema, 'arguments', true, 'arguments');
   container.append(f.node);
   return f.read;
-}
-
-// ---- Calls --------------------------------------------------------------------
-
-let callTool = null, readArgs = null, callAbort = null;
-
-function openCall(t) {
-  stopCall();
-  callTool = t;
-  $('call-panel').hidden = false;
-  $('call-title').textContent = 'Call ' + t.address;
-  $('call-desc').textContent = t.description || '';
-  const args = $('call-args');
-  args.replaceChildren(el('legend', {text: 'Arguments'}));
-  let schema = t.input_schema;
-  if (typeof schema === 'string') { try { schema = JSON.parse(schema); } catch (e) { schema = {}; } }
-  readArgs = schemaForm(schema, args);
-  $('call-progress').hidden = true;
-  $('call-elicit').hidden = true;
-  $('call-result').replaceChildren();
-  $('call-title').focus();
-}
-
-function stopCall() {
-  if (callAbort) callAbort.abort();
-}
-
-function optInt(id) {
-  const raw = $(id).value.trim();
-  if (raw === '') return undefined;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) {
-    $(id).setAttribute('aria-invalid', 'true');
-    throw new FieldProblem($(id), 'a timeout is a whole, positive number of milliseconds');
-  }
-  $(id).removeAttribute('aria-invalid');
-  return n;
-}
-
-async function runCall(ev) {
-  ev.preventDefault();
-  if (!callTool || callAbort) return;
-  const out = $('call-result');
-  let body;
-  try {
-    const options = {};
-    const t = optInt('o-timeout'), total = optInt('o-total');
-    if (t) options.timeout_ms = t;
-    if (total) options.max_total_timeout_ms = total;
-    if ($('o-reset').checked) options.reset_timeout_on_progress = true;
-    body = {tool: callTool.address, arguments: readArgs(), options};
-  } catch (e) {
-    if (!(e instanceof FieldProblem)) throw e;
-    out.replaceChildren(el('p', {class: 'problem', role: 'alert', text: 'Not sent: ' + e.message}));
-    if (e.field && e.field.focus) e.field.focus();
-    return;
-  }
-  out.replaceChildren(el('p', {'data-role': 'call-state', text: 'Calling ' + callTool.address + '…'}));
-  const bar = $('call-bar');
-  bar.max = 1; bar.value = 0;
-  $('call-pct').textContent = '';
-  $('call-msg').textContent = '';
-  $('call-progress').hidden = false;
-  $('call-elicit').hidden = true;
-  callAbort = new AbortController();
-  $('call-run').disabled = true;
-  $('call-cancel').disabled = false;
-  const address = callTool.address;
-  let ended = false;
-  try {
-    const resp = await api('POST', '/api/v1/call', body, {stream: true, accept: 'text/event-stream', signal: callAbort.signal});
-    const type = resp.headers.get('Content-Type') || '';
-    if (!type.includes('text/event-stream')) {
-      const b = await resp.json();
-      if (b.error) renderCallError(b.error); else renderResult(b.result);
-      ended = true;
-    } else {
-      for await (const e of sseEvents(resp.body)) {
-        const data = JSON.parse(e.data);
-        if (e.event === 'progress') showProgress(data);
-        else if (e.event === 'elicitation') showElicitation(data);
-        else if (e.event === 'result') { renderResult(data); ended = true; }
-        else if (e.event === 'error') { renderCallError(data); ended = true; }
-      }
-      if (!ended) renderCallError({code: 'connection_lost', message: 'the stream ended before the call did'});
-    }
-  } catch (e) {
-    if (e.name === 'AbortError') {
-      out.replaceChildren(el('p', {class: 'problem', 'data-role': 'call-state', 'data-outcome': 'cancelled',
-        text: 'Cancelled: ' + address + ' was stopped, and its server was told.'}));
-      announce('call cancelled');
-    } else if (e.status !== 401) {
-      renderCallError(e.info || {code: 'network', message: String(e.message || e)});
-    }
-  } finally {
-    callAbort = null;
-    $('call-run').disabled = false;
-    $('call-cancel').disabled = true;
-    $('call-elicit').hidden = true;
-  }
-}
-
-function showProgress(p) {
-  const bar = $('call-bar');
-  if (p.total > 0) {
-    bar.max = p.total;
-    bar.value = Math.min(p.progress, p.total);
-    const pct = Math.round(100 * Math.min(p.progress, p.total) / p.total);
-    $('call-pct').textContent = pct + '%';
-    $('call-progress').dataset.pct = String(pct);
-  } else {
-    bar.removeAttribute('value');
-    $('call-pct').textContent = String(p.progress);
-  }
-  $('call-msg').textContent = p.message || '';
-}
-
-// renderResult shows an MCP CallToolResult: each content as what it is,
-// the structured content as JSON; a result with isError as an error.
-function renderResult(res) {
-  res = res || {};
-  const box = el('div', {class: 'result' + (res.isError ? ' is-error' : ''), 'data-role': 'result', 'data-is-error': res.isError ? 'true' : 'false'});
-  box.append(el('h4', {text: res.isError ? 'The tool reported an error' : 'Result'}));
-  for (const c of res.content || []) box.append(renderContent(c));
-  if (res.structuredContent !== undefined) {
-    box.append(el('details', {open: true}, el('summary', {}, 'Structured content'),
-      el('pre', {'data-role': 'structured', text: JSON.stringify(res.structuredContent, null, 2)})));
-  }
-  $('call-result').replaceChildren(box);
-  announce(res.isError ? 'The tool reported an error' : 'Call finished');
-}
-
-function renderContent(c) {
-  switch (c.type) {
-    case 'text':
-      return el('pre', {'data-role': 'text', text: c.text});
-    case 'image':
-      if (/^image\/[\w.+-]+$/.test(c.mimeType || '')) {
-        return el('img', {src: 'data:' + c.mimeType + ';base64,' + c.data, alt: 'an image the tool returned (' + c.mimeType + ')'});
-      }
-      break;
-    case 'audio':
-      if (/^audio\/[\w.+-]+$/.test(c.mimeType || '')) {
-        return el('audio', {controls: true, src: 'data:' + c.mimeType + ';base64,' + c.data, 'aria-label': 'audio the tool returned'});
-      }
-      break;
-    case 'resource': {
-      const r = c.resource || {};
-      const fig = el('figure', {'data-role': 'resource'}, el('figcaption', {}, 'Resource ', el('code', {text: r.uri || ''}), r.mimeType ? ' (' + r.mimeType + ')' : ''));
-      if (typeof r.text === 'string') fig.append(el('pre', {text: r.text}));
-      else if (typeof r.blob === 'string') fig.append(el('p', {text: 'binary, ' + Math.floor(r.blob.length * 3 / 4) + ' bytes'}));
-      return fig;
-    }
-    case 'resource_link':
-      return el('p', {'data-role': 'resource-link'}, 'Link to resource ', el('code', {text: c.uri || ''}), c.name ? ' (' + c.name + ')' : '');
-  }
-  return el('pre', {text: JSON.stringify(c, null, 2)});
-}
-
-function renderCallError(info) {
-  $('call-result').replaceChildren(el('div', {class: 'result is-error', 'data-role': 'call-error'},
-    el('h4', {text: 'The call failed'}), el('p', {text: describe(info)})));
-  announce('The call failed');
-}
-
-// showElicitation asks the person what the server asks, with a form made
-// from its schema, and posts the answer.
-function showElicitation(req) {
-  const box = $('call-elicit');
-  box.hidden = false;
-  const form = el('form', {novalidate: true, 'aria-labelledby': 'elicit-title'});
-  form.append(el('h4', {id: 'elicit-title', text: 'The server asks'}), el('p', {'data-role': 'elicit-message', text: req.message || ''}));
-  let read = () => undefined;
-  if (req.mode === 'url') {
-    form.append(el('p', {}, 'It asks you to open ', el('a', {href: req.url, target: '_blank', rel: 'noopener noreferrer', text: req.url})));
-  } else {
-    let schema = req.requested_schema;
-    if (typeof schema === 'string') { try { schema = JSON.parse(schema); } catch (e) { schema = {}; } }
-    read = schemaForm(schema || {}, form);
-  }
-  const status = el('p', {class: 'problem', role: 'alert', hidden: true});
-  const answer = async (action) => {
-    let content;
-    if (action === 'accept') {
-      try { content = read(); } catch (e) {
-        if (!(e instanceof FieldProblem)) throw e;
-        if (e.field && e.field.focus) e.field.focus();
-        return;
-      }
-    }
-    for (const b of form.querySelectorAll('button')) b.disabled = true;
-    try {
-      await api('POST', '/api/v1/elicitations/' + encodeURIComponent(req.id), {action, content});
-      box.hidden = true;
-      box.replaceChildren();
-      // The result may have come before this answer's response did.
-      if (!$('call-result').querySelector('.result')) {
-        $('call-result').replaceChildren(el('p', {'data-role': 'call-state', text: 'Answered (' + action + '); waiting for the result…'}));
-      }
-    } catch (e) {
-      status.textContent = describe(e.info);
-      status.hidden = false;
-      for (const b of form.querySelectorAll('button')) b.disabled = false;
-    }
-  };
-  form.addEventListener('submit', (ev) => { ev.preventDefault(); answer('accept'); });
-  form.append(status, el('div', {class: 'actions'},
-    el('button', {type: 'submit', class: 'primary', 'data-answer': 'accept'}, 'Accept'),
-    el('button', {type: 'button', 'data-answer': 'decline', onclick: () => answer('decline')}, 'Decline'),
-    el('button', {type: 'button', 'data-answer': 'cancel', onclick: () => answer('cancel')}, 'Cancel')));
-  box.replaceChildren(form);
-  const first = form.querySelector('input, select, textarea, button');
-  if (first) first.focus();
-  announce('The server asks: ' + (req.message || 'a question'));
 }
 
 // ---- Start -------------------------------------------------------------------------
