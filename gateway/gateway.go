@@ -36,6 +36,7 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/executor"
+	"github.com/switchboard-mcp/switchboard/toolsearch"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -120,6 +121,11 @@ type Options struct {
 	MaxTotalTimeout time.Duration
 	// Toolsets, if set, are served by ToolsetHandler (toolset.go).
 	Toolsets ToolsetSource
+	// MCPMode is how the aggregate (/mcp, and Aggregate over stdio) shows
+	// the tools: sb.ModeCatalog (or empty) lists them all; sb.ModeSearch
+	// lists search_tools and call_tool instead (search.go). The
+	// per-server endpoints list their tools in either mode.
+	MCPMode string
 }
 
 // Defaults for Options.
@@ -207,6 +213,8 @@ func New(src Source, opts Options) *Gateway {
 		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress, opts.MaxSessionsPerPrincipal), done: make(chan struct{}),
 		inStep: make(chan chan struct{})}
 	g.agg = g.newMirror("")
+	g.agg.index = toolsearch.New() // Search's, in either mode
+	g.agg.setSearch(opts.MCPMode == sb.ModeSearch)
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	events, stopEvents := src.Subscribe()
