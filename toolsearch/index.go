@@ -17,7 +17,6 @@
 package toolsearch
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"sync"
@@ -240,7 +239,7 @@ func (ix *Index) Search(query string, limit int, allow func(*Tool) bool) []Hit {
 		df := float64(ix.df[term])
 		idf[i] = math.Log(1 + (float64(ix.n)-df+0.5)/(df+0.5))
 	}
-	var hits []Hit
+	top := make(topK, 0, limit+1)
 	var scores []float64 // by doc of the segment; NaN: refused by allow
 	for _, seg := range ix.segs {
 		scores = scores[:0]
@@ -276,18 +275,73 @@ func (ix *Index) Search(query string, limit int, allow func(*Tool) bool) []Hit {
 		}
 		for i, s := range scores {
 			if s > 0 {
-				hits = append(hits, Hit{Tool: seg.docs[i].tool, Score: s})
+				top.offer(Hit{Tool: seg.docs[i].tool, Score: s}, limit)
 			}
 		}
 	}
-	slices.SortFunc(hits, func(a, b Hit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
+	slices.SortFunc(top, func(a, b Hit) int {
+		if better(a, b) {
+			return -1
 		}
-		if c := cmp.Compare(a.Tool.Server, b.Tool.Server); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Tool.Name, b.Tool.Name)
+		return 1
 	})
-	return hits[:min(len(hits), limit)]
+	return top
+}
+
+// better reports whether a ranks before b: a higher score, then by server
+// and name, so that the order of equal scores is the same every time.
+func better(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	if a.Tool.Server != b.Tool.Server {
+		return a.Tool.Server < b.Tool.Server
+	}
+	return a.Tool.Name < b.Tool.Name
+}
+
+// topK keeps the best hits offered, as a heap whose root is the worst of
+// them: a search of thousands of matches sorts only the few it returns.
+type topK []Hit
+
+// offer keeps h if it is among the limit best so far.
+func (t *topK) offer(h Hit, limit int) {
+	if len(*t) < limit {
+		*t = append(*t, h)
+		t.up(len(*t) - 1)
+		return
+	}
+	if !better(h, (*t)[0]) {
+		return
+	}
+	(*t)[0] = h
+	t.down(0)
+}
+
+func (t topK) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !better(t[parent], t[i]) { // the parent is worse: the root stays the worst
+			return
+		}
+		t[parent], t[i] = t[i], t[parent]
+		i = parent
+	}
+}
+
+func (t topK) down(i int) {
+	for {
+		worst, l, r := i, 2*i+1, 2*i+2
+		if l < len(t) && better(t[worst], t[l]) {
+			worst = l
+		}
+		if r < len(t) && better(t[worst], t[r]) {
+			worst = r
+		}
+		if worst == i {
+			return
+		}
+		t[i], t[worst] = t[worst], t[i]
+		i = worst
+	}
 }
