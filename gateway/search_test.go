@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -223,6 +224,31 @@ func TestMCPSearchMode(t *testing.T) {
 	}
 	per := e.connect("/mcp/alpha", nil)
 	waitTools(t, per, "echo", "add")
+
+	// GET /api/v1/tools?search=, as serve wires it.
+	resp, err := http.Get(e.url + "/api/v1/tools?search=" + url.QueryEscape("adds two numbers") + "&limit=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if err != nil || len(body.Tools) != 1 || body.Tools[0]["name"] != "add" || body.Tools[0]["description"] != "Adds two numbers." ||
+		body.Tools[0]["score"] == nil || body.Tools[0]["server"] != "alpha" {
+		t.Errorf("GET /api/v1/tools?search=: %+v, %v; want alpha's add (ties by server name)", body, err)
+	}
+	for _, q := range []string{"search=", "search=add&limit=0", "search=add&limit=101", "search=add&limit=x"} {
+		resp, err := http.Get(e.url + "/api/v1/tools?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("GET /api/v1/tools?%s: %d, want 400", q, resp.StatusCode)
+		}
+	}
 }
 
 // A toolset switched between the modes shows the catalog, then the two
