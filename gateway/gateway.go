@@ -36,7 +36,6 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/executor"
-	"github.com/switchboard-mcp/switchboard/toolsearch"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -213,7 +212,6 @@ func New(src Source, opts Options) *Gateway {
 		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress, opts.MaxSessionsPerPrincipal), done: make(chan struct{}),
 		inStep: make(chan chan struct{})}
 	g.agg = g.newMirror("")
-	g.agg.index = toolsearch.New() // Search's, in either mode
 	g.agg.setSearch(opts.MCPMode == sb.ModeSearch)
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel

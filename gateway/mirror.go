@@ -32,7 +32,8 @@ type mirror struct {
 	// search_tools and call_tool, not the tools (search.go).
 	search bool
 	// index holds the tools the mirror shows, for search_tools (in
-	// search mode) and Gateway.Search (the aggregate's); nil otherwise.
+	// search mode) and Gateway.Search (the aggregate's, made on its first
+	// search); nil otherwise.
 	index *toolsearch.Index
 
 	mu      sync.Mutex

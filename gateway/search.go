@@ -78,8 +78,8 @@ func ptrFalse() *bool { f := false; return &f }
 // setSearch puts the mirror in search mode (on) or catalog mode, adding
 // or removing its two tools. The catalog tools must not be on the go-sdk's
 // server when it goes into search mode: resyncAll removes them first.
-// An index is kept for a mirror in search mode and for the aggregate
-// (Gateway.Search).
+// An index is kept for a mirror in search mode, and for the aggregate
+// once it has been searched (Gateway.Search) or put in search mode.
 func (m *mirror) setSearch(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -98,6 +98,19 @@ func (m *mirror) setSearch(on bool) {
 	m.server.RemoveTools(SearchToolName, CallToolName)
 	if m != m.g.agg {
 		m.index = nil
+	}
+}
+
+// buildIndex makes the aggregate's index on its first search in catalog
+// mode (Gateway.Search), of what it shows; from then on sync keeps it in
+// step. A daemon whose tools nobody searches holds no index: the index
+// takes 365 bytes a tool (bench.BenchmarkToolSearch) beside the records it
+// points to, several KiB a server of the daemon-scale benchmark's idle
+// fleets. m.mu is held.
+func (m *mirror) buildIndex() {
+	m.index = toolsearch.New()
+	for server, ex := range m.shown {
+		m.reindex(server, nil, ex.tools)
 	}
 }
 
@@ -241,6 +254,9 @@ func (m *mirror) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 // it is now) before a tool is scored.
 func (m *mirror) find(query string, limit int) []toolsearch.Hit {
 	m.mu.Lock()
+	if m.index == nil && m == m.g.agg {
+		m.buildIndex()
+	}
 	ix := m.index
 	m.mu.Unlock()
 	if ix == nil {

@@ -281,3 +281,55 @@ func TestToolsetModeSwitch(t *testing.T) {
 		}
 	}
 }
+
+// waitFound searches until find reports the tool, or fails after a
+// generous bound: a server's list_changed reaches the index through the
+// gateway's change window.
+func waitFound(t *testing.T, what string, find func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !find(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was never found", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A tool a server adds (tools/list_changed) is found and callable once
+// the gateway has its new list: by search_tools in search mode, and by
+// Gateway.Search in catalog mode, whose index is made on the first search
+// and kept in step from then on.
+func TestSearchFollowsListChanged(t *testing.T) {
+	t.Run("search mode", func(t *testing.T) {
+		e := newEnvWith(t, gateway.Options{ResyncInterval: time.Hour, MCPMode: sb.ModeSearch}, stdio(t, "alpha"), stdio(t, "beta"))
+		cs := e.connect("/mcp", nil)
+		if names, _ := search(t, cs, "frobnicate", 5); len(names) != 0 {
+			t.Fatalf("found %v before the tool exists", names)
+		}
+		if res, err := callThrough(cs, "alpha__add_tool", map[string]any{"name": "frobnicate"}, nil); err != nil || res.IsError {
+			t.Fatalf("add_tool: %+v, %v", res, err)
+		}
+		waitFound(t, "alpha__frobnicate", func() bool {
+			names, _ := search(t, cs, "frobnicate", 5)
+			return slices.Equal(names, []string{"alpha__frobnicate"})
+		})
+		if got := text(t)(callThrough(cs, "alpha__frobnicate", map[string]any{"text": "new"}, nil)); got != "new" {
+			t.Errorf("call_tool alpha__frobnicate = %q", got)
+		}
+	})
+	t.Run("catalog mode", func(t *testing.T) {
+		e := newEnvWith(t, gateway.Options{ResyncInterval: time.Hour}, stdio(t, "alpha"), stdio(t, "beta"))
+		cs := e.connect("/mcp", nil)
+		waitTools(t, cs, "alpha__add", "beta__add")
+		if hits := e.gw.Search("adds two numbers", 2); len(hits) != 2 || hits[0].Name != "add" || hits[1].Name != "add" {
+			t.Fatalf("the first search found %+v, want add of both servers", hits)
+		}
+		if got := text(t)(cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "beta__add_tool", Arguments: map[string]any{"name": "frobnicate"}})); got == "" {
+			t.Fatal("add_tool said nothing")
+		}
+		waitFound(t, "beta's frobnicate", func() bool {
+			hits := e.gw.Search("frobnicate", 5)
+			return len(hits) == 1 && hits[0].Server == "beta" && hits[0].Name == "frobnicate"
+		})
+	})
+}
