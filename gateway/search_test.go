@@ -333,3 +333,33 @@ func TestSearchFollowsListChanged(t *testing.T) {
 		})
 	})
 }
+
+// A toolset narrowed while a session is open hides the tool from the
+// very next search and call_tool of that session (the endpoint brings a
+// stale mirror in step before it serves a request; search and call_tool
+// ask the toolset again besides).
+func TestSearchModeToolsetNarrowedTakesEffectAtOnce(t *testing.T) {
+	e := newToolsetEnv(t, stdio(t, "alpha"), stdio(t, "beta"))
+	ctx := context.Background()
+	ts := finder
+	if _, err := e.toolsets.Create(ctx, &ts); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := e.connectAs("/toolsets/finder/mcp", adminToken, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := search(t, cs, "adds two numbers", 5); len(names) == 0 || names[0] != "beta__add" {
+		t.Fatalf("before: found %v", names)
+	}
+	ts.Tools = slices.DeleteFunc(slices.Clone(ts.Tools), func(s sb.Selector) bool { return s.Server == "beta" })
+	if _, err := e.toolsets.Update(ctx, ts.Name, &ts, 0); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := search(t, cs, "adds two numbers", 50); slices.Contains(names, "beta__add") {
+		t.Errorf("after the edit: found %v", names)
+	}
+	if res, err := callThrough(cs, "beta__add", map[string]any{"a": 1, "b": 2}, nil); err != nil || !res.IsError {
+		t.Errorf("after the edit: call_tool beta__add = %+v, %v", res, err)
+	}
+}
