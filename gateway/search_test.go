@@ -14,6 +14,8 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/toolsearch"
+	"github.com/switchboard-mcp/switchboard/toolsearch/toolsearchtest"
 )
 
 // finder is a search-mode toolset of three tools of two servers, one of
@@ -361,5 +363,31 @@ func TestSearchModeToolsetNarrowedTakesEffectAtOnce(t *testing.T) {
 	}
 	if res, err := callThrough(cs, "beta__add", map[string]any{"a": 1, "b": 2}, nil); err != nil || !res.IsError {
 		t.Errorf("after the edit: call_tool beta__add = %+v, %v", res, err)
+	}
+}
+
+// BenchmarkReindexOneServer measures what a server's list_changed costs
+// the index: reading 50 tools' schemas for their arguments and indexing
+// them (toolsearch.Index.Set), beside 99 other servers' 4,950 tools.
+func BenchmarkReindexOneServer(b *testing.B) {
+	ix := toolsearch.New()
+	catalog := toolsearchtest.Catalog(100, 50)
+	var tools []*mcp.Tool
+	for s, ts := range catalog {
+		ix.Set(s, ts)
+		if tools != nil {
+			continue
+		}
+		for _, tool := range ts {
+			props := map[string]any{}
+			for _, p := range tool.Params {
+				props[p.Name] = map[string]any{"type": "string", "description": p.Description}
+			}
+			schema, _ := json.Marshal(map[string]any{"type": "object", "properties": props})
+			tools = append(tools, &mcp.Tool{Name: tool.Name, Description: tool.Description, InputSchema: json.RawMessage(schema)})
+		}
+	}
+	for b.Loop() {
+		ix.Set("billing-00", gateway.SearchDocs(tools))
 	}
 }
