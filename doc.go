@@ -27,6 +27,8 @@
 //	registry    the configured servers and their sessions, changed at runtime;
 //	            the toolsets and tokens, kept in step with other replicas
 //	metrics     Prometheus collectors: server state, call outcomes by Code
+//	toolsearch  an in-memory BM25F index of tools, kept per server (search
+//	            mode, GET /api/v1/tools?search=)
 //	gateway     the MCP endpoint: /mcp, /mcp/{name}, /toolsets/{name}/mcp and
 //	            the stdio server
 //	api         the HTTP API's wire types, shared by server and client

@@ -22,7 +22,20 @@ type Toolset struct {
 	Tools       []Selector         `json:"tools,omitempty"`
 	Prompts     []Selector         `json:"prompts,omitempty"`
 	Resources   []ResourceSelector `json:"resources,omitempty"`
+	// Mode is how the endpoint shows the tools: ModeCatalog (or empty),
+	// each tool listed; ModeSearch, two tools that find and call the
+	// selected ones (docs/tool-search.md).
+	Mode string `json:"mode,omitempty"`
 }
+
+// Modes of a toolset's (and /mcp's) endpoint.
+const (
+	// ModeCatalog lists every tool the endpoint shows.
+	ModeCatalog = "catalog"
+	// ModeSearch lists two tools instead, search_tools and call_tool,
+	// through which a client finds and calls the tools the endpoint shows.
+	ModeSearch = "search"
+)
 
 // Selector picks tools (or prompts) of servers, and may change how a tool
 // picked by exact name is shown.
@@ -207,6 +220,9 @@ func (t *Toolset) Validate() error {
 	}
 	if len(t.Description) > maxDescription {
 		bad("description", "is over %d bytes", maxDescription)
+	}
+	if t.Mode != "" && t.Mode != ModeCatalog && t.Mode != ModeSearch {
+		bad("mode", "must be %q or %q", ModeCatalog, ModeSearch)
 	}
 	if n := len(t.Tools) + len(t.Prompts) + len(t.Resources); n > maxSelectors {
 		bad("tools", "%d selectors in all; at most %d", n, maxSelectors)

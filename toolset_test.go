@@ -137,6 +137,11 @@ func TestToolsetValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("a valid toolset: %v", err)
 	}
+	for _, mode := range []string{ModeCatalog, ModeSearch} {
+		if err := (&Toolset{Name: "coder", Mode: mode}).Validate(); err != nil {
+			t.Errorf("mode %q: %v", mode, err)
+		}
+	}
 	for _, tt := range []struct {
 		name  string
 		ts    Toolset
@@ -153,6 +158,7 @@ func TestToolsetValidate(t *testing.T) {
 		{"a name LLMs refuse", Toolset{Name: "x", Tools: []Selector{{Server: "fs", Tool: "a", As: "a b"}}}, "tools[0].as"},
 		{"annotations on a prompt", Toolset{Name: "x", Prompts: []Selector{{Server: "fs", Tool: "a", Annotations: &ToolAnnotations{}}}}, "prompts[0].annotations"},
 		{"empty uri", Toolset{Name: "x", Resources: []ResourceSelector{{Server: "fs"}}}, "resources[0].uri"},
+		{"an unknown mode", Toolset{Name: "x", Mode: "find"}, "mode"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.ts.Validate()

@@ -24,7 +24,7 @@
 //	GET    /api/v1/servers/{name}/tools      ToolList
 //	GET    /api/v1/servers/{name}/logs       LogLines (?tail=N); ?follow=true: events (EventLog, EventStatus)
 //	POST   /api/v1/test                      sb.ServerConfig -> TestResult
-//	GET    /api/v1/tools                     ToolList
+//	GET    /api/v1/tools                     ToolList; ?search=Q[&limit=N]: ToolHits, best first
 //	POST   /api/v1/call                      CallRequest -> CallResponse, or events (Accept: text/event-stream)
 //	POST   /api/v1/elicitations/{id}         ElicitationAnswer -> 204
 //	GET    /api/v1/events                    events (EventStatus)

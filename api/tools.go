@@ -22,3 +22,22 @@ type ToolView struct {
 type ToolList struct {
 	Tools []ToolView `json:"tools"`
 }
+
+// ToolHit is a tool GET /api/v1/tools?search=Q found.
+type ToolHit struct {
+	// Server is the name of the server that offers the tool, Name its
+	// name there.
+	Server string `json:"server"`
+	Name   string `json:"name"`
+	// Description is the tool's description as the server gave it.
+	Description string `json:"description"`
+	// Score is how well the tool matches the query: higher is better,
+	// comparable only within one answer.
+	Score float64 `json:"score"`
+}
+
+// ToolHits is the answer of GET /api/v1/tools?search=Q[&limit=N], best
+// first.
+type ToolHits struct {
+	Tools []ToolHit `json:"tools"`
+}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -127,6 +128,18 @@ func (c *Client) TestConfig(ctx context.Context, cfg *sb.ServerConfig) (api.Test
 func (c *Client) Tools(ctx context.Context) ([]api.ToolView, error) {
 	var body api.ToolList
 	err := c.do(ctx, http.MethodGet, "/api/v1/tools", nil, &body)
+	return body.Tools, err
+}
+
+// SearchTools returns at most limit tools of the connected servers that
+// match query, best first (limit 0: the daemon's default).
+func (c *Client) SearchTools(ctx context.Context, query string, limit int) ([]api.ToolHit, error) {
+	v := url.Values{"search": {query}}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	var body api.ToolHits
+	err := c.do(ctx, http.MethodGet, "/api/v1/tools?"+v.Encode(), nil, &body)
 	return body.Tools, err
 }
 

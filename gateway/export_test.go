@@ -3,6 +3,10 @@ package gateway
 import (
 	"maps"
 	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/toolsearch"
 )
 
 // RelayServed reports how many tools/call requests g's relay has served.
@@ -14,4 +18,13 @@ func AggregateTools(g *Gateway) []string {
 	g.agg.mu.Lock()
 	defer g.agg.mu.Unlock()
 	return slices.Sorted(maps.Keys(g.agg.tools))
+}
+
+// SearchDocs returns what the gateway's index knows of tools.
+func SearchDocs(tools []*mcp.Tool) []toolsearch.Tool {
+	out := make([]toolsearch.Tool, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, searchDoc(t.Name, t))
+	}
+	return out
 }

@@ -120,6 +120,11 @@ type Options struct {
 	MaxTotalTimeout time.Duration
 	// Toolsets, if set, are served by ToolsetHandler (toolset.go).
 	Toolsets ToolsetSource
+	// MCPMode is how the aggregate (/mcp, and Aggregate over stdio) shows
+	// the tools: sb.ModeCatalog (or empty) lists them all; sb.ModeSearch
+	// lists search_tools and call_tool instead (search.go). The
+	// per-server endpoints list their tools in either mode.
+	MCPMode string
 }
 
 // Defaults for Options.
@@ -208,6 +213,7 @@ func New(src Source, opts Options) *Gateway {
 		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress, opts.MaxSessionsPerPrincipal), done: make(chan struct{}),
 		inStep: make(chan chan struct{})}
 	g.agg = g.newMirror("")
+	g.agg.setSearch(opts.MCPMode == sb.ModeSearch)
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	events, stopEvents := src.Subscribe()

@@ -83,7 +83,7 @@ func newEnvRegistry(t *testing.T, token string, ro registry.Options, opts gatewa
 	opts.Executor, opts.Logger = ex, log
 	gw := gateway.New(reg, opts)
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Token: token, Logger: log, MCP: gw.Handler(),
-		Warnings: gw.Warnings}))
+		Warnings: gw.Warnings, Search: gw.Search}))
 	if err := reg.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/toolsearch"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -32,6 +33,13 @@ type mirror struct {
 	// session, guarded by g.hold.mu (listhold.go).
 	send     mcp.MethodHandler
 	heldReqs map[string]map[*mcp.ServerSession]mcp.Request
+	// search is set in search mode: the go-sdk's server lists
+	// search_tools and call_tool, not the tools (search.go).
+	search bool
+	// index holds the tools the mirror shows, for search_tools (in
+	// search mode) and Gateway.Search (the aggregate's, made on its first
+	// search); nil otherwise.
+	index *toolsearch.Index
 
 	mu      sync.Mutex
 	shown   map[string]*exposure // by upstream server
@@ -135,10 +143,14 @@ func (m *mirror) sync(server string) {
 		templates: make(map[string]*mcp.ResourceTemplate),
 	}
 
+	removeTool, addTool := func(name string) { m.server.RemoveTools(name) }, func(name string, t *mcp.Tool) error { return m.addTool(name, server, t) }
+	if m.search {
+		// The catalog is searched, not listed (search.go).
+		removeTool, addTool = func(string) {}, func(string, *mcp.Tool) error { return nil }
+	}
 	next.tools = syncNamed(m, sb.KindTool, server, tools, old.tools, m.tools,
-		func(t *mcp.Tool) string { return t.Name },
-		func(name string) { m.server.RemoveTools(name) },
-		func(name string, t *mcp.Tool) error { return m.addTool(name, server, t) })
+		func(t *mcp.Tool) string { return t.Name }, removeTool, addTool)
+	m.reindex(server, old.tools, next.tools)
 	next.prompts = syncNamed(m, sb.KindPrompt, server, prompts, old.prompts, m.prompts,
 		func(p *mcp.Prompt) string { return p.Name },
 		func(name string) { m.server.RemovePrompts(name) },

@@ -32,6 +32,9 @@ func (m *mirror) needsLists(method string, req mcp.Request) bool {
 	case *mcp.ListToolsRequest, *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
 		return true
 	case *mcp.CallToolRequest:
+		if r.Params != nil && m.searching() {
+			return m.searchNeedsLists(r)
+		}
 		return r.Params != nil && !m.has(m.tools, r.Params.Name)
 	case *mcp.GetPromptRequest:
 		return r.Params != nil && !m.has(m.prompts, r.Params.Name)

@@ -235,7 +235,7 @@ func (m *mirror) relayTool(name string) (origin, *mcp.Tool, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.tools[name]
-	if !ok {
+	if !ok || m.search { // in search mode, the tools are not listed (search.go)
 		return origin{}, nil, false
 	}
 	t := m.shown[o.server].tools[name]

@@ -169,7 +169,9 @@ func (m *mirror) resyncAll() {
 	m.mu.Lock()
 	for server, ex := range m.shown {
 		for name := range ex.tools {
-			m.server.RemoveTools(name)
+			if !m.search { // in search mode the go-sdk's server has only its two tools
+				m.server.RemoveTools(name)
+			}
 			delete(m.tools, name)
 		}
 		for name := range ex.prompts {
@@ -185,8 +187,13 @@ func (m *mirror) resyncAll() {
 			delete(m.uris, uri)
 		}
 		delete(m.shown, server)
+		if m.index != nil {
+			m.index.Set(server, nil)
+		}
 	}
 	m.mu.Unlock()
+	ts, _, _ := m.g.toolset(m.set)
+	m.setSearch(ts != nil && ts.Mode == sb.ModeSearch)
 	for _, server := range names {
 		m.sync(server)
 	}

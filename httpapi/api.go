@@ -87,6 +87,9 @@ type Options struct {
 	// Warnings, if set, says what the MCP endpoint does not show of a
 	// server, for its view (gateway.Gateway.Warnings).
 	Warnings func(server string) []string
+	// Search, if set, answers GET /api/v1/tools?search=Q: at most limit
+	// tools, best first (gateway.Gateway.Search).
+	Search func(query string, limit int) []api.ToolHit
 }
 
 type handler struct {
@@ -103,6 +106,7 @@ type handler struct {
 	tokens   *registry.Tokens
 	oauth    *oauthclient.Client
 	warnings func(server string) []string
+	search   func(query string, limit int) []api.ToolHit
 	// unauthorized is the message of a 401 (see Options.CredentialFile).
 	unauthorized string
 }
@@ -117,7 +121,7 @@ func (a *handler) warn(v *sb.ServerView) {
 // New returns the API's handler.
 func New(o Options) http.Handler {
 	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, toolsets: o.Toolsets, tokens: o.Tokens, oauth: o.OAuth,
-		warnings: o.Warnings}
+		warnings: o.Warnings, search: o.Search}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -527,6 +531,10 @@ func (a *handler) serverTools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) allTools(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("search") {
+		a.searchTools(w, r)
+		return
+	}
 	tools := []api.ToolView{}
 	for _, v := range a.reg.List() {
 		if v.Runtime.Status != sb.StatusConnected {
@@ -537,6 +545,36 @@ func (a *handler) allTools(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, api.ToolList{Tools: tools})
+}
+
+// Bounds of GET /api/v1/tools?search='s limit.
+const (
+	defaultSearchLimit = 10
+	maxSearchLimit     = 100
+)
+
+// searchTools answers GET /api/v1/tools?search=Q[&limit=N].
+func (a *handler) searchTools(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	query := strings.TrimSpace(q.Get("search"))
+	if query == "" {
+		a.writeError(w, r, fmt.Errorf("%w: search must say what the tool should do", errBadRequest))
+		return
+	}
+	limit := defaultSearchLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxSearchLimit {
+			a.writeError(w, r, fmt.Errorf("%w: limit must be a whole number from 1 to %d, not %q", errBadRequest, maxSearchLimit, v))
+			return
+		}
+		limit = n
+	}
+	hits := []api.ToolHit{}
+	if a.search != nil {
+		hits = a.search(query, limit)
+	}
+	writeJSON(w, http.StatusOK, api.ToolHits{Tools: hits})
 }
 
 func (a *handler) status(w http.ResponseWriter, r *http.Request) {

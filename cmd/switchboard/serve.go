@@ -100,7 +100,9 @@ The MCP endpoint (/mcp, /mcp/NAME) answers a list, or a call of a tool not
 listed yet, once every server it shows has connected or failed its first
 attempt, for at most --ready-timeout after the server started; and caps
 every tool call, progress or not, at --max-total-timeout unless the
-server's max_total_timeout_ms says otherwise.`,
+server's max_total_timeout_ms says otherwise. --mcp-mode search makes /mcp
+list two tools, search_tools and call_tool, instead of every tool (the
+per-server endpoints still list theirs).`,
 		Example: `  switchboard serve
   switchboard serve --listen 127.0.0.1:8080 --db sqlite:/var/lib/switchboard/db
   switchboard serve --listen 0.0.0.0:7420 --allowed-host switchboard.example.com
@@ -276,6 +278,7 @@ func envList(key string) []string {
 // stdio; 0 turns each off, as a person would expect of a timeout flag.
 type endpointFlags struct {
 	readyTimeout, maxTotalTimeout time.Duration
+	mcpMode                       string
 }
 
 func (ef *endpointFlags) register(f *pflag.FlagSet) {
@@ -283,6 +286,8 @@ func (ef *endpointFlags) register(f *pflag.FlagSet) {
 		"how long a list (or a call of a tool not listed yet) waits for servers still making their first attempt, from their start; 0: answer at once")
 	f.DurationVar(&ef.maxTotalTimeout, "max-total-timeout", gateway.DefaultMaxTotalTimeout,
 		"cap on one tool call through MCP, progress or not, for servers without max_total_timeout_ms; 0: no cap")
+	f.StringVar(&ef.mcpMode, "mcp-mode", sb.ModeCatalog,
+		`how the aggregated endpoint shows the tools: "catalog" lists them all; "search" lists search_tools and call_tool, which find and call them`)
 }
 
 // options returns the gateway options the flags ask for.
@@ -292,8 +297,10 @@ func (ef *endpointFlags) options() (gateway.Options, error) {
 		return gateway.Options{}, fmt.Errorf("--ready-timeout %s: must not be negative", ef.readyTimeout)
 	case ef.maxTotalTimeout < 0 || ef.maxTotalTimeout > sb.MaxInvokeTimeout:
 		return gateway.Options{}, fmt.Errorf("--max-total-timeout %s: must be between 0 (no cap) and %s", ef.maxTotalTimeout, sb.MaxInvokeTimeout)
+	case ef.mcpMode != sb.ModeCatalog && ef.mcpMode != sb.ModeSearch:
+		return gateway.Options{}, fmt.Errorf("--mcp-mode %q: must be %q or %q", ef.mcpMode, sb.ModeCatalog, sb.ModeSearch)
 	}
-	o := gateway.Options{ReadyTimeout: ef.readyTimeout, MaxTotalTimeout: ef.maxTotalTimeout}
+	o := gateway.Options{ReadyTimeout: ef.readyTimeout, MaxTotalTimeout: ef.maxTotalTimeout, MCPMode: ef.mcpMode}
 	// The gateway's zero value is its default; "off" is negative.
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = -1

@@ -22,18 +22,56 @@ import (
 )
 
 func newToolsCommand() *cobra.Command {
+	var search string
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "tools [NAME]",
 		Short: "List the tools of every connected server, or of one server",
 		Long: `tools lists the tools of every connected server, or of the server NAME,
 with the address to call each by ("server/tool"), its arguments (required
-ones marked *) and the first line of its description.`,
+ones marked *) and the first line of its description.
+
+--search Q finds instead the tools of every connected server that match
+Q, words saying what the tool does, best first (at most --limit), with
+their scores: the search that search_tools makes on an endpoint in search
+mode (docs/tool-search.md).`,
 		Example: `  switchboard tools
   switchboard tools everything
-  switchboard tools -o json | jq -r '.tools[].address'`,
+  switchboard tools -o json | jq -r '.tools[].address'
+  switchboard tools --search "read a file" --limit 3`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeServerName,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("search") {
+				if len(args) > 0 {
+					return fmt.Errorf("--search looks through every server's tools: give no server name")
+				}
+				if strings.TrimSpace(search) == "" {
+					return fmt.Errorf("--search: say in words what the tool should do")
+				}
+				if limit < 1 || limit > 100 {
+					return fmt.Errorf("--limit %d: must be from 1 to 100", limit)
+				}
+				return withClient(cmd, func(c *client.Client) error {
+					hits, err := c.SearchTools(cmd.Context(), search, limit)
+					if err != nil {
+						return err
+					}
+					if jsonOutput(cmd) {
+						return render.JSON(cmd.OutOrStdout(), api.ToolHits{Tools: hits})
+					}
+					if len(hits) == 0 {
+						fmt.Fprintf(cmd.OutOrStdout(), "no tool matches %q\n", search)
+						return nil
+					}
+					tw := render.Table(cmd.OutOrStdout())
+					fmt.Fprintln(tw, "TOOL\tSCORE\tDESCRIPTION")
+					for _, h := range hits {
+						fmt.Fprintf(tw, "%s/%s\t%.2f\t%s\n", h.Server, h.Name, h.Score, prompt.FirstLine(h.Description, 70))
+					}
+					return tw.Flush()
+				})
+			}
 			return withClient(cmd, func(c *client.Client) error {
 				var tools []api.ToolView
 				var err error
@@ -70,6 +108,8 @@ ones marked *) and the first line of its description.`,
 			})
 		},
 	}
+	cmd.Flags().StringVar(&search, "search", "", "find the tools that match these words, best first, instead of listing")
+	cmd.Flags().IntVar(&limit, "limit", 10, "with --search: at most this many tools (1-100)")
 	addTokenFlag(cmd, false)
 	return cmd
 }

@@ -40,8 +40,13 @@ in "tool", for prompts too:
               "description": "Read a file of the repository.",
               "annotations": {"readOnlyHint": true}}],
    "prompts": [{"server": "github", "tool": "review"}],
-   "resources": [{"server": "fs", "uri": "file:///repo/*"}]}`,
+   "resources": [{"server": "fs", "uri": "file:///repo/*"}]}
+
+--mode search (or "mode": "search") makes the endpoint list two tools
+instead, search_tools and call_tool, through which a client finds the
+selected tools by a query and calls them (docs/tool-search.md).`,
 		Example: `  switchboard toolset add coder --tool github/search_* --tool fs/read_file=read
+  switchboard toolset add everything --tool '*/*' --mode search
   switchboard toolset add support -f support.json
   switchboard toolset list`,
 		Args: subcommandArgs,
@@ -55,7 +60,7 @@ in "tool", for prompts too:
 
 // toolsetFlags build a toolset from flags or a file.
 type toolsetFlags struct {
-	file, description         string
+	file, description, mode   string
 	tools, prompts, resources []string
 }
 
@@ -63,6 +68,7 @@ func (f *toolsetFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.file, "file", "f", "", "read the toolset as JSON from this file (- for stdin)")
 	fl.StringVar(&f.description, "description", "", "what the toolset is for")
+	fl.StringVar(&f.mode, "mode", "", `"search": its endpoint lists search_tools and call_tool instead of the tools (default "catalog": every tool listed)`)
 	fl.StringArrayVar(&f.tools, "tool", nil, "SERVER/TOOL[=EXPOSED]: a tool, or a pattern such as github/search_* (repeatable)")
 	fl.StringArrayVar(&f.prompts, "prompt", nil, "SERVER/PROMPT[=EXPOSED]: a prompt or pattern (repeatable)")
 	fl.StringArrayVar(&f.resources, "resource", nil, "SERVER/URI: a resource (or template) URI or pattern, such as fs/file:///repo/* (repeatable)")
@@ -72,8 +78,8 @@ func (f *toolsetFlags) register(cmd *cobra.Command) {
 func (f *toolsetFlags) toolset(in io.Reader, name string) (*sb.Toolset, error) {
 	ts := &sb.Toolset{}
 	if f.file != "" {
-		if len(f.tools)+len(f.prompts)+len(f.resources) > 0 || f.description != "" {
-			return nil, fmt.Errorf("-f and --tool, --prompt, --resource or --description exclude each other: put everything in the file")
+		if len(f.tools)+len(f.prompts)+len(f.resources) > 0 || f.description != "" || f.mode != "" {
+			return nil, fmt.Errorf("-f and --tool, --prompt, --resource, --description or --mode exclude each other: put everything in the file")
 		}
 		var data []byte
 		var err error
@@ -96,7 +102,7 @@ func (f *toolsetFlags) toolset(in io.Reader, name string) (*sb.Toolset, error) {
 		ts.Name = name
 		return ts, nil
 	}
-	ts.Name, ts.Description = name, f.description
+	ts.Name, ts.Description, ts.Mode = name, f.description, f.mode
 	for _, spec := range f.tools {
 		s, err := parseSelector("--tool", "TOOL", spec)
 		if err != nil {

@@ -108,7 +108,7 @@ func Serve(ctx context.Context, log *slog.Logger, sc Config, gwOpts gateway.Opti
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.Auth.Token, CredentialFile: sc.Auth.File,
 		AllowedHosts: sc.AllowedHosts, Logger: log, MCP: gw.Handler(), Instance: instance,
 		Page: page, Authenticate: page.Authenticate, OAuth: oauth,
-		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings})
+		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings, Search: gw.Search})
 
 	tcp, err := net.Listen("tcp", sc.Listen)
 	if errors.Is(err, syscall.EADDRINUSE) {
