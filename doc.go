@@ -27,6 +27,7 @@
 //	registry    the configured servers and their sessions, changed at runtime;
 //	            the toolsets and tokens, kept in step with other replicas
 //	metrics     Prometheus collectors: server state, call outcomes by Code
+//	stats       the last hour of every server's calls, by the minute, in memory
 //	gateway     the MCP endpoint: /mcp, /mcp/{name}, /toolsets/{name}/mcp and
 //	            the stdio server
 //	api         the HTTP API's wire types, shared by server and client

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -35,7 +37,8 @@ func TestDocScreenshots(t *testing.T) {
 	p.addServer("files", "-name", "files")
 	p.addServer("notes", "-name", "notes")
 	p.addServer("github", "-name", "github")
-	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	// Setup through the API, bounded as a whole: the test is a script.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if _, err := p.api.CreateServer(ctx, &sb.ServerConfig{Name: "search", Transport: sb.TransportStreamableHTTP, URL: remote.URL}); err != nil {
 		t.Fatal(err)
@@ -56,11 +59,6 @@ func TestDocScreenshots(t *testing.T) {
 	if _, err := p.api.Call(ctx, "github/fail", map[string]any{"message": "rate limited"}, client.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// A drop, for the detail view's log and last drop.
-	p.run("restarting notes", chromedp.Evaluate[chromedp.Void](`fetch("/api/v1/servers/notes/restart", {method: "POST",
-		headers: {"X-Switchboard-CSRF": localStorage.getItem("switchboard.csrf")}})`, chromedp.EvalAwaitPromise))
-	p.waitJS("notes back", card("notes")+`.dataset.status === "connected" && `+card("notes")+`.querySelector('[data-role="reconnects"]').textContent !== "0"`)
-
 	save := func(name string) {
 		t.Helper()
 		tctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
@@ -74,15 +72,25 @@ func TestDocScreenshots(t *testing.T) {
 		}
 		t.Logf("wrote %s", filepath.Join(dir, name))
 	}
+	p.openServer("notes")
+	// A drop, for the detail view's log and last drop.
+	v, err := p.api.Server(ctx, "notes")
+	if err != nil || v.Runtime.PID == 0 {
+		t.Fatalf("the pid of notes: %+v, %v", v.Runtime, err)
+	}
+	if err := syscall.Kill(v.Runtime.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.waitJS("notes back", `document.getElementById("view-server").dataset.status === "connected" && `+detailOf("reconnects")+`.textContent === "1"`)
+
+	p.waitJS("its plots and log", `document.querySelector('#server-detail svg[data-plot="calls"]') !== null
+		&& [...document.querySelectorAll('#server-detail pre.logs .marker')].some(m => m.textContent.includes("--- connected"))`)
+	p.waitJS("its new process", detailOf("pid")+`.dataset.pid !== ""`)
+	save("web-server-detail.png")
+
 	p.click(`#nav button[data-view="servers"]`)
 	p.waitJS("the plots", `(document.querySelector('#daemon-plots svg[data-plot="calls"]') || {dataset: {}}).dataset.calls >= 17`)
 	save("web-servers.png")
-
-	p.openServer("notes")
-	p.waitJS("its plots and log", `document.querySelector('#server-detail svg[data-plot="calls"]') !== null
-		&& document.querySelector('#server-detail pre.logs .marker') !== null`)
-	p.do(`document.querySelector('#server-detail details.sandbox').open = true`)
-	save("web-server-detail.png")
 
 	p.click(`#nav button[data-view="servers"]`)
 	p.rowAction("legacy-db", "test")

@@ -533,8 +533,7 @@ function openServer(name) {
     el('div', {class: 'actions'}, ...Object.values(p.buttons)),
     p.panel,
     p.plots,
-    facts, p.sandbox,
-    p.logsBox);
+    el('div', {class: 'detail-grid'}, el('div', {}, facts, p.sandbox), p.logsBox));
   renderDetail();
   show('server');
   loadStats();

@@ -89,8 +89,9 @@ function plotCounts(minutes, {title}) {
     }
   });
   const desc = title + ', the last hour: ' + calls + ' calls, ' + errors + ' failed; at most ' + busiest + ' a minute';
+  const none = calls === 0 ? svgText((PLOT_PAD_L + PLOT_W) / 2, PLOT_H / 2, 'no calls in the last hour', 'empty') : null;
   return plotBox(title, desc, svg('svg', {viewBox: '0 0 ' + PLOT_W + ' ' + PLOT_H, class: 'plot', role: 'img', 'aria-label': desc,
-    'data-plot': 'calls', 'data-calls': calls, 'data-errors': errors}, frame(max), bars, errs),
+    'data-plot': 'calls', 'data-calls': calls, 'data-errors': errors}, frame(max), bars, errs, none),
   [['calls', 'calls'], ['errors', 'failed']]);
 }
 
@@ -122,10 +123,17 @@ function plotLatency(minutes, {title}) {
     return g;
   };
   const last = [...minutes].reverse().find((m) => m.calls > 0);
+  const none = last ? null : svgText((PLOT_PAD_L + PLOT_W) / 2, PLOT_H / 2, 'no calls in the last hour', 'empty');
   const desc = title + ', the last hour' + (last ? ': latest p50 ' + fmtMS(last.p50_ms) + ', p99 ' + fmtMS(last.p99_ms) : ': no calls');
   return plotBox(title, desc, svg('svg', {viewBox: '0 0 ' + PLOT_W + ' ' + PLOT_H, class: 'plot', role: 'img', 'aria-label': desc,
-    'data-plot': 'latency'}, frame(max, ' ms'), line('p99_ms', 'p99'), line('p50_ms', 'p50')),
+    'data-plot': 'latency'}, frame(max, ' ms'), line('p99_ms', 'p99'), line('p50_ms', 'p50'), none),
   [['p50', 'p50'], ['p99', 'p99']]);
+}
+
+function svgText(x, y, text, cls) {
+  const t = svg('text', {x, y, 'text-anchor': 'middle', class: cls});
+  t.textContent = text;
+  return t;
 }
 
 function svgTitle(text) {
