@@ -461,15 +461,20 @@ setInterval(() => {
 // Stats are read when the overview or a detail view is shown, then every
 // statsInterval while it stays shown and the page is live.
 const statsInterval = 5000;
-let statsTimer = 0;
+let statsTimer = 0, statsRound = 0;
 
+// loadStats reads and draws the stats of the view shown, then schedules
+// the next read; a call while a read is in flight supersedes it (one
+// loop, never two).
 async function loadStats() {
   clearTimeout(statsTimer);
   statsTimer = 0;
+  const round = ++statsRound;
   if (!started || (current !== 'servers' && current !== 'server')) return;
   try {
     if (current === 'servers') {
       const st = await api('GET', '/api/v1/stats');
+      if (round !== statsRound) return;
       for (const line of st.servers || []) {
         const s = servers.get(line.server);
         if (s) { s.stats = line; renderStatsCells(s); }
@@ -481,10 +486,12 @@ async function loadStats() {
     } else if (detail) {
       const name = detail.name;
       const st = await api('GET', '/api/v1/servers/' + encodeURIComponent(name) + '/stats');
+      if (round !== statsRound) return;
       if (detail && detail.name === name) renderPlots(detail.parts.plots, st, '');
     }
   } catch (e) {
     // The stream's state says whether the daemon is there; try again.
+    if (round !== statsRound) return;
   }
   if (started) statsTimer = setTimeout(loadStats, statsInterval);
 }
