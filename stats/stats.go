@@ -227,22 +227,34 @@ func (b *bucket) quantile(q float64) float64 {
 	return ms(lo)
 }
 
-// binOf returns the bin of a duration.
-func binOf(d time.Duration) int {
-	if d < minBound {
-		return 0
+// bounds are the upper bounds of the bins but the last, computed once:
+// a call's bin is found by a binary search, not a logarithm.
+var bounds = func() (b [bins - 1]time.Duration) {
+	for i := range b {
+		b[i] = time.Duration(float64(minBound) * math.Pow(math.Sqrt2, float64(i)))
 	}
-	i := int(2*math.Log2(float64(d)/float64(minBound))) + 1
-	return min(i, bins-1)
+	return b
+}()
+
+// binOf returns the bin of a duration: the first whose upper bound is
+// above it.
+func binOf(d time.Duration) int {
+	i, found := slices.BinarySearch(bounds[:], d)
+	if found {
+		i++ // a bound belongs to the bin above it
+	}
+	return i
 }
 
 // binBounds returns the bounds of bin i: [lo, hi).
 func binBounds(i int) (lo, hi time.Duration) {
-	at := func(k int) time.Duration { return time.Duration(float64(minBound) * math.Pow(math.Sqrt2, float64(k))) }
 	if i == 0 {
 		return 0, minBound
 	}
-	return at(i - 1), at(i)
+	if i == bins-1 {
+		return bounds[i-1], time.Duration(math.MaxInt64)
+	}
+	return bounds[i-1], bounds[i]
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,5 +154,38 @@ func TestInstrumentCountsEveryOutcome(t *testing.T) {
 	bad.Invoke(t.Context(), "s", "t", nil, sb.InvokeOptions{})
 	if st := s.Server("s"); st.Calls != 2 || st.Errors != 1 {
 		t.Errorf("%+v, want 2 calls and 1 error", st.StatsSummary)
+	}
+}
+
+// BenchmarkRecord is the cost a call pays for being counted, from many
+// goroutines on servers of their own.
+func BenchmarkRecord(b *testing.B) {
+	s := New(nil)
+	names := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		name := names[n.Add(1)%int64(len(names))]
+		for pb.Next() {
+			s.Record(name, 3*time.Millisecond, false)
+		}
+	})
+}
+
+// TestBinsHoldTheirBounds: a duration lands in the bin whose bounds hold
+// it, the bounds a factor √2 apart.
+func TestBinsHoldTheirBounds(t *testing.T) {
+	for _, d := range []time.Duration{0, minBound - 1, minBound, 141 * time.Microsecond, 142 * time.Microsecond,
+		time.Millisecond, 3 * time.Millisecond, time.Second, 7 * time.Minute, time.Hour} {
+		i := binOf(d)
+		lo, hi := binBounds(i)
+		if d < lo || d >= hi {
+			t.Errorf("%v in bin %d [%v, %v)", d, i, lo, hi)
+		}
+	}
+	for i := 1; i < bins-1; i++ {
+		lo, hi := binBounds(i)
+		if r := float64(hi) / float64(lo); r < 1.41 || r > 1.42 {
+			t.Errorf("bin %d [%v, %v) is %.3f wide", i, lo, hi, r)
+		}
 	}
 }
