@@ -288,15 +288,3 @@ func (i *instrumented) Invoke(ctx context.Context, server, tool string, args any
 	i.s.Record(server, time.Since(start), err != nil)
 	return res, err
 }
-
-// names returns the servers with calls kept, sorted (for tests).
-func (s *Series) names() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.servers))
-	for n := range s.servers {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
-}

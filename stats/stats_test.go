@@ -189,3 +189,15 @@ func TestBinsHoldTheirBounds(t *testing.T) {
 		}
 	}
 }
+
+// names returns the servers with calls kept, sorted (for tests).
+func (s *Series) names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.servers))
+	for n := range s.servers {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
