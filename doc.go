@@ -29,6 +29,7 @@
 //	metrics     Prometheus collectors: server state, call outcomes by Code
 //	toolsearch  an in-memory BM25F index of tools, kept per server (search
 //	            mode, GET /api/v1/tools?search=)
+//	stats       the last hour of every server's calls, by the minute, in memory
 //	gateway     the MCP endpoint: /mcp, /mcp/{name}, /toolsets/{name}/mcp and
 //	            the stdio server
 //	api         the HTTP API's wire types, shared by server and client

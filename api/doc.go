@@ -23,6 +23,8 @@
 //	POST   /api/v1/servers/{name}/test       TestResult
 //	GET    /api/v1/servers/{name}/tools      ToolList
 //	GET    /api/v1/servers/{name}/logs       LogLines (?tail=N); ?follow=true: events (EventLog, EventStatus)
+//	GET    /api/v1/servers/{name}/stats      Stats: the last hour of its calls, by the minute
+//	GET    /api/v1/stats                     Stats: every call of the daemon, with a line per server
 //	POST   /api/v1/test                      sb.ServerConfig -> TestResult
 //	GET    /api/v1/tools                     ToolList; ?search=Q[&limit=N]: ToolHits, best first
 //	POST   /api/v1/call                      CallRequest -> CallResponse, or events (Accept: text/event-stream)

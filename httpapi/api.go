@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/oauthclient"
 	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/stats"
 )
 
 // Request body limits. A config is small; call arguments may carry a
@@ -42,6 +43,9 @@ type Options struct {
 	Registry *registry.Registry
 	Executor *executor.Executor
 	Metrics  *metrics.Metrics // nil: no /metrics
+	// Stats, if set, is the last hour of calls served at
+	// /api/v1/servers/{name}/stats and /api/v1/stats (stats.go).
+	Stats *stats.Series
 	// Token, if set, is required as "Authorization: Bearer <token>" on
 	// every route but /healthz (the scheme in any case, as RFC 9110
 	// says). Empty: no credential is asked for, and whoever can reach the
@@ -105,6 +109,7 @@ type handler struct {
 	toolsets *registry.Toolsets
 	tokens   *registry.Tokens
 	oauth    *oauthclient.Client
+	stats    *stats.Series // nil: no stats routes
 	warnings func(server string) []string
 	search   func(query string, limit int) []api.ToolHit
 	// unauthorized is the message of a 401 (see Options.CredentialFile).
@@ -121,7 +126,7 @@ func (a *handler) warn(v *sb.ServerView) {
 // New returns the API's handler.
 func New(o Options) http.Handler {
 	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, toolsets: o.Toolsets, tokens: o.Tokens, oauth: o.OAuth,
-		warnings: o.Warnings, search: o.Search}
+		stats: o.Stats, warnings: o.Warnings, search: o.Search}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -149,6 +154,10 @@ func New(o Options) http.Handler {
 	protected.HandleFunc("POST /api/v1/servers/{name}/test", a.testServer)
 	protected.HandleFunc("GET /api/v1/servers/{name}/tools", a.serverTools)
 	protected.HandleFunc("GET /api/v1/servers/{name}/logs", a.serverLogs)
+	if o.Stats != nil {
+		protected.HandleFunc("GET /api/v1/servers/{name}/stats", a.serverStats)
+		protected.HandleFunc("GET /api/v1/stats", a.daemonStats)
+	}
 	protected.HandleFunc("POST /api/v1/test", a.testDraft)
 	protected.HandleFunc("GET /api/v1/tools", a.allTools)
 	protected.HandleFunc("GET /api/v1/status", a.status)
@@ -463,6 +472,9 @@ func (a *handler) deleteServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.forgetDeleted(r.Context(), r.PathValue("name"))
+	if a.stats != nil {
+		a.stats.Forget(r.PathValue("name"))
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

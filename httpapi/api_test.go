@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/stats"
 	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -90,8 +91,9 @@ func (e *env) start() {
 		t.Fatal(err)
 	}
 	m := metrics.New(reg)
-	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
-	e.srv = httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: e.token, Logger: log}))
+	series := stats.New(nil)
+	ex := executor.New(m.Instrument(series.Instrument(executor.NewMCP(reg))))
+	e.srv = httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Stats: series, Token: e.token, Logger: log}))
 	e.url, e.reg, e.store = e.srv.URL, reg, st
 	if e.c, err = client.New(e.url, e.token, nil); err != nil {
 		t.Fatal(err)

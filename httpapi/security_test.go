@@ -40,6 +40,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/stats"
 	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -77,9 +78,10 @@ func newSecEnv(t *testing.T, o secOptions) *secEnv {
 	}
 	reg := registrytest.New(t, &registry.Options{Logger: log, Session: sess})
 	m := metrics.New(reg)
-	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
+	series := stats.New(nil)
+	ex := executor.New(m.Instrument(series.Instrument(executor.NewMCP(reg))))
 	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, Version: "test"})
-	h := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: o.token, CredentialFile: o.credentialFile,
+	h := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Stats: series, Token: o.token, CredentialFile: o.credentialFile,
 		AllowedHosts: o.allowedHosts, Logger: log, MCP: gw.Handler()})
 	srv := httptest.NewServer(h)
 	c, err := client.New(srv.URL, o.token, nil)
@@ -258,6 +260,8 @@ func TestTokenIsRequiredAndRefusalsTellNothing(t *testing.T) {
 		{"DELETE", "/api/v1/servers/confidential-server", ""},
 		{"POST", "/api/v1/servers/confidential-server/test", ""},
 		{"GET", "/api/v1/servers/confidential-server/logs", ""},
+		{"GET", "/api/v1/servers/confidential-server/stats", ""},
+		{"GET", "/api/v1/stats", ""},
 		{"GET", "/api/v1/tools", ""},
 		{"POST", "/api/v1/call", `{"tool":"confidential-server/echo","arguments":{"text":"x"}}`},
 		{"POST", "/api/v1/test", `{"name":"t","transport":"stdio","command":"x"}`},

@@ -83,8 +83,14 @@ type page struct {
 // newPage starts serve and chromium, not logged in.
 func newPage(t *testing.T) *page {
 	t.Helper()
+	return newPageOf(t, daemontest.Options{})
+}
+
+// newPageOf is newPage with serve started as o says.
+func newPageOf(t *testing.T, o daemontest.Options) *page {
+	t.Helper()
 	bin := chromium(t)
-	d := daemontest.Start(t, daemontest.Options{})
+	d := daemontest.Start(t, o)
 	p := &page{t: t, d: d, api: d.Client(nil), shots: artifactsDir(t)}
 	t.Cleanup(p.api.Close)
 

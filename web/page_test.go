@@ -40,9 +40,29 @@ func (p *page) addServer(name string, args ...string) {
 	p.waitJS(name+" connected on the page", card(name)+`.dataset.status === "connected"`)
 }
 
-// card is the JavaScript expression of a server's card.
+// card is the JavaScript expression of a server's row in the overview.
 func card(name string) string {
-	return fmt.Sprintf(`document.querySelector('li[data-server=%q]')`, name)
+	return fmt.Sprintf(`document.querySelector('#servers tr[data-server=%q]')`, name)
+}
+
+// rowAction opens the action menu of a server's row and clicks action
+// (toggle, restart, test, tools, edit, delete, open).
+func (p *page) rowAction(name, action string) {
+	p.t.Helper()
+	p.click(fmt.Sprintf(`#servers tr[data-server=%q] summary[data-role="menu"]`, name))
+	p.click(fmt.Sprintf(`#servers tr[data-server=%q] .menu-items button[data-action=%q]`, name, action))
+}
+
+// openServer opens a server's detail view from its row.
+func (p *page) openServer(name string) {
+	p.t.Helper()
+	p.click(fmt.Sprintf(`#servers tr[data-server=%q] td[data-col="name"] button`, name))
+	p.waitJS("the detail view of "+name, fmt.Sprintf(`!document.getElementById("view-server").hidden && document.getElementById("server-title").textContent === %q`, name))
+}
+
+// detailOf is the JavaScript expression of an element of the detail view.
+func detailOf(role string) string {
+	return fmt.Sprintf(`document.querySelector('#server-detail [data-role=%q]')`, role)
 }
 
 // openTool opens the call form of tool from the tools view.
@@ -171,7 +191,7 @@ func TestServerAddedThroughTheFormTurnsConnectedLive(t *testing.T) {
 	p.waitJS("its tools counted", `(`+card("files")+`.querySelector('[data-role="tool-count"]').textContent | 0) >= 10`)
 
 	// Editing shows the stored secret masked, and keeps it when untouched.
-	p.click(`li[data-server="files"] button[data-action="edit"]`)
+	p.rowAction("files", "edit")
 	var masked string
 	p.eval(`document.querySelector("#f-env .kv-val").value`, &masked)
 	if masked != sb.SecretMask {
@@ -193,32 +213,38 @@ func TestServerAddedThroughTheFormTurnsConnectedLive(t *testing.T) {
 func TestKilledServerGoesDownAndComesBackLive(t *testing.T) {
 	p := newLoggedInPage(t)
 	p.addServer("victim")
-	p.waitJS("the process id", card("victim")+`.querySelector('[data-role="pid"]').dataset.pid !== ""`)
+	p.openServer("victim")
+	p.waitJS("the process id", detailOf("pid")+`.dataset.pid !== ""`)
 	var pid int
-	p.eval(card("victim")+`.querySelector('[data-role="pid"]').dataset.pid | 0`, &pid)
+	p.eval(detailOf("pid")+`.dataset.pid | 0`, &pid)
 	if pid <= 0 {
-		t.Fatalf("no pid on the card")
+		t.Fatalf("no pid in the detail view")
 	}
-	// Every status the badge shows from now on.
+	// Every status the row shows from now on.
 	p.do(`window.seen = []; new MutationObserver(() => window.seen.push(` + card("victim") + `.dataset.status))
 		.observe(` + card("victim") + `, {attributes: true, attributeFilter: ["data-status"]})`)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	p.waitJS("the drop and the reconnect", `window.seen.some(s => s !== "connected") && `+card("victim")+`.dataset.status === "connected"
-		&& `+card("victim")+`.querySelector('[data-role="reconnects"]').textContent === "1"`)
-	p.waitJS("the last drop and the new process", `!`+card("victim")+`.querySelector('[data-role="last-drop"]').hidden
-		&& (`+card("victim")+`.querySelector('[data-role="pid"]').dataset.pid | 0) !== `+strconv.Itoa(pid))
+		&& `+detailOf("reconnects")+`.textContent === "1"`)
+	p.waitJS("the last drop and the new process", `!`+detailOf("last-drop")+`.hidden
+		&& (`+detailOf("pid")+`.dataset.pid | 0) > 0 && (`+detailOf("pid")+`.dataset.pid | 0) !== `+strconv.Itoa(pid))
+	// The log shows the attempt that followed, as logs -f does.
+	p.waitJS("the new attempt in the log", `[...document.querySelectorAll('#server-detail pre.logs .marker')].some(m => /starting \(attempt 1\)/.test(m.textContent))`)
 	p.shot("reconnected")
 	var seen []string
 	p.eval(`window.seen`, &seen)
 	var newPID int
-	p.eval(card("victim")+`.querySelector('[data-role="pid"]').dataset.pid | 0`, &newPID)
+	p.eval(detailOf("pid")+`.dataset.pid | 0`, &newPID)
 	if newPID == pid || newPID == 0 {
 		t.Errorf("pid %d after the reconnect, was %d", newPID, pid)
 	}
-	if drop := p.text(`li[data-server="victim"] [data-role="last-drop"]`); !strings.Contains(drop, "process_exited") {
+	if drop := p.text(`#server-detail [data-role="last-drop"]`); !strings.Contains(drop, "process_exited") {
 		t.Errorf("last drop reads %q", drop)
+	}
+	if drop := p.text(`#servers tr[data-server="victim"] [data-role="last-drop"]`); !strings.Contains(drop, "process_exited") {
+		t.Errorf("the row's last drop reads %q", drop)
 	}
 	t.Logf("statuses shown: %v", seen)
 }
@@ -244,9 +270,9 @@ func TestBrokenConfigTestShowsItsPhase(t *testing.T) {
 	p.click("#cancel-form")
 	p.addServerViaAPIOnly("stored")
 	p.waitJS("the stored server's card", card("stored")+` !== null`)
-	p.click(`li[data-server="stored"] button[data-action="test"]`)
-	p.waitJS("the stored server's test result", card("stored")+`.querySelector('[data-role="phase"]') !== null`)
-	if phase := p.text(`li[data-server="stored"] [data-role="phase"]`); phase != string(sb.PhaseSpawn) {
+	p.rowAction("stored", "test")
+	p.waitJS("the stored server's test result", `document.querySelector('#server-detail [data-role="panel"] [data-role="phase"]') !== null`)
+	if phase := p.text(`#server-detail [data-role="panel"] [data-role="phase"]`); phase != string(sb.PhaseSpawn) {
 		t.Errorf("stored test: phase %q", phase)
 	}
 	p.shot("stored-test-failed")

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/metrics"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/sandbox"
+	"github.com/switchboard-mcp/switchboard/stats"
 	"github.com/switchboard-mcp/switchboard/store"
 	"github.com/switchboard-mcp/switchboard/upstream"
 	"github.com/switchboard-mcp/switchboard/web"
@@ -99,13 +100,14 @@ func Serve(ctx context.Context, log *slog.Logger, sc Config, gwOpts gateway.Opti
 		Followers: []registry.Follower{toolsets, tokens}, PrivateDirs: private})
 	m := metrics.New(reg)
 	m.ReportReplica(reg.ReplicaInfo().ID, func() time.Time { return reg.ReplicaInfo().LastSync })
-	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
+	series := stats.New(nil)
+	ex := executor.New(m.Instrument(series.Instrument(executor.NewMCP(reg))))
 	gwOpts.Executor, gwOpts.Toolsets = ex, toolsets
 	gw := gateway.New(reg, gwOpts)
 	m.ReportSessions(gw)
 	defer gw.Close()
 	page := web.New(&web.Options{Logger: log})
-	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.Auth.Token, CredentialFile: sc.Auth.File,
+	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Stats: series, Token: sc.Auth.Token, CredentialFile: sc.Auth.File,
 		AllowedHosts: sc.AllowedHosts, Logger: log, MCP: gw.Handler(), Instance: instance,
 		Page: page, Authenticate: page.Authenticate, OAuth: oauth,
 		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings, Search: gw.Search})

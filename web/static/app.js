@@ -126,19 +126,35 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ---- Views --------------------------------------------------------------
 
-const views = ['loading', 'login', 'servers', 'form', 'tools', 'toolsets', 'import'];
+// The views are the sections of <main> named view-NAME; a nav button with
+// data-view=NAME shows one. onView(name, fn) runs fn each time the view
+// is shown (another script of the page adds its views so).
+const viewHooks = new Map();
+function onView(name, fn) { viewHooks.set(name, fn); }
 let current = 'loading';
 
+// navOf is the nav button that stands for a view: a server's detail view
+// and the form editing a stored server belong to Servers.
+function navOf(view) {
+  if (view === 'server') return 'servers';
+  if (view === 'form' && editing) return 'servers';
+  return view;
+}
+
 function show(view, {focus = true} = {}) {
-  for (const v of views) $('view-' + v).hidden = v !== view;
+  for (const sec of document.querySelectorAll('main > section[id^="view-"]')) sec.hidden = sec.id !== 'view-' + view;
+  const nav = navOf(view);
   for (const b of document.querySelectorAll('#nav button')) {
-    if (b.dataset.view === view) b.setAttribute('aria-current', 'page');
+    if (b.dataset.view === nav) b.setAttribute('aria-current', 'page');
     else b.removeAttribute('aria-current');
   }
   if (current === 'tools' && view !== 'tools') stopCall();
+  if (current === 'server' && view !== 'server') closeDetail();
   current = view;
   if (view === 'tools') loadTools();
-  if (view === 'toolsets') loadToolsets(); // toolsets.js
+  if (view === 'servers') loadStats();
+  const hook = viewHooks.get(view);
+  if (hook) hook();
   if (focus) {
     const h = document.querySelector('#view-' + view + ' h2');
     if (h) h.focus();
@@ -151,7 +167,7 @@ let eventsAbort = null;
 function loggedOut() {
   started = false;
   if (eventsAbort) eventsAbort.abort();
-  for (const s of servers.values()) stopLogs(s);
+  closeDetail();
   $('nav').hidden = true;
   $('logout').hidden = true;
   $('live').hidden = true;
@@ -159,10 +175,42 @@ function loggedOut() {
   show('login');
 }
 
-// ---- Servers ------------------------------------------------------------
+// ---- Servers: the overview --------------------------------------------------
 
-// servers maps a name to {view, li, parts, logsTimer}.
+// servers maps a name to {view, tr, parts, stats}: stats is the server's
+// line of GET /api/v1/stats (the hour's calls, errors, p50).
 const servers = new Map();
+
+// The columns of the overview: key, heading, and the value it sorts by.
+const columns = [
+  ['name', 'Server', (s) => s.view.name],
+  ['status', 'Status', (s) => statusRank(shownStatus(s))],
+  ['target', 'Runs', (s) => s.view.transport + ' ' + target(s.view)],
+  ['tools', 'Tools', (s) => s.view.runtime.tool_count || 0],
+  ['calls', 'Calls 1 h', (s) => (s.stats && s.stats.calls) || 0],
+  ['errors', 'Errors 1 h', (s) => (s.stats && s.stats.errors) || 0],
+  ['p50', 'p50', (s) => (s.stats && s.stats.p50_ms) || 0],
+  ['drop', 'Last drop', (s) => (s.view.runtime.last_drop ? s.view.runtime.last_drop.at : '')],
+  ['reconnects', 'Reconnects', (s) => s.view.runtime.reconnects || 0],
+  ['retry', 'Next retry', (s) => s.view.runtime.next_retry_at || '~'],
+];
+let sortKey = 'name', sortDir = 1;
+
+// live is false while the event stream is down: every status is then
+// unknown, since liveLost.
+let live = false, liveLost = null;
+
+const statusRank = (st) => ({error: 0, connecting: 1, unknown: 2, connected: 3, disabled: 4})[st] ?? 5;
+
+// shownStatus is what the page can vouch for: the last status it was
+// told, or unknown while it is not being told.
+function shownStatus(s) { return live ? s.view.runtime.status : 'unknown'; }
+
+// target is what a server runs: its command line, or its URL.
+function target(v) {
+  if (v.transport === 'stdio') return [v.command || '', ...(v.args || [])].join(' ');
+  return v.url || '';
+}
 
 async function loadServers() {
   const body = await api('GET', '/api/v1/servers');
@@ -172,27 +220,56 @@ async function loadServers() {
     upsert(v);
   }
   for (const name of [...servers.keys()]) if (!seen.has(name)) removeServer(name);
-  sortCards();
+  sortRows();
 }
 
-function sortCards() {
-  const ul = $('servers');
-  const names = [...servers.keys()].sort();
-  for (const n of names) ul.append(servers.get(n).li);
-  $('servers-empty').hidden = names.length > 0;
+// sortRows orders the rows by the chosen column (then by name), and
+// applies the filter.
+function sortRows() {
+  const col = columns.find((c) => c[0] === sortKey) || columns[0];
+  const list = [...servers.values()].sort((a, b) => {
+    const x = col[2](a), y = col[2](b);
+    const c = x < y ? -1 : x > y ? 1 : 0;
+    return c * sortDir || (a.view.name < b.view.name ? -1 : 1);
+  });
+  // Rows move only if the order changed: a moved row loses its focus and
+  // a click in flight.
+  const body = $('servers-body');
+  if (list.some((s, i) => body.children[i] !== s.tr)) for (const s of list) body.append(s.tr);
+  for (const th of document.querySelectorAll('#servers th[data-sort]')) {
+    if (th.dataset.sort === sortKey) th.setAttribute('aria-sort', sortDir > 0 ? 'ascending' : 'descending');
+    else th.removeAttribute('aria-sort');
+  }
+  filterRows();
+}
+
+function filterRows() {
+  const q = $('server-filter').value.trim().toLowerCase();
+  const st = $('server-status').value;
+  let shown = 0;
+  for (const s of servers.values()) {
+    const v = s.view, rt = v.runtime;
+    const hay = [v.name, v.transport, target(v), shownStatus(s), rt.error ? rt.error.code + ' ' + rt.error.phase : ''].join(' ').toLowerCase();
+    const ok = (!q || hay.includes(q)) && (!st || shownStatus(s) === st);
+    s.tr.hidden = !ok;
+    if (ok) shown++;
+  }
+  $('servers-empty').hidden = servers.size > 0;
+  $('servers').hidden = servers.size === 0;
+  $('servers-count').textContent = servers.size ? shown + ' of ' + servers.size + ' servers' : '';
 }
 
 function upsert(v) {
   let s = servers.get(v.name);
   if (!s) {
-    s = makeCard(v.name);
+    s = makeRow(v.name);
     servers.set(v.name, s);
-    $('servers').append(s.li);
-    $('servers-empty').hidden = true;
+    $('servers-body').append(s.tr);
   }
   const before = s.view && s.view.runtime.status;
   s.view = v;
-  renderCard(s);
+  renderRow(s);
+  if (detail && detail.name === v.name) renderDetail();
   if (before && before !== v.runtime.status) announce(v.name + ' is ' + v.runtime.status);
   refreshToolServers();
 }
@@ -200,103 +277,170 @@ function upsert(v) {
 function removeServer(name) {
   const s = servers.get(name);
   if (!s) return;
-  stopLogs(s);
-  s.li.remove();
+  s.tr.remove();
   servers.delete(name);
-  $('servers-empty').hidden = servers.size > 0;
+  if (detail && detail.name === name) show('servers');
+  filterRows();
   refreshToolServers();
 }
 
-function makeCard(name) {
+// act runs an action on a server by name, as the menu and the detail view
+// offer them.
+const actions = {
+  open: (s) => openServer(s.view.name),
+  toggle: toggleEnabled,
+  restart: restartServer,
+  authorize: authorizeServer,
+  test: (s) => { if (!detail || detail.name !== s.view.name) openServer(s.view.name); testStored(s); },
+  tools: (s) => { $('tool-server').value = s.view.name; show('tools'); },
+  edit: (s) => openForm(s.view),
+  delete: deleteServer,
+};
+
+// actionButtons makes the buttons of a server's actions; labelled is the
+// id of the element that names the server, for screen readers.
+function actionButtons(s, labelled) {
+  const b = {};
+  const mk = (key, label, extra) => {
+    b[key] = el('button', Object.assign({type: 'button', 'data-action': key, 'aria-describedby': labelled,
+      onclick: () => { closeMenus(); actions[key](s, b[key]); }}, extra || {}), label);
+    return b[key];
+  };
+  mk('toggle', 'Disable');
+  mk('restart', 'Restart');
+  mk('authorize', 'Authorize', {hidden: true});
+  mk('test', 'Test');
+  mk('tools', 'Tools');
+  mk('edit', 'Edit');
+  mk('delete', 'Delete', {class: 'danger'});
+  return b;
+}
+
+function renderActions(s, b) {
+  const v = s.view, rt = v.runtime;
+  const enabled = v.enabled === undefined || v.enabled;
+  b.toggle.textContent = enabled ? 'Disable' : 'Enable';
+  b.restart.disabled = !enabled;
+  // A person authorizes a server of grant authorization_code (the default).
+  b.authorize.hidden = !v.oauth || v.oauth.grant === 'client_credentials';
+  b.authorize.disabled = !enabled;
+  b.tools.disabled = rt.status !== 'connected';
+}
+
+function makeRow(name) {
   const p = {};
   const id = 'srv-' + name;
-  const li = el('li', {class: 'card', 'data-server': name, 'aria-labelledby': id + '-name'});
-  p.status = el('span', {class: 'badge', 'data-role': 'status'});
-  li.append(el('div', {class: 'card-head'}, el('h3', {id: id + '-name', text: name}), p.status));
-  const facts = el('dl', {class: 'facts'});
-  const fact = (label, role) => {
-    const dd = el('dd', {'data-role': role});
-    facts.append(el('dt', {text: label}), dd);
-    return dd;
+  const tr = el('tr', {'data-server': name});
+  const s = {tr, parts: p, view: null, stats: null};
+  const cell = (key, label, ...children) => {
+    const td = el('td', {'data-label': label, 'data-col': key}, ...children);
+    tr.append(td);
+    return td;
   };
-  p.transport = fact('Transport', 'transport');
-  p.tools = fact('Tools', 'tool-count');
-  p.reconnects = fact('Reconnects', 'reconnects');
-  p.sandbox = fact('Sandbox', 'sandbox');
-  p.pid = fact('Process', 'pid');
-  p.retry = fact('Next retry', 'next-retry');
-  li.append(facts);
-  p.error = el('p', {class: 'problem', 'data-role': 'error', hidden: true});
-  p.drop = el('p', {class: 'drop', 'data-role': 'last-drop', hidden: true});
-  li.append(p.error, p.drop);
-
-  const s = {li, parts: p, view: null, logsTimer: 0};
-  const act = (label, fn, extra) => el('button', Object.assign({type: 'button', onclick: () => fn(s)}, extra || {}), label);
-  p.toggle = act('Disable', toggleEnabled, {'data-action': 'toggle'});
-  p.restart = act('Restart', restartServer, {'data-action': 'restart'});
-  p.authorize = act('Authorize', authorizeServer, {'data-action': 'authorize', hidden: true});
-  p.test = act('Test', testStored, {'data-action': 'test'});
-  p.toolsBtn = act('Tools', (s) => { $('tool-server').value = s.view.name; show('tools'); }, {'data-action': 'tools'});
-  p.logs = act('Logs', toggleLogs, {'data-action': 'logs', 'aria-expanded': 'false'});
-  p.edit = act('Edit', (s) => openForm(s.view), {'data-action': 'edit'});
-  p.del = act('Delete', deleteServer, {'data-action': 'delete', class: 'danger'});
-  for (const b of [p.toggle, p.restart, p.authorize, p.test, p.toolsBtn, p.logs, p.edit, p.del]) {
-    b.setAttribute('aria-describedby', id + '-name');
-  }
-  li.append(el('div', {class: 'actions'}, p.toggle, p.restart, p.authorize, p.test, p.toolsBtn, p.logs, p.edit, p.del));
-  p.panel = el('div', {class: 'panel', 'data-role': 'panel', 'aria-live': 'polite', hidden: true});
-  li.append(p.panel);
+  p.open = el('button', {type: 'button', class: 'link', id: id + '-name', 'data-action': 'open', onclick: () => openServer(name)}, name);
+  cell('name', 'Server', p.open);
+  p.status = el('span', {class: 'badge', 'data-role': 'status'});
+  p.since = el('span', {class: 'since', 'data-role': 'since'});
+  p.problem = el('span', {class: 'problem-short', 'data-role': 'error'});
+  cell('status', 'Status', p.status, p.since, p.problem);
+  p.transport = el('span', {class: 'transport', 'data-role': 'transport'});
+  p.target = el('code', {class: 'target', 'data-role': 'target'});
+  cell('target', 'Runs', p.transport, ' ', p.target);
+  p.tools = cell('tools', 'Tools');
+  p.tools.dataset.role = 'tool-count';
+  p.calls = cell('calls', 'Calls 1 h');
+  p.calls.dataset.role = 'calls';
+  p.errors = cell('errors', 'Errors 1 h');
+  p.errors.dataset.role = 'errors';
+  p.p50 = cell('p50', 'p50');
+  p.p50.dataset.role = 'p50';
+  p.drop = cell('drop', 'Last drop');
+  p.drop.dataset.role = 'last-drop';
+  p.reconnects = cell('reconnects', 'Reconnects');
+  p.reconnects.dataset.role = 'reconnects';
+  p.retry = cell('retry', 'Next retry');
+  p.retry.dataset.role = 'next-retry';
+  p.buttons = actionButtons(s, id + '-name');
+  const menu = el('details', {class: 'menu'},
+    el('summary', {'aria-label': 'Actions of ' + name, 'data-role': 'menu'}, 'Actions'),
+    el('div', {class: 'menu-items'}, el('button', {type: 'button', 'data-action': 'open', onclick: () => { closeMenus(); openServer(name); }}, 'Details'),
+      ...Object.values(p.buttons)));
+  menu.addEventListener('toggle', () => { if (menu.open) closeMenus(menu); });
+  cell('actions', 'Actions', menu);
   return s;
 }
 
-function renderCard(s) {
-  const v = s.view, rt = v.runtime, p = s.parts;
-  p.status.textContent = rt.status;
-  p.status.className = 'badge ' + rt.status;
-  s.li.dataset.status = rt.status;
-  p.transport.textContent = v.transport + (rt.protocol_version ? ' · ' + rt.protocol_version : '');
-  p.tools.textContent = String(rt.tool_count || 0);
-  p.reconnects.textContent = String(rt.reconnects || 0);
-  p.sandbox.textContent = rt.sandbox ? sandboxText(rt.sandbox) : 'no';
-  p.pid.textContent = rt.pid ? 'pid ' + rt.pid : '–';
-  p.pid.dataset.pid = rt.pid || '';
-  if (rt.next_retry_at) {
-    p.retry.dataset.at = rt.next_retry_at;
-  } else {
-    delete p.retry.dataset.at;
-  }
-  tickRetry(p.retry);
-  p.error.hidden = !rt.error;
-  if (rt.error) {
-    p.error.textContent = 'Error in phase ' + rt.error.phase + ' (' + rt.error.code + '): ' + rt.error.message;
-  }
-  p.drop.hidden = !rt.last_drop;
-  if (rt.last_drop) {
-    p.drop.textContent = 'Last drop ' + when(rt.last_drop.at) + ' (' + rt.last_drop.code + '): ' + rt.last_drop.message;
-  }
-  const enabled = v.enabled === undefined || v.enabled;
-  p.toggle.textContent = enabled ? 'Disable' : 'Enable';
-  p.restart.disabled = !enabled;
-  // A person authorizes a server of grant authorization_code (the default).
-  p.authorize.hidden = !v.oauth || v.oauth.grant === 'client_credentials';
-  p.authorize.disabled = !enabled;
-  p.toolsBtn.disabled = rt.status !== 'connected';
-  p.logs.hidden = v.transport !== 'stdio';
+// closeMenus closes every open row menu but keep.
+function closeMenus(keep) {
+  for (const m of document.querySelectorAll('details.menu[open]')) if (m !== keep) m.open = false;
 }
 
-function sandboxText(sb) {
-  if (typeof sb !== 'object') return String(sb);
-  const parts = [];
-  for (const [k, val] of Object.entries(sb)) {
-    parts.push(k + ': ' + (typeof val === 'object' ? JSON.stringify(val) : String(val)));
-  }
-  return parts.join(', ') || 'yes';
+function renderRow(s) {
+  const v = s.view, rt = v.runtime, p = s.parts;
+  const st = shownStatus(s);
+  s.tr.dataset.status = st;
+  s.tr.dataset.known = rt.status;
+  p.status.textContent = st;
+  p.status.className = 'badge ' + st;
+  p.since.textContent = !live && liveLost ? 'since ' + clock(liveLost) : '';
+  p.since.hidden = live;
+  const err = live && rt.error;
+  p.problem.hidden = !err;
+  p.problem.textContent = err ? rt.error.phase + ' · ' + rt.error.code : '';
+  if (err) p.problem.title = rt.error.message;
+  p.transport.textContent = v.transport;
+  p.target.textContent = target(v);
+  p.target.title = target(v);
+  p.tools.textContent = String(rt.tool_count || 0);
+  renderStatsCells(s);
+  p.drop.textContent = rt.last_drop ? clock(rt.last_drop.at) + ' ' + rt.last_drop.code : '–';
+  p.drop.title = rt.last_drop ? rt.last_drop.message : '';
+  p.reconnects.textContent = String(rt.reconnects || 0);
+  if (rt.next_retry_at && live) p.retry.dataset.at = rt.next_retry_at;
+  else delete p.retry.dataset.at;
+  tickRetry(p.retry);
+  renderActions(s, p.buttons);
+}
+
+function renderStatsCells(s) {
+  const st = s.stats || {}, p = s.parts;
+  p.calls.textContent = String(st.calls || 0);
+  p.errors.textContent = String(st.errors || 0);
+  p.errors.classList.toggle('bad', (st.errors || 0) > 0);
+  p.p50.textContent = fmtMS(st.p50_ms);
+}
+
+// sandboxSummary is the sandbox in one line: what matters first.
+function sandboxSummary(sb) {
+  if (!sb || typeof sb !== 'object') return 'no sandbox';
+  if (!sb.enabled) return 'not sandboxed' + (sb.reason ? ' (' + sb.reason + ')' : '');
+  const parts = ['sandboxed'];
+  if (sb.user) parts.push('as ' + sb.user);
+  parts.push(sb.network ? (sb.network_allow && sb.network_allow.length ? 'network: ' + sb.network_allow.length + ' allowed' : 'network') : 'no network');
+  if (sb.workspace_mode) parts.push(sb.workspace_mode + ' workspace');
+  if (sb.limits) parts.push('limits: ' + sb.limits);
+  if (sb.unenforced && sb.unenforced.length) parts.push('not enforced: ' + sb.unenforced.join(', '));
+  return parts.join(' · ');
 }
 
 function when(t) {
   if (!t) return '';
   const d = new Date(t);
   return isNaN(d) ? String(t) : d.toLocaleTimeString();
+}
+
+// clock writes a time as HH:MM:SS, in 24 hours.
+function clock(t) {
+  const d = t instanceof Date ? t : new Date(t);
+  if (isNaN(d)) return String(t);
+  const z = (n) => String(n).padStart(2, '0');
+  return z(d.getHours()) + ':' + z(d.getMinutes()) + ':' + z(d.getSeconds());
+}
+
+// stamp writes a time as logs -f does, to the millisecond.
+function stamp(t) {
+  const d = new Date(t);
+  return clock(d) + '.' + String(d.getMilliseconds()).padStart(3, '0');
 }
 
 // tickRetry shows the time left until a retry; a one-second timer redraws
@@ -309,7 +453,197 @@ function tickRetry(dd) {
 }
 setInterval(() => {
   for (const s of servers.values()) tickRetry(s.parts.retry);
+  if (detail) tickRetry(detail.parts.retry);
 }, 1000);
+
+// ---- Stats: GET /api/v1/stats, drawn ----------------------------------------
+
+// Stats are read when the overview or a detail view is shown, then every
+// statsInterval while it stays shown and the page is live.
+const statsInterval = 5000;
+let statsTimer = 0, statsRound = 0;
+
+// loadStats reads and draws the stats of the view shown, then schedules
+// the next read; a call while a read is in flight supersedes it (one
+// loop, never two).
+async function loadStats() {
+  clearTimeout(statsTimer);
+  statsTimer = 0;
+  const round = ++statsRound;
+  if (!started || (current !== 'servers' && current !== 'server')) return;
+  try {
+    if (current === 'servers') {
+      const st = await api('GET', '/api/v1/stats');
+      if (round !== statsRound) return;
+      for (const line of st.servers || []) {
+        const s = servers.get(line.server);
+        if (s) { s.stats = line; renderStatsCells(s); }
+      }
+      renderPlots($('daemon-plots'), st, '');
+      $('daemon-summary').textContent = st.calls + ' calls in the last hour, ' + st.errors + ' failed' +
+        (st.calls ? '; p50 ' + fmtMS(st.p50_ms) + ', p99 ' + fmtMS(st.p99_ms) : '');
+      if (sortKey === 'calls' || sortKey === 'errors' || sortKey === 'p50') sortRows();
+    } else if (detail) {
+      const name = detail.name;
+      const st = await api('GET', '/api/v1/servers/' + encodeURIComponent(name) + '/stats');
+      if (round !== statsRound) return;
+      if (detail && detail.name === name) renderPlots(detail.parts.plots, st, '');
+    }
+  } catch (e) {
+    // The stream's state says whether the daemon is there; try again.
+    if (round !== statsRound) return;
+  }
+  if (started) statsTimer = setTimeout(loadStats, statsInterval);
+}
+
+// ---- A server's detail view -------------------------------------------------
+
+// detail is the server shown in the detail view: {name, parts, logsAbort}.
+let detail = null;
+
+function openServer(name) {
+  const s = servers.get(name);
+  if (!s) return;
+  closeDetail();
+  const p = {};
+  detail = {name, parts: p, logsAbort: null};
+  $('server-title').textContent = name;
+  p.status = el('span', {class: 'badge', 'data-role': 'status'});
+  p.since = el('span', {class: 'since', 'data-role': 'since'});
+  p.error = el('div', {class: 'error-box', 'data-role': 'error', hidden: true});
+  p.drop = el('p', {class: 'drop', 'data-role': 'last-drop', hidden: true});
+  const facts = el('dl', {class: 'facts'});
+  const fact = (label, role) => {
+    const dd = el('dd', {'data-role': role});
+    facts.append(el('dt', {text: label}), dd);
+    return dd;
+  };
+  p.transport = fact('Transport', 'transport');
+  p.target = fact(s.view.transport === 'stdio' ? 'Command' : 'URL', 'target');
+  p.info = fact('Server', 'server-info');
+  p.pid = fact('Process', 'pid');
+  p.since2 = fact('Connected since', 'connected-since');
+  p.tools = fact('Tools, resources, prompts', 'tool-count');
+  p.reconnects = fact('Reconnects', 'reconnects');
+  p.attempt = fact('Failed attempts', 'attempt');
+  p.retry = fact('Next retry', 'next-retry');
+  p.scope = fact('Session scope', 'scope');
+  p.sandbox = el('details', {class: 'sandbox', 'data-role': 'sandbox'});
+  p.buttons = actionButtons(s, 'server-title');
+  p.panel = el('div', {class: 'panel', 'data-role': 'panel', 'aria-live': 'polite', hidden: true});
+  p.plots = el('div', {class: 'plots', 'data-role': 'plots'});
+  p.logs = el('pre', {class: 'logs', 'data-role': 'logs', tabindex: '0', 'aria-label': 'stderr of ' + name});
+  p.logsBox = el('section', {class: 'logs-box', 'aria-label': 'Logs'}, el('h3', {text: 'stderr, with the times and attempts of logs -f'}), p.logs);
+  $('server-detail').replaceChildren(
+    el('p', {class: 'status-line'}, p.status, ' ', p.since),
+    p.error, p.drop,
+    el('div', {class: 'actions'}, ...Object.values(p.buttons)),
+    p.panel,
+    p.plots,
+    el('div', {class: 'detail-grid'}, el('div', {}, facts, p.sandbox), p.logsBox));
+  renderDetail();
+  show('server');
+  loadStats();
+  if (s.view.transport === 'stdio') followLogs(name);
+  else p.logsBox.hidden = true;
+}
+
+function closeDetail() {
+  if (!detail) return;
+  if (detail.logsAbort) detail.logsAbort.abort();
+  detail = null;
+}
+
+function renderDetail() {
+  const s = servers.get(detail.name);
+  if (!s) return;
+  const v = s.view, rt = v.runtime, p = detail.parts;
+  const st = shownStatus(s);
+  $('view-server').dataset.status = st;
+  p.status.textContent = st;
+  p.status.className = 'badge ' + st;
+  p.since.textContent = !live && liveLost ? 'since ' + clock(liveLost) + ': the page is not receiving events' : '';
+  p.error.hidden = !rt.error;
+  if (rt.error) {
+    p.error.replaceChildren(el('strong', {}, 'Error in phase ', el('span', {class: 'phase', text: rt.error.phase}), ' (',
+      el('code', {text: rt.error.code}), ')', rt.error.at ? ' at ' + clock(rt.error.at) : ''), el('pre', {text: rt.error.message}));
+  }
+  p.drop.hidden = !rt.last_drop;
+  if (rt.last_drop) p.drop.textContent = 'Last drop ' + when(rt.last_drop.at) + ' (' + rt.last_drop.code + '): ' + rt.last_drop.message;
+  p.transport.textContent = v.transport + (rt.protocol_version ? ' · protocol ' + rt.protocol_version : '');
+  p.target.textContent = target(v);
+  p.info.textContent = rt.server_info ? rt.server_info.name + ' ' + rt.server_info.version : '–';
+  p.pid.textContent = rt.pid ? 'pid ' + rt.pid : '–';
+  p.pid.dataset.pid = rt.pid || '';
+  p.since2.textContent = rt.connected_since ? when(rt.connected_since) : '–';
+  p.tools.textContent = (rt.tool_count || 0) + ', ' + (rt.resource_count || 0) + ', ' + (rt.prompt_count || 0);
+  p.reconnects.textContent = String(rt.reconnects || 0);
+  p.attempt.textContent = String(rt.attempt || 0);
+  if (rt.next_retry_at && live) p.retry.dataset.at = rt.next_retry_at;
+  else delete p.retry.dataset.at;
+  tickRetry(p.retry);
+  p.scope.textContent = v.session_scope || 'shared';
+  const box = rt.sandbox;
+  const full = el('dl', {class: 'facts'});
+  for (const [k, val] of Object.entries(box || {})) {
+    full.append(el('dt', {text: k}), el('dd', {text: typeof val === 'object' ? JSON.stringify(val) : String(val)}));
+  }
+  const open = p.sandbox.open;
+  p.sandbox.replaceChildren(el('summary', {'data-role': 'sandbox-summary'}, 'Sandbox: ' + sandboxSummary(box)), full);
+  p.sandbox.open = open;
+  renderActions(s, p.buttons);
+}
+
+// followLogs shows the server's stderr as "switchboard server logs -f"
+// does: the kept lines, then each new line after the time it was read,
+// and a marker line for each change of state (a new attempt, a drop).
+async function followLogs(name) {
+  const d = detail;
+  const pre = d.parts.logs;
+  d.logsAbort = new AbortController();
+  let wait = 1000;
+  while (detail === d && started) {
+    try {
+      const resp = await api('GET', '/api/v1/servers/' + encodeURIComponent(name) + '/logs?follow=true&tail=200', null,
+        {stream: true, accept: 'text/event-stream', signal: d.logsAbort.signal});
+      pre.replaceChildren();
+      wait = 1000;
+      for await (const ev of sseEvents(resp.body)) {
+        let data;
+        try { data = JSON.parse(ev.data); } catch (e) { continue; }
+        const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+        if (ev.event === 'log') {
+          pre.append(el('span', {class: 'line'}, data.at ? el('time', {datetime: data.at, text: stamp(data.at) + ' '}) : null, data.line), '\n');
+        } else if (ev.event === 'status') {
+          pre.append(el('span', {class: 'marker', 'data-reason': data.reason},
+            el('time', {datetime: data.at, text: stamp(data.at) + ' '}), '--- ' + describeEvent(data)), '\n');
+        }
+        while (pre.childNodes.length > 2000) { pre.firstChild.remove(); pre.firstChild.remove(); }
+        if (atEnd) pre.scrollTop = pre.scrollHeight;
+      }
+    } catch (e) {
+      if (e.name === 'AbortError' || e.status === 401) return;
+      if (e.status === 404) return;
+    }
+    await sleep(wait);
+    wait = Math.min(wait * 2, 10000);
+  }
+}
+
+// describeEvent reads "attempt_failed (attempt 1, status connecting):
+// spawn: command_not_found: ./x: command not found", as logs -f prints it.
+function describeEvent(ev) {
+  let s = ev.reason || '';
+  if (ev.reason === 'starting') s += ' (attempt ' + ((ev.attempt || 0) + 1) + ')';
+  else if (ev.reason === 'attempt_failed') s += ' (attempt ' + (ev.attempt || 0) + ', status ' + ev.status + ')';
+  else if (ev.previous && ev.status !== ev.previous) s += ' (status ' + ev.previous + ' -> ' + ev.status + ')';
+  else s += ' (status ' + ev.status + ')';
+  const e = ev.error;
+  if (e && (ev.reason === 'attempt_failed' || ev.reason === 'dropped')) s += ': ' + e.phase + ': ' + e.code + ': ' + e.message;
+  return s;
+}
+
+// ---- Actions ----------------------------------------------------------------
 
 async function action(s, fn) {
   notice('');
@@ -334,7 +668,7 @@ function restartServer(s) {
 
 // authorizeServer opens the server's authorization page in a new window;
 // the authorization server sends that window back to the daemon, which
-// then connects the server (the card turns connected by itself). The window
+// then connects the server (the row turns connected by itself). The window
 // is opened at once, in the click: one opened after an await is a popup
 // that browsers block.
 function authorizeServer(s) {
@@ -356,11 +690,14 @@ function authorizeServer(s) {
   });
 }
 
-function deleteServer(s) {
-  const b = s.parts.del;
+// deleteServer asks once more on the button that was clicked.
+function deleteServer(s, b) {
   if (!b.classList.contains('confirm')) {
     b.classList.add('confirm');
     b.textContent = 'Really delete?';
+    // The menu stays open on the question.
+    const menu = b.closest('details.menu');
+    if (menu) menu.open = true;
     setTimeout(() => { b.classList.remove('confirm'); b.textContent = 'Delete'; }, 5000);
     return;
   }
@@ -371,12 +708,14 @@ function deleteServer(s) {
   });
 }
 
+// testStored tests a stored server in a fresh session; the result shows
+// in its detail view.
 function testStored(s) {
-  const panel = s.parts.panel;
-  stopLogs(s);
+  if (!detail || detail.name !== s.view.name) return;
+  const panel = detail.parts.panel, btn = detail.parts.buttons.test;
   panel.hidden = false;
   panel.replaceChildren(el('p', {text: 'Testing ' + s.view.name + ' in a fresh session…'}));
-  s.parts.test.disabled = true;
+  btn.disabled = true;
   return action(s, async () => {
     try {
       const res = await api('POST', '/api/v1/servers/' + encodeURIComponent(s.view.name) + '/test');
@@ -384,10 +723,11 @@ function testStored(s) {
     } catch (e) {
       panel.replaceChildren(el('p', {class: 'problem', text: describe(e.info)}));
     } finally {
-      s.parts.test.disabled = false;
+      btn.disabled = false;
     }
   });
 }
+
 
 // renderTest shows what a test session found: the tools, or the error
 // with its phase and the tail of the server's stderr.
@@ -415,41 +755,6 @@ function renderTest(res, panel, name) {
   panel.replaceChildren(...out);
 }
 
-function toggleLogs(s) {
-  if (s.logsTimer) {
-    stopLogs(s);
-    s.parts.panel.hidden = true;
-    return;
-  }
-  const pre = el('pre', {class: 'logs', 'data-role': 'logs', tabindex: '0', 'aria-label': 'stderr of ' + s.view.name});
-  s.parts.panel.replaceChildren(el('h4', {text: 'stderr of ' + s.view.name + ', following'}), pre);
-  s.parts.panel.hidden = false;
-  s.parts.logs.setAttribute('aria-expanded', 'true');
-  s.parts.logs.textContent = 'Hide logs';
-  const name = s.view.name;
-  // The logs route has no follow mode here: read it once a second while
-  // the panel is open.
-  const poll = async () => {
-    try {
-      const body = await api('GET', '/api/v1/servers/' + encodeURIComponent(name) + '/logs');
-      const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-      pre.textContent = body.lines.length ? body.lines.join('\n') : '(nothing yet)';
-      if (atEnd) pre.scrollTop = pre.scrollHeight;
-    } catch (e) {
-      pre.textContent = describe(e.info);
-    }
-  };
-  poll();
-  s.logsTimer = setInterval(poll, 1000);
-}
-
-function stopLogs(s) {
-  if (!s.logsTimer) return;
-  clearInterval(s.logsTimer);
-  s.logsTimer = 0;
-  s.parts.logs.setAttribute('aria-expanded', 'false');
-  s.parts.logs.textContent = 'Logs';
-}
 
 // ---- Live status: GET /api/v1/events -------------------------------------
 
@@ -476,16 +781,28 @@ async function refreshServer(name) {
   pending.delete(name);
   try {
     upsert(await api('GET', '/api/v1/servers/' + encodeURIComponent(name)));
-    sortCards();
+    sortRows();
   } catch (e) {
     if (e.status === 404) removeServer(name);
   }
 }
 
+// setLive says whether the page is being told of changes. While it is
+// not, no status can be vouched for: every one shows as unknown, since the
+// moment the stream was lost, until it is back and every server re-read.
 function setLive(on, text) {
   const l = $('live');
   l.textContent = text;
   l.className = 'live ' + (on ? 'on' : 'off');
+  document.body.dataset.live = on ? 'on' : 'off';
+  const was = live;
+  live = on;
+  if (on) liveLost = null;
+  else if (!liveLost) liveLost = new Date();
+  for (const s of servers.values()) renderRow(s);
+  if (detail) renderDetail();
+  filterRows();
+  if (!on && was) announce('Not receiving events since ' + clock(liveLost) + ': every status is unknown');
 }
 
 // followEvents keeps one subscription to the status events, subscribing
@@ -498,6 +815,7 @@ async function followEvents() {
       const resp = await api('GET', '/api/v1/events', null, {stream: true, accept: 'text/event-stream', signal: eventsAbort.signal});
       await loadServers(); // after subscribing: nothing falls in between
       setLive(true, 'live');
+      loadStats();
       wait = 1000;
       for await (const ev of sseEvents(resp.body)) {
         if (ev.event === 'status') {
@@ -508,6 +826,7 @@ async function followEvents() {
       if (e.status === 401 || !started) return;
     }
     setLive(false, 'reconnecting…');
+    $('live').textContent = 'no events since ' + clock(liveLost) + '; reconnecting…';
     await sleep(wait);
     wait = Math.min(wait * 2, 10000);
   }
@@ -685,12 +1004,12 @@ async function saveForm(ev) {
       v = await api('POST', '/api/v1/servers', cfg);
     }
     upsert(v);
-    sortCards();
+    sortRows();
     announce((editing ? 'Saved ' : 'Created ') + v.name);
     editing = null;
     show('servers');
     const s = servers.get(v.name);
-    if (s) s.li.scrollIntoView({block: 'nearest'});
+    if (s) s.tr.scrollIntoView({block: 'nearest'});
   } catch (e) {
     if (e.status === 401) return;
     const info = e.info || {};
@@ -964,6 +1283,18 @@ function wire() {
   $('server-form').addEventListener('submit', saveForm);
   $('test-draft').addEventListener('click', testDraft);
   $('cancel-form').addEventListener('click', () => { editing = null; show('servers'); });
+  $('server-filter').addEventListener('input', filterRows);
+  $('server-status').addEventListener('change', filterRows);
+  for (const th of document.querySelectorAll('#servers th[data-sort]')) {
+    th.querySelector('button').addEventListener('click', () => {
+      const key = th.dataset.sort;
+      sortDir = key === sortKey ? -sortDir : 1;
+      sortKey = key;
+      sortRows();
+    });
+  }
+  $('server-back').addEventListener('click', () => show('servers'));
+  document.addEventListener('click', (ev) => { if (!ev.target.closest('details.menu')) closeMenus(); });
   $('import-form').addEventListener('submit', (ev) => { ev.preventDefault(); runImport(false); });
   $('import-preview').addEventListener('click', () => runImport(true));
   $('tool-search').addEventListener('input', renderTools);
@@ -972,6 +1303,7 @@ function wire() {
   $('call-cancel').addEventListener('click', stopCall);
   document.addEventListener('keydown', (ev) => {
     if (ev.key === 'Escape' && callAbort) stopCall();
+    if (ev.key === 'Escape') closeMenus();
   });
 }
 
