@@ -35,6 +35,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/audit"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -120,6 +121,10 @@ type Options struct {
 	MaxTotalTimeout time.Duration
 	// Toolsets, if set, are served by ToolsetHandler (toolset.go).
 	Toolsets ToolsetSource
+	// Audit, if set, records the resources/read and prompts/get the
+	// gateway serves, and the surface of every call (audit.go); tools/call
+	// is recorded by the executor's plugin (audit.Log.Instrument).
+	Audit *audit.Log
 }
 
 // Defaults for Options.

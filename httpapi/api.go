@@ -23,6 +23,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/audit"
 	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/metrics"
@@ -87,6 +88,10 @@ type Options struct {
 	// Warnings, if set, says what the MCP endpoint does not show of a
 	// server, for its view (gateway.Gateway.Warnings).
 	Warnings func(server string) []string
+	// Audit, if set, records the API requests that change something
+	// (audit.go), marks every request with its surface for the calls it
+	// makes, and is read at GET /api/v1/audit.
+	Audit *audit.Log
 }
 
 type handler struct {
@@ -103,6 +108,7 @@ type handler struct {
 	tokens   *registry.Tokens
 	oauth    *oauthclient.Client
 	warnings func(server string) []string
+	audit    *audit.Log
 	// unauthorized is the message of a 401 (see Options.CredentialFile).
 	unauthorized string
 }
@@ -117,7 +123,7 @@ func (a *handler) warn(v *sb.ServerView) {
 // New returns the API's handler.
 func New(o Options) http.Handler {
 	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, toolsets: o.Toolsets, tokens: o.Tokens, oauth: o.OAuth,
-		warnings: o.Warnings}
+		warnings: o.Warnings, audit: o.Audit}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -182,8 +188,11 @@ func New(o Options) http.Handler {
 		protected.HandleFunc("POST /api/v1/tokens", a.createToken)
 		protected.HandleFunc("DELETE /api/v1/tokens/{name}", a.revokeToken)
 	}
+	if o.Audit != nil {
+		protected.HandleFunc("GET /api/v1/audit", a.listAudit)
+	}
 	protected.HandleFunc("/", noRoute(protected))
-	mux.Handle("/", a.auth(protected))
+	mux.Handle("/", a.auth(a.audited(protected)))
 	// Browsers must not be able to drive the API from another site: a page
 	// could otherwise POST a server config (as text/plain, which needs no
 	// preflight) and make Switchboard run its command. Cross-origin requests

@@ -53,6 +53,7 @@ type Config struct {
 	// (0: no cap).
 	IdleTimeout        time.Duration
 	MaxConnsPerAddress int
+	Audit              AuditConfig // --audit, --audit-retention, --audit-max-rows
 }
 
 // Serve is "switchboard serve": it locks a SQLite database, starts every
@@ -99,8 +100,13 @@ func Serve(ctx context.Context, log *slog.Logger, sc Config, gwOpts gateway.Opti
 		Followers: []registry.Follower{toolsets, tokens}, PrivateDirs: private})
 	m := metrics.New(reg)
 	m.ReportReplica(reg.ReplicaInfo().ID, func() time.Time { return reg.ReplicaInfo().LastSync })
-	ex := executor.New(m.Instrument(executor.NewMCP(reg)))
-	gwOpts.Executor, gwOpts.Toolsets = ex, toolsets
+	auditLog, stopAudit := startAudit(sc.Audit, st, reg, log)
+	defer stopAudit() // after the last call, before the store closes
+	if auditLog != nil {
+		m.ReportAudit(auditLog)
+	}
+	ex := executor.New(auditLog.Instrument(m.Instrument(executor.NewMCP(reg))))
+	gwOpts.Executor, gwOpts.Toolsets, gwOpts.Audit = ex, toolsets, auditLog
 	gw := gateway.New(reg, gwOpts)
 	m.ReportSessions(gw)
 	defer gw.Close()
@@ -108,7 +114,7 @@ func Serve(ctx context.Context, log *slog.Logger, sc Config, gwOpts gateway.Opti
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Token: sc.Auth.Token, CredentialFile: sc.Auth.File,
 		AllowedHosts: sc.AllowedHosts, Logger: log, MCP: gw.Handler(), Instance: instance,
 		Page: page, Authenticate: page.Authenticate, OAuth: oauth,
-		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings})
+		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings, Audit: auditLog})
 
 	tcp, err := net.Listen("tcp", sc.Listen)
 	if errors.Is(err, syscall.EADDRINUSE) {
