@@ -79,8 +79,10 @@ type Log struct {
 // mask, if its server keeps them.
 type pending struct {
 	sb.AuditEntry
-	args []byte
-	cfg  *sb.ServerConfig
+	sum    [sha256.Size]byte // of the arguments, if hashed: encoded by Run
+	hashed bool
+	args   []byte
+	cfg    *sb.ServerConfig
 }
 
 // New returns a log over o.Store. Nothing is written until Run runs.
@@ -134,8 +136,7 @@ func (l *Log) Record(ctx context.Context, e sb.AuditEntry, args []byte) {
 	}
 	p := pending{AuditEntry: e}
 	if len(args) > 0 && string(args) != "null" {
-		sum := sha256.Sum256(args)
-		p.ArgsSHA256 = hex.EncodeToString(sum[:])
+		p.sum, p.hashed = sha256.Sum256(args), true
 		if p.RequestBytes == 0 {
 			p.RequestBytes = int64(len(args))
 		}
@@ -187,6 +188,10 @@ func (l *Log) Run(ctx context.Context) {
 		}()
 	}
 	batch := make([]sb.AuditEntry, 0, l.batch)
+	// A write is not cancelled when Run is told to end: the entries
+	// would be lost. The store's own bounds apply, and the last writes'
+	// flushTimeout.
+	wctx := context.WithoutCancel(ctx)
 	write := func(ctx context.Context) {
 		if len(batch) == 0 {
 			return
@@ -204,12 +209,12 @@ func (l *Log) Run(ctx context.Context) {
 		case p := <-l.queue:
 			batch = append(batch, p.entry())
 			if len(batch) == l.batch {
-				write(ctx)
+				write(wctx)
 			}
 		case <-flush.C:
-			write(ctx)
+			write(wctx)
 		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+			fctx, cancel := context.WithTimeout(wctx, flushTimeout)
 			defer cancel()
 			for {
 				select {
@@ -231,6 +236,9 @@ func (l *Log) Run(ctx context.Context) {
 // entry is p as stored: its arguments masked, if kept.
 func (p *pending) entry() sb.AuditEntry {
 	e := p.AuditEntry
+	if p.hashed {
+		e.ArgsSHA256 = hex.EncodeToString(p.sum[:])
+	}
 	if p.cfg != nil {
 		e.Arguments = sb.MaskArguments(json.RawMessage(p.args), sb.NewRedactor(p.cfg))
 	}

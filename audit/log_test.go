@@ -21,7 +21,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // openStore opens a fresh SQLite store, closed when the test ends.
-func openStore(t *testing.T) *sqlite.Store {
+func openStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sb.db"))
 	if err != nil {
@@ -221,4 +221,25 @@ func TestRunTrimsEveryInterval(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// Entries queued when Run is told to end are written, also those of a
+// batch it was writing: a write does not take Run's cancellation.
+func TestRunEndingLosesNoEntry(t *testing.T) {
+	st := openStore(t)
+	// Run's select sees both the queue and its end: each round, one in
+	// two picks the queue first, which wrote a batch with the cancelled
+	// context.
+	for round := range 20 {
+		l := audit.New(audit.Options{Store: st, BatchSize: 1})
+		for range 5 {
+			l.Record(context.Background(), call("a", "echo"), nil)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		l.Run(ctx)
+		if s := l.Stats(); s.Written != 5 || s.Failed != 0 {
+			t.Fatalf("round %d: stats %+v, want the 5 written", round, s)
+		}
+	}
 }

@@ -19,23 +19,39 @@ type surface struct{ name, toolset string }
 // the caller reached (switchboard stdio's context reaches the gateway's
 // mirrors, an HTTP request's reaches the relay).
 func WithSurface(ctx context.Context, name, toolset string) context.Context {
-	if _, ok := ctx.Value(surfaceKey{}).(surface); ok {
+	if HasSurface(ctx) {
 		return ctx
 	}
-	return context.WithValue(ctx, surfaceKey{}, surface{name, toolset})
+	s := fixedSurfaces[name]
+	if s == nil || toolset != "" {
+		s = &surface{name, toolset}
+	}
+	return context.WithValue(ctx, surfaceKey{}, s)
+}
+
+// fixedSurfaces are the surfaces without a toolset, made once: a request
+// of one costs the context's value and no more.
+var fixedSurfaces = map[string]*surface{}
+
+func init() {
+	for _, name := range []string{sb.SurfaceMCP, sb.SurfaceMCPServer, sb.SurfaceToolset, sb.SurfaceAPI, sb.SurfaceStdio} {
+		fixedSurfaces[name] = &surface{name: name}
+	}
 }
 
 // HasSurface reports whether ctx carries a surface.
 func HasSurface(ctx context.Context) bool {
-	_, ok := ctx.Value(surfaceKey{}).(surface)
+	_, ok := ctx.Value(surfaceKey{}).(*surface)
 	return ok
 }
 
 // SurfaceFrom returns the surface ctx carries, and its toolset; "" if
 // none.
 func SurfaceFrom(ctx context.Context) (name, toolset string) {
-	s, _ := ctx.Value(surfaceKey{}).(surface)
-	return s.name, s.toolset
+	if s, ok := ctx.Value(surfaceKey{}).(*surface); ok {
+		return s.name, s.toolset
+	}
+	return "", ""
 }
 
 // SurfaceOf is the surface that the path of r reaches: /mcp, /mcp/{name},
