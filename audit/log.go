@@ -192,6 +192,7 @@ func (l *Log) Run(ctx context.Context) {
 	// would be lost. The store's own bounds apply, and the last writes'
 	// flushTimeout.
 	wctx := context.WithoutCancel(ctx)
+	var reported uint64 // drops logged so far
 	write := func(ctx context.Context) {
 		if len(batch) == 0 {
 			return
@@ -213,6 +214,7 @@ func (l *Log) Run(ctx context.Context) {
 			}
 		case <-flush.C:
 			write(wctx)
+			reported = l.reportDrops(reported)
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(wctx, flushTimeout)
 			defer cancel()
@@ -231,6 +233,17 @@ func (l *Log) Run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// reportDrops logs the entries dropped since reported were, if any, and
+// returns how many are now: once a flush, not once an entry.
+func (l *Log) reportDrops(reported uint64) uint64 {
+	n := l.dropped.Load()
+	if n > reported {
+		l.log.Warn("audit entries were dropped: the queue to the database was full (switchboard_audit_dropped_total counts them)",
+			"dropped", n-reported, "queue", cap(l.queue))
+	}
+	return n
 }
 
 // entry is p as stored: its arguments masked, if kept.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,13 +48,27 @@ func call(server, tool string) sb.AuditEntry {
 // Record never waits: with nobody writing, a full queue drops the
 // entries beyond it and counts them.
 func TestRecordDropsWhenTheQueueIsFull(t *testing.T) {
-	l := audit.New(audit.Options{Store: openStore(t), QueueSize: 4})
-	for range 10 {
-		l.Record(context.Background(), call("a", "echo"), nil)
-	}
-	if s := l.Stats(); s.Dropped != 6 || s.Queued != 4 {
-		t.Errorf("stats %+v, want 6 dropped and 4 queued", s)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var logged strings.Builder
+		l := audit.New(audit.Options{Store: openStore(t), QueueSize: 4, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+		for range 10 {
+			l.Record(context.Background(), call("a", "echo"), nil)
+		}
+		if s := l.Stats(); s.Dropped != 6 || s.Queued != 4 {
+			t.Errorf("stats %+v, want 6 dropped and 4 queued", s)
+		}
+		// The writer says so at its next flush, once.
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); l.Run(ctx) }()
+		time.Sleep(2 * audit.DefaultFlushInterval)
+		synctest.Wait()
+		cancel()
+		<-done
+		if n := strings.Count(logged.String(), "audit entries were dropped"); n != 1 || !strings.Contains(logged.String(), "dropped=6") {
+			t.Errorf("logged %d warnings of drops, want one of 6:\n%s", n, logged.String())
+		}
+	})
 }
 
 // Run writes a full batch at once, a partial one after FlushInterval, and

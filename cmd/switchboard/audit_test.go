@@ -194,4 +194,9 @@ func TestAuditRecordsEveryCallOfEverySurface(t *testing.T) {
 		t.Fatal(err)
 	}
 	follow.waitLine(t, `"tool":"add"`)
+	metrics := get(t, d, "/metrics")
+	if !strings.Contains(metrics, "switchboard_audit_dropped_total 0") || !strings.Contains(metrics, `switchboard_audit_entries_total{result="written"} `) ||
+		strings.Contains(metrics, `switchboard_audit_entries_total{result="written"} 0`) {
+		t.Errorf("/metrics on the audit log:\n%s", grepLines(metrics, "switchboard_audit"))
+	}
 }
