@@ -143,3 +143,75 @@ func processCPU(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkAuditInterleaved runs the two sides of BenchmarkAuditParallel
+// in one process, in alternating blocks of 256 calls at 16 callers, so
+// that the machine's other load falls on both alike; it reports the
+// calls/s of each and on's share of off's (the bound: at least
+// 0.95). Each b.N is one block of each side.
+//
+//	go test -run='^$' -bench=AuditInterleaved -benchtime=40x ./bench/
+func BenchmarkAuditInterleaved(b *testing.B) {
+	type side struct {
+		cs    *mcp.ClientSession
+		wall  time.Duration
+		cpu   time.Duration
+		calls int
+	}
+	text := payloadText(1 << 10)
+	args := map[string]any{"text": text}
+	ctx := context.Background()
+	sides := make([]*side, 2)
+	for i, on := range []bool{false, true} {
+		url, _ := auditedEndpoint(b, on)
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+		b.Cleanup(hc.CloseIdleConnections)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench-audit"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc},
+				&mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		sides[i] = &side{cs: cs}
+	}
+	const callers, perCaller = 16, 16
+	block := func(s *side) {
+		start, cpu0 := time.Now(), processCPU(b)
+		done := make(chan error, callers)
+		for range callers {
+			go func() {
+				for range perCaller {
+					res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args})
+					if err == nil {
+						err = checkText(res, text)
+					}
+					if err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+		}
+		for range callers {
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
+		s.wall += time.Since(start)
+		s.cpu += processCPU(b) - cpu0
+		s.calls += callers * perCaller
+	}
+	for i := 0; b.Loop(); i++ {
+		// Which side goes first alternates too.
+		block(sides[i%2])
+		block(sides[1-i%2])
+	}
+	rate := func(s *side) float64 { return float64(s.calls) / s.wall.Seconds() }
+	b.ReportMetric(rate(sides[0]), "off-calls/s")
+	b.ReportMetric(rate(sides[1]), "on-calls/s")
+	b.ReportMetric(rate(sides[1])/rate(sides[0]), "on/off")
+	b.ReportMetric(float64(sides[0].cpu.Microseconds())/float64(sides[0].calls), "off-cpu-us/call")
+	b.ReportMetric(float64(sides[1].cpu.Microseconds())/float64(sides[1].calls), "on-cpu-us/call")
+}
