@@ -86,6 +86,10 @@ type ServerConfig struct {
 	// the documented default profile, where the embedder applies it (see
 	// upstream.Options.SandboxDefault).
 	Sandbox *SandboxConfig `json:"sandbox,omitempty"`
+
+	// Audit says what the audit log keeps of the server's calls beyond
+	// what it always keeps (see AuditConfig). Nil: the defaults.
+	Audit *AuditConfig `json:"audit,omitempty"`
 }
 
 // SandboxConfig confines a stdio server with bubblewrap: what of the host
@@ -805,5 +809,9 @@ func (c *ServerConfig) Clone() *ServerConfig {
 	}
 	out.Sandbox = c.Sandbox.Clone()
 	out.OAuth = c.OAuth.Clone()
+	if c.Audit != nil {
+		a := *c.Audit
+		out.Audit = &a
+	}
 	return &out
 }

@@ -6,9 +6,9 @@
 // ([SecretMask], [Redactor]); events ([Event], [Reason]); toolsets
 // ([Toolset], whose Allows decides what a toolset's clients may see and
 // use) and scoped API tokens ([Token], [Scope], [Principal], whose Allows
-// decides which endpoints a credential reaches); and the [Store],
-// [ToolsetStore] and [TokenStore] interfaces. It imports no other package
-// of Switchboard.
+// decides which endpoints a credential reaches); the audit log's entries
+// ([AuditEntry]); and the [Store], [ToolsetStore], [TokenStore] and
+// [AuditStore] interfaces. It imports no other package of Switchboard.
 //
 // The implementations live in packages named after what they wrap, each
 // depending only on those listed before it:
@@ -30,6 +30,9 @@
 //	toolsearch  an in-memory BM25F index of tools, kept per server (search
 //	            mode, GET /api/v1/tools?search=)
 //	stats       the last hour of every server's calls, by the minute, in memory
+//	audit       the audit log: entries queued off the calls' path, written in
+//	            batches, trimmed to its retention; an executor plugin records
+//	            tools/call
 //	gateway     the MCP endpoint: /mcp, /mcp/{name}, /toolsets/{name}/mcp and
 //	            the stdio server
 //	api         the HTTP API's wire types, shared by server and client

@@ -35,6 +35,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/audit"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -125,6 +126,10 @@ type Options struct {
 	// lists search_tools and call_tool instead (search.go). The
 	// per-server endpoints list their tools in either mode.
 	MCPMode string
+	// Audit, if set, records the resources/read and prompts/get the
+	// gateway serves, and the surface of every call (audit.go); tools/call
+	// is recorded by the executor's plugin (audit.Log.Instrument).
+	Audit *audit.Log
 }
 
 // Defaults for Options.

@@ -306,7 +306,7 @@ func (m *mirror) addTool(name, server string, t *mcp.Tool) (err error) {
 		if !m.allows(sb.KindTool, server, t.Name) {
 			return nil, unknownTool(req.Params.Name)
 		}
-		return m.g.call(ctx, m.server, req, server, t.Name)
+		return m.g.call(m.audited(ctx), m.server, req, server, t.Name)
 	})
 	return nil
 }
@@ -518,12 +518,10 @@ func (m *mirror) readResource(server string) mcp.ResourceHandler {
 		if !m.allows(sb.KindResource, server, req.Params.URI) {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
-		cs, ctx, cancel, err := m.client(ctx, server)
-		if err != nil {
-			return nil, err
-		}
-		defer cancel()
-		return cs.ReadResource(ctx, req.Params)
+		done := m.g.opts.Audit.Begin(m.auditedBy(ctx, req.Extra), sb.AuditResource, server, req.Params.URI, nil)
+		res, err := m.readFrom(ctx, server, req.Params)
+		done(res, err)
+		return res, err
 	}
 }
 
@@ -532,14 +530,12 @@ func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
 		if !m.allows(sb.KindPrompt, server, name) {
 			return nil, fmt.Errorf("unknown prompt %q", req.Params.Name)
 		}
-		cs, ctx, cancel, err := m.client(ctx, server)
-		if err != nil {
-			return nil, err
-		}
-		defer cancel()
 		p := *req.Params
 		p.Name = name
-		return cs.GetPrompt(ctx, &p)
+		done := m.g.opts.Audit.Begin(m.auditedBy(ctx, req.Extra), sb.AuditPrompt, server, name, promptArgs(p.Arguments))
+		res, err := m.getFrom(ctx, server, &p)
+		done(res, err)
+		return res, err
 	}
 }
 

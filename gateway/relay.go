@@ -199,7 +199,7 @@ func (g *Gateway) serveRelay(w http.ResponseWriter, r *http.Request, s *session,
 		return false
 	}
 	g.served.Add(1)
-	g.relayCall(w, r, s, env, o, nil)
+	g.relayCall(w, s.m.auditedRequest(r), s, env, o, nil)
 	return true
 }
 

@@ -58,7 +58,7 @@ func (g *Gateway) serveStatelessRelay(w http.ResponseWriter, r *http.Request, m 
 		return false
 	}
 	g.served.Add(1)
-	g.relayCall(w, r, nil, env, o, m.info)
+	g.relayCall(w, m.auditedRequest(r), nil, env, o, m.info)
 	return true
 }
 

@@ -23,6 +23,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/audit"
 	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/metrics"
@@ -94,6 +95,10 @@ type Options struct {
 	// Search, if set, answers GET /api/v1/tools?search=Q: at most limit
 	// tools, best first (gateway.Gateway.Search).
 	Search func(query string, limit int) []api.ToolHit
+	// Audit, if set, records the API requests that change something
+	// (audit.go), marks every request with its surface for the calls it
+	// makes, and is read at GET /api/v1/audit.
+	Audit *audit.Log
 }
 
 type handler struct {
@@ -112,6 +117,7 @@ type handler struct {
 	stats    *stats.Series // nil: no stats routes
 	warnings func(server string) []string
 	search   func(query string, limit int) []api.ToolHit
+	audit    *audit.Log
 	// unauthorized is the message of a 401 (see Options.CredentialFile).
 	unauthorized string
 }
@@ -126,7 +132,7 @@ func (a *handler) warn(v *sb.ServerView) {
 // New returns the API's handler.
 func New(o Options) http.Handler {
 	a := &handler{reg: o.Registry, ex: o.Executor, log: o.Logger, authn: o.Authenticate, toolsets: o.Toolsets, tokens: o.Tokens, oauth: o.OAuth,
-		stats: o.Stats, warnings: o.Warnings, search: o.Search}
+		stats: o.Stats, warnings: o.Warnings, search: o.Search, audit: o.Audit}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -195,8 +201,11 @@ func New(o Options) http.Handler {
 		protected.HandleFunc("POST /api/v1/tokens", a.createToken)
 		protected.HandleFunc("DELETE /api/v1/tokens/{name}", a.revokeToken)
 	}
+	if o.Audit != nil {
+		protected.HandleFunc("GET /api/v1/audit", a.listAudit)
+	}
 	protected.HandleFunc("/", noRoute(protected))
-	mux.Handle("/", a.auth(protected))
+	mux.Handle("/", a.auth(a.audited(protected)))
 	// Browsers must not be able to drive the API from another site: a page
 	// could otherwise POST a server config (as text/plain, which needs no
 	// preflight) and make Switchboard run its command. Cross-origin requests

@@ -75,6 +75,7 @@ func (a *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		err = a.inServerWords(name, 0, err)
 	}
 	status, info := classify(err)
+	auditCode(w, info.Code)
 	if status >= 500 && status != http.StatusServiceUnavailable {
 		a.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "code", info.Code, "error", info.Message, "cause", err.Error())
 	}

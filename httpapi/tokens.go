@@ -131,7 +131,7 @@ func (a *handler) auth(next http.Handler) http.Handler {
 				Message: "the token's scopes do not reach " + r.URL.Path}})
 			return
 		}
-		ctx := sb.WithPrincipal(r.Context(), p)
+		ctx := a.withSurface(sb.WithPrincipal(r.Context(), p), r)
 		if p.Revoked != nil {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithCancel(ctx)

@@ -34,7 +34,7 @@ and errors that say where and why a server failed.`,
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "wide", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(newCheckCommand(), newServeCommand(), newStdioCommand(),
 		newServerCommand(), newToolsCommand(), newCallCommand(), newImportCommand(), newClientConfigCommand(),
-		newEventsCommand(), newVersionCommand(), newWebCommand(), newToolsetCommand(), newTokenCommand())
+		newEventsCommand(), newVersionCommand(), newWebCommand(), newToolsetCommand(), newTokenCommand(), newAuditCommand())
 	return root
 }
 

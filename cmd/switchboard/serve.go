@@ -52,6 +52,7 @@ func newServeCommand() *cobra.Command {
 		sessFlags          sessionFlags
 		replica            replicaFlags
 		conns              connFlags
+		auditOpts          auditFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--listen ADDR] [--db DSN] [--token-file FILE]",
@@ -102,7 +103,16 @@ attempt, for at most --ready-timeout after the server started; and caps
 every tool call, progress or not, at --max-total-timeout unless the
 server's max_total_timeout_ms says otherwise. --mcp-mode search makes /mcp
 list two tools, search_tools and call_tool, instead of every tool (the
-per-server endpoints still list theirs).`,
+per-server endpoints still list theirs).
+
+Every tool call, resource read and prompt get, from every surface, and
+every API request that changes something, is recorded in the database's
+audit log (who, where, what, outcome, duration, sizes, the SHA-256 of the
+arguments; the arguments only for a server whose config says "audit":
+{"arguments": true}), written in batches off the calls' path; replicas
+share it. Entries older than --audit-retention-days, and beyond the newest
+--audit-max-rows, are deleted in the background. "switchboard audit"
+reads it; --audit=false records nothing.`,
 		Example: `  switchboard serve
   switchboard serve --listen 127.0.0.1:8080 --db sqlite:/var/lib/switchboard/db
   switchboard serve --listen 0.0.0.0:7420 --allowed-host switchboard.example.com
@@ -158,10 +168,14 @@ per-server endpoints still list theirs).`,
 			if err != nil {
 				return err
 			}
+			auditCfg, err := auditOpts.config()
+			if err != nil {
+				return err
+			}
 			gwOpts.Logger, gwOpts.Version = log, buildinfo.Read(version).Version
 			return daemon.Serve(cmd.Context(), log, daemon.Config{Listen: listen, DSN: dsn, Auth: auth, AllowedHosts: hosts,
 				AllowedNetworks: nets, ReplicaID: replica.id, ResyncInterval: replica.resyncInterval, OAuthKeyFile: oauthKeyFile,
-				Sandbox: box, IdleTimeout: conns.idleTimeout, MaxConnsPerAddress: conns.perAddress}, gwOpts)
+				Sandbox: box, IdleTimeout: conns.idleTimeout, MaxConnsPerAddress: conns.perAddress, Audit: auditCfg}, gwOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -180,6 +194,7 @@ per-server endpoints still list theirs).`,
 	mcpFlags.register(f)
 	sessFlags.register(f)
 	conns.register(f)
+	auditOpts.register(f)
 	f.StringVar(&replica.id, "replica-id", os.Getenv("SWITCHBOARD_REPLICA_ID"),
 		"this replica's name in the metrics and logs, among the serve processes sharing a database (env SWITCHBOARD_REPLICA_ID; default: random at start)")
 	f.DurationVar(&replica.resyncInterval, "resync-interval", registry.DefaultResyncInterval,

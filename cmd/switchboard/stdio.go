@@ -15,6 +15,7 @@ func newStdioCommand() *cobra.Command {
 		upstreamNets  []string
 		sandboxUser   string
 		mcpFlags      endpointFlags
+		auditOpts     auditFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "stdio [--db DSN]",
@@ -38,7 +39,11 @@ With --toolset NAME it serves that toolset instead of every server: only
 the tools, prompts and resources the toolset selects, under the names it
 gives them (see "switchboard toolset --help"). No token is needed: the
 client is the local user, who can read the database anyway. The toolset
-is read when stdio starts.`,
+is read when stdio starts.
+
+Every tool call, resource read and prompt get is recorded in the
+database's audit log (surface "stdio", principal "local") unless
+--audit=false; "switchboard audit" reads it.`,
 		Example: `  # in claude_desktop_config.json:
   # "mcpServers": {"switchboard": {"command": "switchboard", "args": ["stdio", "--db", "sqlite:/home/me/switchboard.db"]}}
   switchboard stdio --db sqlite:./switchboard.db
@@ -57,9 +62,13 @@ is read when stdio starts.`,
 			if err != nil {
 				return err
 			}
+			auditCfg, err := auditOpts.config()
+			if err != nil {
+				return err
+			}
 			gwOpts.Logger, gwOpts.Version = log, buildinfo.Read(version).Version
 			return daemon.Stdio(cmd.Context(), daemon.StdioConfig{DSN: dsn, Toolset: toolset, OAuthKeyFile: oauthKeyFile,
-				AllowedNetworks: nets, SandboxUser: sandboxUser}, gwOpts)
+				AllowedNetworks: nets, SandboxUser: sandboxUser, Audit: auditCfg}, gwOpts)
 		},
 	}
 	f := cmd.Flags()
@@ -70,5 +79,6 @@ is read when stdio starts.`,
 	registerUpstreamNetworks(f, &upstreamNets)
 	registerSandboxUser(f, &sandboxUser)
 	mcpFlags.register(f)
+	auditOpts.register(f)
 	return cmd
 }

@@ -54,6 +54,7 @@ type Config struct {
 	// (0: no cap).
 	IdleTimeout        time.Duration
 	MaxConnsPerAddress int
+	Audit              AuditConfig // --audit, --audit-retention, --audit-max-rows
 }
 
 // Serve is "switchboard serve": it locks a SQLite database, starts every
@@ -100,9 +101,14 @@ func Serve(ctx context.Context, log *slog.Logger, sc Config, gwOpts gateway.Opti
 		Followers: []registry.Follower{toolsets, tokens}, PrivateDirs: private})
 	m := metrics.New(reg)
 	m.ReportReplica(reg.ReplicaInfo().ID, func() time.Time { return reg.ReplicaInfo().LastSync })
+	auditLog, stopAudit := startAudit(sc.Audit, st, reg, log)
+	defer stopAudit() // after the last call, before the store closes
+	if auditLog != nil {
+		m.ReportAudit(auditLog)
+	}
 	series := stats.New(nil)
-	ex := executor.New(m.Instrument(series.Instrument(executor.NewMCP(reg))))
-	gwOpts.Executor, gwOpts.Toolsets = ex, toolsets
+	ex := executor.New(auditLog.Instrument(m.Instrument(series.Instrument(executor.NewMCP(reg)))))
+	gwOpts.Executor, gwOpts.Toolsets, gwOpts.Audit = ex, toolsets, auditLog
 	gw := gateway.New(reg, gwOpts)
 	m.ReportSessions(gw)
 	defer gw.Close()
@@ -110,7 +116,7 @@ func Serve(ctx context.Context, log *slog.Logger, sc Config, gwOpts gateway.Opti
 	handler := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Stats: series, Token: sc.Auth.Token, CredentialFile: sc.Auth.File,
 		AllowedHosts: sc.AllowedHosts, Logger: log, MCP: gw.Handler(), Instance: instance,
 		Page: page, Authenticate: page.Authenticate, OAuth: oauth,
-		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings, Search: gw.Search})
+		Toolsets: toolsets, ToolsetMCP: gw.ToolsetHandler(), Tokens: tokens, Warnings: gw.Warnings, Search: gw.Search, Audit: auditLog})
 
 	tcp, err := net.Listen("tcp", sc.Listen)
 	if errors.Is(err, syscall.EADDRINUSE) {

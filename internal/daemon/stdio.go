@@ -9,6 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/audit"
 	"github.com/switchboard-mcp/switchboard/egress"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
@@ -24,6 +26,7 @@ type StdioConfig struct {
 	OAuthKeyFile    string         // "": the default (NewOAuth)
 	AllowedNetworks []netip.Prefix // re-allowed upstream addresses
 	SandboxUser     string         // as SandboxRuntime takes it
+	Audit           AuditConfig
 }
 
 // Stdio is "switchboard stdio": it runs the servers of the database
@@ -57,8 +60,10 @@ func Stdio(ctx context.Context, c StdioConfig, gwOpts gateway.Options) error {
 		log.Warn("OAuth tokens cannot be read: "+err.Error(), "error", err)
 	}
 	reg := registry.New(st, &registry.Options{Logger: log, Session: sessOpts})
-	ex := executor.New(executor.NewMCP(reg))
-	gwOpts.Executor = ex
+	auditLog, stopAudit := startAudit(c.Audit, st, reg, log)
+	defer stopAudit() // after the last call, before the store closes
+	ex := executor.New(auditLog.Instrument(executor.NewMCP(reg)))
+	gwOpts.Executor, gwOpts.Audit = ex, auditLog
 	gw := gateway.New(reg, gwOpts)
 	defer gw.Close()
 	served := gw.Aggregate()
@@ -71,7 +76,7 @@ func Stdio(ctx context.Context, c StdioConfig, gwOpts gateway.Options) error {
 	if err := reg.Load(ctx); err != nil {
 		return err
 	}
-	runErr := served.Run(ctx, &mcp.StdioTransport{})
+	runErr := served.Run(audit.WithSurface(ctx, sb.SurfaceStdio, c.Toolset), &mcp.StdioTransport{})
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
 	if err := reg.Shutdown(sctx); err != nil {

@@ -1,6 +1,7 @@
 // Package storetest is a conformance suite for implementations of
-// [switchboard.Store] (and of [switchboard.ToolsetStore] and
-// [switchboard.TokenStore], which every store of ours implements too).
+// [switchboard.Store] (and of [switchboard.ToolsetStore],
+// [switchboard.TokenStore] and [switchboard.AuditStore], which every store
+// of ours implements too).
 // Each implementation's tests call [Run].
 package storetest
 
@@ -49,6 +50,10 @@ func Run(t *testing.T, newDB func(t *testing.T) OpenFunc) {
 		{"OAuthRefreshClaims", testOAuthRefreshClaims},
 		{"OAuthPending", testOAuthPending},
 		{"ChangeFeedReportsOAuthGrants", testOAuthFeed},
+		{"AuditRoundTrip", testAuditRoundTrip},
+		{"AuditQuery", testAuditQuery},
+		{"AuditSharedAndReopened", testAuditShared},
+		{"AuditTrim", testAuditTrim},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newDB(t)) })

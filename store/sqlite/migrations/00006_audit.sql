@@ -1,0 +1,29 @@
+-- +goose Up
+-- The audit log: one row per tools/call, resources/read, prompts/get and
+-- API request that changes something (package audit writes them in
+-- batches). at is the time the call began, as fixed-width UTC text, so
+-- it sorts as text; duration in microseconds. arguments is NULL unless
+-- the server opted in ("audit": {"arguments": true}); args_sha256 is
+-- kept in any case. Retention deletes the oldest rows by id.
+-- No index beside the id's: rows come in time order, so retention and a
+-- list of the newest walk the id from one end and stop; an index would
+-- cost every write (the writer's CPU is what the calls share).
+CREATE TABLE audit_log (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    at            TEXT    NOT NULL,
+    principal     TEXT    NOT NULL,
+    surface       TEXT    NOT NULL,
+    toolset       TEXT    NOT NULL DEFAULT '',
+    kind          TEXT    NOT NULL,
+    server        TEXT    NOT NULL DEFAULT '',
+    name          TEXT    NOT NULL,
+    outcome       TEXT    NOT NULL,
+    duration_us   INTEGER NOT NULL,
+    request_bytes INTEGER NOT NULL,
+    result_bytes  INTEGER NOT NULL,
+    args_sha256   TEXT    NOT NULL DEFAULT '',
+    arguments     TEXT
+);
+
+-- +goose Down
+DROP TABLE audit_log;
