@@ -175,35 +175,14 @@ var knownGaps = map[string]map[string]map[string]string{
 	"2026-07-28": {
 		"everything": merge(gapsBridgeFrom2025, map[string]string{
 			"server-stateless":                       gapCapabilities,
-			"completion-complete":                    gapHeaders,
-			"resources-read-text":                    gapHeaders,
-			"resources-read-binary":                  gapHeaders,
-			"resources-templates-read":               gapHeaders,
-			"prompts-get-simple":                     gapHeaders,
-			"prompts-get-with-args":                  gapHeaders,
-			"prompts-get-embedded-resource":          gapHeaders,
-			"prompts-get-with-image":                 gapHeaders,
-			"caching":                                gapHeaders,
-			"input-required-result-non-tool-request": gapHeaders,
+			"input-required-result-non-tool-request": gapBridgeFrom2025,
 		}),
 		"everything-stdio": merge(gapsBridgeFrom2025, map[string]string{
 			"server-stateless":                       gapCapabilities,
 			"input-required-result-non-tool-request": gapBridgeFrom2025,
 		}),
 		"everything-stateless": {
-			"server-stateless":                              gapCapabilities,
-			"input-required-result-basic-elicitation":       gapBridgeFrom2026,
-			"input-required-result-basic-sampling":          gapBridgeFrom2026,
-			"input-required-result-basic-list-roots":        gapBridgeFrom2026,
-			"input-required-result-request-state":           gapBridgeFrom2026,
-			"input-required-result-multiple-input-requests": gapBridgeFrom2026,
-			"input-required-result-multi-round":             gapBridgeFrom2026,
-			"input-required-result-missing-input-response":  gapBridgeFrom2026,
-			"input-required-result-non-tool-request":        gapBridgeFrom2026,
-			"input-required-result-result-type":             gapBridgeFrom2026,
-			"input-required-result-tampered-state":          gapBridgeFrom2026,
-			"input-required-result-capability-check":        gapBridgeFrom2026,
-			"input-required-result-validate-input":          gapBridgeFrom2026,
+			"input-required-result-non-tool-request": gapPromptInput,
 		},
 	},
 }
@@ -211,10 +190,9 @@ var knownGaps = map[string]map[string]map[string]string{
 // The reasons of knownGaps.
 const (
 	gapStatelessUpstream = "the upstream cannot: a stateless server cannot send requests (its tool calls session.CreateMessage or Elicit, which fails directly too); the stateful server of the same code passes"
-	gapCapabilities      = "Switchboard's upstream session declares sampling and elicitation whatever the client declared, so the upstream runs what it must refuse with -32021 (HTTP 400)"
-	gapHeaders           = "a 2026-07-28 request goes out on the 2025-11-25 upstream session with MCP-Protocol-Version 2026-07-28, and the upstream refuses it (-32022, protocol version not supported)"
+	gapCapabilities      = "the 2025-11-25 upstream session declares sampling and elicitation whatever the client declared (one session for every client; a 2026-07-28 upstream is told each call's client's own), so the upstream runs what it must refuse with -32021 (HTTP 400)"
 	gapBridgeFrom2025    = "the 2025-11-25 upstream sends elicitation/create or sampling/createMessage during a 2026-07-28 client's call, and Switchboard answers it with an error instead of an input-required result to the client; roots/list it answers itself with no roots"
-	gapBridgeFrom2026    = "the 2026-07-28 upstream's input-required result is answered by Switchboard's own client (no caller able to, or a complete result of its own) instead of going to the 2026-07-28 client as it is"
+	gapPromptInput       = "prompts/get goes through Switchboard's go-sdk client, which answers the 2026-07-28 upstream's request for input itself (and cannot: no caller to ask) instead of passing it to the 2026-07-28 client as tools/call does"
 )
 
 // gapsBridgeFrom2025 are the input-required scenarios a 2025-11-25

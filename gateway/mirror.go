@@ -498,7 +498,9 @@ func (m *mirror) readResource(server string) mcp.ResourceHandler {
 			return nil, err
 		}
 		defer cancel()
-		return cs.ReadResource(ctx, req.Params)
+		p := *req.Params
+		p.Meta = upstreamMeta(cs, p.Meta)
+		return cs.ReadResource(ctx, &p)
 	}
 }
 
@@ -514,6 +516,7 @@ func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
 		defer cancel()
 		p := *req.Params
 		p.Name = name
+		p.Meta = upstreamMeta(cs, p.Meta)
 		return cs.GetPrompt(ctx, &p)
 	}
 }
@@ -552,6 +555,7 @@ func (m *mirror) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		return nil, err
 	}
 	defer cancel()
+	p.Meta = upstreamMeta(cs, p.Meta)
 	return cs.Complete(ctx, &p)
 }
 
