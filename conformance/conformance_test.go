@@ -181,9 +181,6 @@ var knownGaps = map[string]map[string]map[string]string{
 			"server-stateless":                       gapCapabilities,
 			"input-required-result-non-tool-request": gapBridgeFrom2025,
 		}),
-		"everything-stateless": {
-			"input-required-result-non-tool-request": gapPromptInput,
-		},
 	},
 }
 
@@ -192,7 +189,6 @@ const (
 	gapStatelessUpstream = "the upstream cannot: a stateless server cannot send requests (its tool calls session.CreateMessage or Elicit, which fails directly too); the stateful server of the same code passes"
 	gapCapabilities      = "the 2025-11-25 upstream session declares sampling and elicitation whatever the client declared (one session for every client; a 2026-07-28 upstream is told each call's client's own), so the upstream runs what it must refuse with -32021 (HTTP 400)"
 	gapBridgeFrom2025    = "the 2025-11-25 upstream sends elicitation/create or sampling/createMessage during a 2026-07-28 client's call, and Switchboard answers it with an error instead of an input-required result to the client; roots/list it answers itself with no roots"
-	gapPromptInput       = "prompts/get goes through Switchboard's go-sdk client, which answers the 2026-07-28 upstream's request for input itself (and cannot: no caller to ask) instead of passing it to the 2026-07-28 client as tools/call does"
 )
 
 // gapsBridgeFrom2025 are the input-required scenarios a 2025-11-25

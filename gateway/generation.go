@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strings"
 
@@ -75,4 +77,29 @@ func clientInput(req *mcp.CallToolRequest) *sb.InputRound {
 		in.Responses, _ = json.Marshal(req.Params.InputResponses)
 	}
 	return in
+}
+
+// promptBytes gets the prompt of p from server, a 2026-07-28 upstream, for
+// a 2026-07-28 client: as bytes on the upstream's connection, so that a
+// request for input in the result reaches the client (the go-sdk's client
+// would answer it itself, with nobody to ask), and the client's retry with
+// its answers reaches the upstream as it came.
+func (m *mirror) promptBytes(ctx context.Context, server string, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	s, ok := m.g.src.Session(server)
+	if !ok || s == nil {
+		return nil, fmt.Errorf("server %q is not available", server)
+	}
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.Request(ctx, "prompts/get", params, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.GetPromptResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("the server's result: %w", err)
+	}
+	return &res, nil
 }

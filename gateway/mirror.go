@@ -516,6 +516,9 @@ func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
 		defer cancel()
 		p := *req.Params
 		p.Name = name
+		if req.ProtocolVersion() >= "2026-07-28" && !olderThan2026(cs) {
+			return m.promptBytes(ctx, server, &p)
+		}
 		p.Meta = upstreamMeta(cs, p.Meta)
 		return cs.GetPrompt(ctx, &p)
 	}

@@ -485,12 +485,7 @@ func (s *Session) wireFailed(tool string, l *link, we *wire.Error) error {
 // connection is fine. Its message is shown to people and, through /mcp,
 // to models: it is scrubbed, and only the scrubbed copy kept in the chain.
 func (s *Session) serverAnswered(tool string, rpc *jsonrpc.Error) error {
-	scrubbed := &jsonrpc.Error{Code: rpc.Code, Message: s.redact.String(rpc.Message)}
-	if len(rpc.Data) > 0 {
-		if data := s.redact.String(string(rpc.Data)); json.Valid([]byte(data)) {
-			scrubbed.Data = json.RawMessage(data)
-		}
-	}
+	scrubbed := s.scrub(rpc)
 	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
 		Message: fmt.Sprintf("the server answered with JSON-RPC error %d: %s", scrubbed.Code, scrubbed.Message), Err: scrubbed}
 }
@@ -525,4 +520,16 @@ func resultSize(res *mcp.CallToolResult) int {
 		}
 	}
 	return n
+}
+
+// scrub returns the server's JSON-RPC error with its message and data
+// scrubbed of secrets.
+func (s *Session) scrub(rpc *jsonrpc.Error) *jsonrpc.Error {
+	scrubbed := &jsonrpc.Error{Code: rpc.Code, Message: s.redact.String(rpc.Message)}
+	if len(rpc.Data) > 0 {
+		if data := s.redact.String(string(rpc.Data)); json.Valid([]byte(data)) {
+			scrubbed.Data = json.RawMessage(data)
+		}
+	}
+	return scrubbed
 }
