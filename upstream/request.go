@@ -27,14 +27,3 @@ func (s *Session) Request(ctx context.Context, method string, params json.RawMes
 	}
 	return raw, err
 }
-
-// ProtocolVersion returns the protocol version of the live link, "" if
-// there is none.
-func (s *Session) ProtocolVersion() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.link == nil {
-		return ""
-	}
-	return s.link.version
-}
