@@ -42,6 +42,28 @@ type InvokeOptions struct {
 	// Switchboard relays them and never calls a model itself. Time spent in
 	// it counts like time spent in OnElicitation.
 	OnSampling func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// Input, if set, is the call of a client of the 2026-07-28 protocol,
+	// which answers a server's requests for input itself (SEP-2322). To a
+	// server of that protocol, the call's _meta names the client's
+	// capabilities, and a request for input (resultType "input_required")
+	// is the call's result, for the client to answer and call again: it
+	// is not answered with OnElicitation and OnSampling. A server of an
+	// older protocol is called as without it.
+	Input *InputRound
+}
+
+// InputRound is a 2026-07-28 client's part in a call's requests for input
+// (InvokeOptions.Input).
+type InputRound struct {
+	// Capabilities are the capabilities the client declared (a JSON
+	// object), which the server is told in place of Switchboard's own, so
+	// that it can refuse what the client cannot do.
+	Capabilities json.RawMessage
+	// Responses (a JSON object) and State are the inputResponses and
+	// requestState of the client's retry, as it sent them; empty on a
+	// first call.
+	Responses json.RawMessage
+	State     string
 }
 
 // Validate rejects negative and absurd values before anything is sent.

@@ -83,20 +83,34 @@ func (rs results) summary() string {
 // every scenario of every run) in, for a closer look.
 const envKeep = "SWITCHBOARD_CONFORMANCE_KEEP"
 
-// suite runs the conformance suite's CLI.
+// suite runs the conformance suite's CLI, one release of it, on one set
+// of scenarios.
 type suite struct {
+	node      string        // the node binary to run bin with; "" runs bin itself
 	bin       string        // the conformance CLI
+	set       []string      // the arguments choosing the scenarios of a whole run
+	one       []string      // the arguments added to --scenario NAME
 	work      string        // where each run's results go
-	scenarios []string      // every server scenario, in the suite's order
+	scenarios []string      // every server scenario of set, in the suite's order
 	timeout   time.Duration // per scenario
 }
 
-// newSuite lists the suite's server scenarios.
-func newSuite(t *testing.T, bin string) *suite {
+// suiteSpec says which release of the suite runs which scenarios.
+type suiteSpec struct {
+	node string   // the node binary to run bin with; "" runs bin itself
+	bin  string   // the conformance CLI
+	list []string // the arguments of `list` naming the set's scenarios
+	set  []string // the arguments of `server` running them
+	one  []string // the arguments added to `server --scenario NAME`
+}
+
+// newSuite lists the server scenarios of the spec's set.
+func newSuite(t *testing.T, spec suiteSpec) *suite {
 	t.Helper()
-	out, err := exec.Command(bin, "list", "--server").CombinedOutput()
+	bin := spec.bin
+	out, err := spec.command(append([]string{"list", "--server"}, spec.list...)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s list --server: %v\n%s", bin, err, out)
+		t.Fatalf("%s list --server %v: %v\n%s", bin, spec.list, err, out)
 	}
 	// The results go away with the test, unless a directory is given to
 	// keep them in.
@@ -108,18 +122,31 @@ func newSuite(t *testing.T, bin string) *suite {
 	} else {
 		t.Logf("keeping the suite's results in %s", work)
 	}
-	s := &suite{bin: bin, work: work, scenarios: parseScenarioList(string(out)), timeout: scenarioTimeout}
+	s := &suite{node: spec.node, bin: bin, set: spec.set, one: spec.one, work: work,
+		scenarios: parseScenarioList(string(out)), timeout: scenarioTimeout}
 	if len(s.scenarios) == 0 {
 		t.Fatalf("%s list --server listed no scenarios:\n%s", bin, out)
 	}
 	return s
 }
 
+// command runs the suite's CLI with args.
+func (spec suiteSpec) command(args ...string) *exec.Cmd {
+	if spec.node == "" {
+		return exec.Command(spec.bin, args...)
+	}
+	return exec.Command(spec.node, append([]string{spec.bin}, args...)...)
+}
+
 // parseScenarioList reads the server scenarios from `conformance list
-// --server`: "  - name" lines under a header.
+// --server`: "  - name" lines under a header, up to the client scenarios
+// that a requirement set's list goes on with.
 func parseScenarioList(out string) []string {
 	var names []string
 	for line := range strings.Lines(out) {
+		if strings.HasPrefix(strings.TrimSpace(line), "Client scenarios") {
+			break
+		}
 		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok && name != "" {
 			names = append(names, name)
 		}
@@ -140,16 +167,23 @@ func (s *suite) run(t *testing.T, label, url string) results {
 	start := time.Now()
 	timedOut := map[string]bool{}
 	var logs strings.Builder
-	if hung, out := s.exec(t, dir, url, "", "--suite", "all"); hung != "" {
+	if hung, out := s.exec(t, dir, url, "", s.set...); hung != "" {
 		timedOut[hung] = true
 		logs.WriteString(out)
 	}
 	rs := readResults(t, dir)
+	// A requirement set's run also runs scenarios it does not score
+	// (extensions, pending ones): only the set's own are kept.
+	for name := range rs {
+		if !slices.Contains(s.scenarios, name) {
+			delete(rs, name)
+		}
+	}
 	for _, name := range s.scenarios {
 		if rs[name] != nil || timedOut[name] {
 			continue
 		}
-		hung, out := s.exec(t, dir, url, name, "--scenario", name)
+		hung, out := s.exec(t, dir, url, name, append([]string{"--scenario", name}, s.one...)...)
 		if hung != "" {
 			timedOut[name] = true
 		}
@@ -197,7 +231,7 @@ func (s *suite) exec(t *testing.T, dir, url, first string, args ...string) (hung
 			}
 		}
 	}}
-	cmd := exec.Command(s.bin, append([]string{"server", "--url", url, "-o", dir}, args...)...)
+	cmd := suiteSpec{node: s.node, bin: s.bin}.command(append([]string{"server", "--url", url, "-o", dir}, args...)...)
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
 	p, err := spawn("conformance suite", cmd)
@@ -309,7 +343,7 @@ func lastLines(s string, n int) string {
 // TestReadResults checks the harness's reading of the suite's output on a
 // made-up result tree, so that it is tested without node or the suite.
 func TestReadResults(t *testing.T) {
-	list := "Server scenarios (test against a server):\n  - server-initialize\n  - tools-call-with-logging\n  - tools-call\n"
+	list := "Server scenarios (test against a server):\n  - server-initialize\n  - tools-call-with-logging\n  - tools-call\n\nClient scenarios (test against a client):\n  - initialize\n"
 	if got, want := parseScenarioList(list), []string{"server-initialize", "tools-call-with-logging", "tools-call"}; !slices.Equal(got, want) {
 		t.Errorf("parseScenarioList = %q, want %q", got, want)
 	}

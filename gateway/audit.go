@@ -62,16 +62,24 @@ func (m *mirror) readFrom(ctx context.Context, server string, p *mcp.ReadResourc
 		return nil, err
 	}
 	defer cancel()
-	return cs.ReadResource(ctx, p)
+	q := *p
+	q.Meta = upstreamMeta(cs, q.Meta)
+	return cs.ReadResource(ctx, &q)
 }
 
 // getFrom gets a prompt of server, bounded by its call timeout.
-func (m *mirror) getFrom(ctx context.Context, server string, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+// A 2026-07-28 client's get of a 2026-07-28 upstream's prompt goes as
+// bytes, so that a request for input reaches the client (generation.go).
+func (m *mirror) getFrom(ctx context.Context, server string, p *mcp.GetPromptParams, newClient bool) (*mcp.GetPromptResult, error) {
 	cs, ctx, cancel, err := m.client(ctx, server)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
+	if newClient && !olderThan2026(cs) {
+		return m.promptBytes(ctx, server, p)
+	}
+	p.Meta = upstreamMeta(cs, p.Meta)
 	return cs.GetPrompt(ctx, p)
 }
 

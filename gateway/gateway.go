@@ -584,6 +584,7 @@ func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolR
 			defer done()
 			return askSampling(ctx, req.Session, raw)
 		},
+		Input: clientInput(req),
 	}
 	var fwd *progressForwarder
 	if tok := req.Params.GetProgressToken(); tok != nil {

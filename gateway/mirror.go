@@ -533,7 +533,7 @@ func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
 		p := *req.Params
 		p.Name = name
 		done := m.g.opts.Audit.Begin(m.auditedBy(ctx, req.Extra), sb.AuditPrompt, server, name, promptArgs(p.Arguments))
-		res, err := m.getFrom(ctx, server, &p)
+		res, err := m.getFrom(ctx, server, &p, req.ProtocolVersion() >= "2026-07-28")
 		done(res, err)
 		return res, err
 	}
@@ -573,6 +573,7 @@ func (m *mirror) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		return nil, err
 	}
 	defer cancel()
+	p.Meta = upstreamMeta(cs, p.Meta)
 	return cs.Complete(ctx, &p)
 }
 

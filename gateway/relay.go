@@ -307,6 +307,11 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 		ctx = g.clients.withClient(ctx, s.ss, g.src.ReleaseClient)
 	}
 	opts := sb.InvokeOptions{ResetTimeoutOnProgress: true, MaxTotalTimeout: g.totalCap(o.server)}
+	if s == nil {
+		// A stateless call's client is of the 2026-07-28 protocol
+		// (generation.go).
+		opts.Input = &sb.InputRound{Capabilities: env.caps}
+	}
 	var fwd *progressForwarder
 	if env.token != nil {
 		fwd = newProgressForwarder(func(p sb.Progress) { sse.event(progressMessage(env.token, p)) })
@@ -336,11 +341,15 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 	if res == nil && errors.As(err, &te) {
 		res = te.Result
 	}
+	status := http.StatusOK
 	if (err == nil || te != nil || errors.Is(err, upstream.ErrToolError)) && res != nil {
 		msg = resultResponse(env.id, res.Raw, info)
 	} else {
 		res, err := g.answer(ctx, o.server, o.name, nil, err)
 		msg = encodeResponse(env.id, res, err, info)
+		if info != nil {
+			status = statelessErrorStatus(err)
+		}
 	}
 	if sse.started {
 		sse.event(msg...)
@@ -354,6 +363,9 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(n))
+	if status != http.StatusOK {
+		w.WriteHeader(status)
+	}
 	for _, p := range msg {
 		if _, err := w.Write(p); err != nil {
 			return

@@ -116,7 +116,9 @@ func TestStatelessResult(t *testing.T) {
 		// The slow path: the members sorted, as encoding/json writes a map.
 		{`{"content":[],"_meta":{"a":1}}`, `{"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":` + info + `},"content":[],"resultType":"complete"}`},
 		{`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}},"resultType":"complete"}`},
-		{`{"_meta":null,"resultType":"input_required"}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"resultType":"complete"}`},
+		{`{"_meta":null,"resultType":"other"}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"resultType":"complete"}`},
+		// A 2026-07-28 upstream's request for input, for the client.
+		{`{"inputRequests":{"a":{"method":"roots/list"}},"resultType":"input_required"}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"inputRequests":{"a":{"method":"roots/list"}},"resultType":"input_required"}`},
 		{`{"_m\u0065ta":{"a":1}}`, `{"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":` + info + `},"resultType":"complete"}`},
 	} {
 		pieces, err := statelessResult([]byte(tc.in), []byte(info))
@@ -132,7 +134,8 @@ func TestStatelessResult(t *testing.T) {
 }
 
 // Whatever statelessResult makes of an object is that object, with the
-// server's info in _meta unless it named one, and resultType "complete".
+// server's info in _meta unless it named one, and resultType "complete"
+// (unless it was "input_required").
 func FuzzStatelessResult(f *testing.F) {
 	f.Add([]byte(`{"content":[{"type":"text","text":"x"}],"structuredContent":{"a":1}}`))
 	f.Add([]byte(`{"_meta":{"a":1},"resultType":"x"}`))
@@ -150,7 +153,7 @@ func FuzzStatelessResult(f *testing.F) {
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatalf("%s made %s: %v", in, out, err)
 		}
-		if string(got["resultType"]) != `"complete"` {
+		if string(got["resultType"]) != `"complete"` && (string(want["resultType"]) != `"input_required"` || string(got["resultType"]) != `"input_required"`) {
 			t.Fatalf("%s made %s: no resultType complete", in, out)
 		}
 		var meta map[string]json.RawMessage

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -37,7 +38,10 @@ import (
 // the go-sdk path; clients.go), no notifications/cancelled (the call ends
 // when its request does). A toolset's endpoint is served alike, for the
 // tools the toolset allows at the call. Its result is shaped as the go-sdk
-// shapes one of this protocol (statelessResult).
+// shapes one of this protocol (statelessResult); a 2026-07-28 upstream's
+// request for input is such a result, for the client to answer
+// (generation.go), and the client's retry, which carries its answers in
+// params, is the go-sdk's path (gateway.call) to serve.
 
 // statelessVersions are the versions the go-sdk serves without a session.
 var statelessVersions = slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v < "2026-07-28" })
@@ -146,10 +150,14 @@ func paramHeaders(schema any) bool {
 // names itself in the 2026-07-28 protocol.
 const metaServerInfo = metaPrefix + "serverInfo"
 
+// inputRequiredType is the resultType of a request for input.
+var inputRequiredType = []byte(`"input_required"`)
+
 // statelessResult returns the result object, in pieces, as the go-sdk's
 // stateless handler sends a result of the 2026-07-28 protocol: with the
 // server's own info (the encoded mcp.Implementation info) in _meta, unless
-// the result names one there already, and "resultType":"complete". A
+// the result names one there already, and "resultType":"complete" (unless
+// it is "input_required": a request for input the upstream sent). A
 // result without _meta or resultType (the common case) is not copied.
 func statelessResult(result, info []byte) ([][]byte, error) {
 	plain := true
@@ -197,6 +205,29 @@ func reshapeResult(result, info []byte) ([]byte, error) {
 		return nil, err
 	}
 	members["_meta"] = b
-	members["resultType"] = json.RawMessage(`"complete"`)
+	// A request for input stays one: it is a 2026-07-28 upstream's, for
+	// the client to answer (generation.go).
+	if rt := members["resultType"]; !bytes.Equal(rt, inputRequiredType) {
+		members["resultType"] = json.RawMessage(`"complete"`)
+	}
 	return json.Marshal(members)
+}
+
+// statelessErrorStatus is the HTTP status of a stateless call answered
+// with the JSON-RPC error rpcErr (nil: none), as SEP-2575 requires it and
+// the go-sdk's handler sends it: 404 for -32601 (method not found), 400
+// for -32602 (invalid params), -32022 (unsupported protocol version) and
+// -32021 (a client capability the request needs was not declared), 200
+// for any other.
+func statelessErrorStatus(rpcErr *jsonrpc.Error) int {
+	if rpcErr == nil {
+		return http.StatusOK
+	}
+	switch rpcErr.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }

@@ -97,6 +97,12 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			// The 2026-07-28 protocol has no logging/setLevel: the level
 			// travels with each request.
 			meta.logLevel = relayLogLevel
+			if in := opts.Input; in != nil {
+				meta.input = in
+				if len(in.Capabilities) > 0 && json.Valid(in.Capabilities) {
+					meta.newMeta = requestMetaCaps(l.version, &s.opts.ClientInfo, in.Capabilities)
+				}
+			}
 		}
 		l.calls.Add(1)
 		res, err := s.wireCall(rctx, l, c, name, raw, meta)
@@ -179,6 +185,10 @@ func (s *Session) statusAnswer(tool string, status int) *CallError {
 type callMeta struct {
 	tok, logLevel string
 	newMeta       []byte // the link's 2026-07-28 members (link.newMeta); the go-sdk adds its own
+	// input is the 2026-07-28 client's own part in requests for input,
+	// if the call is made for one on a link of that protocol: its
+	// requests for input are its result.
+	input *sb.InputRound
 }
 
 func (m callMeta) empty() bool { return m.tok == "" && m.logLevel == "" && len(m.newMeta) == 0 }
@@ -266,9 +276,14 @@ func (s *Session) checkResult(tool string, res *Result) (*Result, error) {
 // input instead of a result (resultType "input_required"): what it asks is
 // asked of the call's caller (OnElicitation, OnSampling), and the call is
 // sent again with the answers and the server's request state, at most
-// maxInputRounds times.
+// maxInputRounds times. A call made for a client of that protocol
+// (meta.input) returns the request for input as its result instead, and
+// sends the answers the client's retry brought.
 func (s *Session) wireCall(ctx context.Context, l *link, c *call, name string, args json.RawMessage, meta callMeta) (*Result, error) {
 	var answers []byte // the inputResponses and requestState members, if any
+	if in := meta.input; in != nil {
+		answers = inputMembers(in)
+	}
 	for round := 0; ; round++ {
 		b := make([]byte, 0, 64+len(name)+len(args)+len(meta.newMeta)+len(answers))
 		b = append(b, `{"name":`...)
@@ -285,7 +300,7 @@ func (s *Session) wireCall(ctx context.Context, l *link, c *call, name string, a
 		if err != nil {
 			return nil, err
 		}
-		if !inputRequired(raw) {
+		if meta.input != nil || !inputRequired(raw) {
 			res, err := NewResult(raw)
 			if err == nil && len(raw) > s.opts.MaxResultBytes {
 				_, err = res.Decode() // checkResult measures its payloads
@@ -303,6 +318,21 @@ func (s *Session) wireCall(ctx context.Context, l *link, c *call, name string, a
 			return nil, err
 		}
 	}
+}
+
+// inputMembers returns the params members that carry a client's answers
+// to a request for input: inputResponses and requestState, if any.
+func inputMembers(in *sb.InputRound) []byte {
+	var b []byte
+	if r := bytes.TrimSpace(in.Responses); len(r) > 0 && r[0] == '{' && json.Valid(r) {
+		b = append(b, `,"inputResponses":`...)
+		b = append(b, r...)
+	}
+	if in.State != "" {
+		b = append(b, `,"requestState":`...)
+		b = rawjson.AppendString(b, in.State)
+	}
+	return b
 }
 
 // maxInputRounds bounds the requests for input a call answers.
@@ -455,12 +485,7 @@ func (s *Session) wireFailed(tool string, l *link, we *wire.Error) error {
 // connection is fine. Its message is shown to people and, through /mcp,
 // to models: it is scrubbed, and only the scrubbed copy kept in the chain.
 func (s *Session) serverAnswered(tool string, rpc *jsonrpc.Error) error {
-	scrubbed := &jsonrpc.Error{Code: rpc.Code, Message: s.redact.String(rpc.Message)}
-	if len(rpc.Data) > 0 {
-		if data := s.redact.String(string(rpc.Data)); json.Valid([]byte(data)) {
-			scrubbed.Data = json.RawMessage(data)
-		}
-	}
+	scrubbed := s.scrub(rpc)
 	return &CallError{Server: s.cfg.Name, Tool: tool, Phase: sb.PhaseToolCall, Kind: ErrServerError,
 		Message: fmt.Sprintf("the server answered with JSON-RPC error %d: %s", scrubbed.Code, scrubbed.Message), Err: scrubbed}
 }
@@ -495,4 +520,16 @@ func resultSize(res *mcp.CallToolResult) int {
 		}
 	}
 	return n
+}
+
+// scrub returns the server's JSON-RPC error with its message and data
+// scrubbed of secrets.
+func (s *Session) scrub(rpc *jsonrpc.Error) *jsonrpc.Error {
+	scrubbed := &jsonrpc.Error{Code: rpc.Code, Message: s.redact.String(rpc.Message)}
+	if len(rpc.Data) > 0 {
+		if data := s.redact.String(string(rpc.Data)); json.Valid([]byte(data)) {
+			scrubbed.Data = json.RawMessage(data)
+		}
+	}
+	return scrubbed
 }

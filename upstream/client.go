@@ -57,6 +57,13 @@ func requestMeta(version string, info *mcp.Implementation) []byte {
 		Elicitation *mcp.ElicitationCapabilities `json:"elicitation"`
 		Sampling    *mcp.SamplingCapabilities    `json:"sampling"`
 	}{&mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}, &mcp.SamplingCapabilities{}}
+	return requestMetaCaps(version, info, caps)
+}
+
+// requestMetaCaps is requestMeta with the capabilities caps (a JSON
+// object, or a value json.Marshal makes one of): a 2026-07-28 client's own,
+// on a call made for it (sb.InputRound).
+func requestMetaCaps(version string, info *mcp.Implementation, caps any) []byte {
 	b, _ := json.Marshal(map[string]any{ // plain data: never fails; keys sorted
 		mcp.MetaKeyProtocolVersion:    version,
 		mcp.MetaKeyClientInfo:         info,

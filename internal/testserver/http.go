@@ -92,7 +92,7 @@ func (s *server) getServer(*http.Request) *mcp.Server { return s.mcp }
 
 func (f *httpFrontend) newStreamable() *mcp.StreamableHTTPHandler {
 	return mcp.NewStreamableHTTPHandler(f.s.getServer, &mcp.StreamableHTTPOptions{Logger: f.s.sdkLogger(), JSONResponse: f.s.opts.JSONResponse,
-		MaxRequestBodyBytes: f.s.opts.MaxRequestBody})
+		Stateless: f.s.opts.Stateless, MaxRequestBodyBytes: f.s.opts.MaxRequestBody})
 }
 
 func (f *httpFrontend) routes() http.Handler {

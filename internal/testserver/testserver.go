@@ -107,6 +107,10 @@ type Options struct {
 	// JSONResponse answers every Streamable HTTP POST with one JSON body
 	// instead of an event stream (-json-response, http only).
 	JSONResponse bool
+	// Stateless serves Streamable HTTP without sessions, as the go-sdk's
+	// stateless handler does (-stateless, http only): the only mode in
+	// which it serves the 2026-07-28 protocol.
+	Stateless bool
 	// MaxRequestBody, if non-zero, is the go-sdk's limit on a POSTed
 	// body (-max-request-body, http only; its default is 4 MiB): a POST
 	// over it is answered 413, as the go-sdk's servers do.
@@ -186,6 +190,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.BoolVar(&o.SSEOnly, "sse-only", false, "http: serve legacy SSE on /mcp; POST /mcp without sessionid is 404")
 	fs.BoolVar(&o.NoKeepAlive, "no-keepalive", false, "http: close every connection after its response")
 	fs.BoolVar(&o.JSONResponse, "json-response", false, "http: answer Streamable HTTP POSTs with one JSON body, not an event stream")
+	fs.BoolVar(&o.Stateless, "stateless", false, "http: serve Streamable HTTP statelessly (the go-sdk serves 2026-07-28 only so)")
 	fs.Int64Var(&o.MaxRequestBody, "max-request-body", 0, "http: answer a POST whose body is over `N` bytes with the go-sdk's 413 (default: the go-sdk's 4 MiB)")
 	fs.IntVar(&o.Status, "status", 0, "http: answer every /mcp and /sse request with this HTTP status `code`")
 	fs.IntVar(&o.DropAfter, "drop-after", 0, "http: forget all sessions after `N` completed tools/call requests")

@@ -66,6 +66,13 @@ func (s *server) newMCPServer() *mcp.Server {
 		}),
 	}, s.elicit)
 	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "ask",
+		Description: "Asks for an answer the 2026-07-28 way: a result of resultType input_required with an elicitation (id \"answer\") and requestState \"asked\", until a call brings an accepted answer with that state; returns it.",
+		InputSchema: objectSchema(map[string]any{
+			"message": prop("string", "question shown to the user"),
+		}),
+	}, s.ask)
+	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "add_tool",
 		Description: "Registers a new echo tool with the given name, which makes the server send notifications/tools/list_changed.",
 		InputSchema: objectSchema(map[string]any{
@@ -374,6 +381,28 @@ func (s *server) elicit(ctx context.Context, req *mcp.CallToolRequest, in messag
 	default:
 		return textResult("cancelled"), nil, nil
 	}
+}
+
+// ask is elicit in the 2026-07-28 protocol's multi-round-trip form
+// (SEP-2322): no request to the client, a request for input as the result.
+func (s *server) ask(_ context.Context, req *mcp.CallToolRequest, in messageArgs) (*mcp.CallToolResult, any, error) {
+	if res, ok := req.Params.InputResponses["answer"].(*mcp.ElicitResult); ok && res != nil && req.Params.RequestState == "asked" {
+		if res.Action != "accept" {
+			return textResult(res.Action), nil, nil
+		}
+		return textResult(fmt.Sprintf("answer: %v", res.Content["answer"])), nil, nil
+	}
+	msg := in.Message
+	if msg == "" {
+		msg = "What is the answer?"
+	}
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{"answer": &mcp.ElicitParams{
+			Message:         msg,
+			RequestedSchema: objectSchema(map[string]any{"answer": prop("string", "your answer")}, "answer"),
+		}},
+		RequestState: "asked",
+	}, nil, nil
 }
 
 func (s *server) addTool(_ context.Context, _ *mcp.CallToolRequest, in nameArgs) (*mcp.CallToolResult, any, error) {

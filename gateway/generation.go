@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+)
+
+// A request reaches an upstream in the upstream's own protocol generation,
+// whichever the client's. The go-sdk's server hands the mirror a 2026-07-28
+// client's params with the members of _meta that identify the client
+// (protocol version, info, capabilities, log level: SEP-2575); passed on
+// as they are to an upstream session of 2025-11-25 or before, they would
+// name a version that session did not negotiate (its Mcp-Protocol-Version
+// header is read from them, wire/streamable.go's requestFields) and the
+// server refuses the request (-32022, HTTP 400). The upstream session's
+// own version decides; the go-sdk client adds that generation's members
+// itself.
+
+// upstreamMeta returns meta as a request on cs carries it: without the
+// 2026-07-28 protocol's own members if cs negotiated an older version. meta
+// itself is not changed (it is the client's request).
+func upstreamMeta(cs *mcp.ClientSession, meta mcp.Meta) mcp.Meta {
+	if len(meta) == 0 || !olderThan2026(cs) {
+		return meta
+	}
+	var out mcp.Meta
+	for k := range meta {
+		if strings.HasPrefix(k, metaPrefix) {
+			if out == nil {
+				out = maps.Clone(meta)
+			}
+			delete(out, k)
+		}
+	}
+	if out == nil {
+		return meta
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// olderThan2026 reports whether cs negotiated a protocol version before
+// 2026-07-28 (initialize): one with sessions, whose requests carry no
+// client identity of their own.
+func olderThan2026(cs *mcp.ClientSession) bool {
+	ir := cs.InitializeResult()
+	return ir == nil || ir.ProtocolVersion < "2026-07-28"
+}
+
+// A 2026-07-28 client answers a server's requests for input itself
+// (SEP-2322): a call it makes carries its capabilities, and to a server of
+// the same protocol the call goes with them, and with the answers of its
+// retry, and the server's request for input comes back to the client as
+// the call's result (sb.InvokeOptions.Input). A server of an older
+// protocol is called as for any client.
+
+// clientInput returns the Input of a call of req's client, nil if the
+// client is not of the 2026-07-28 protocol.
+func clientInput(req *mcp.CallToolRequest) *sb.InputRound {
+	if req.ProtocolVersion() < "2026-07-28" || req.Params == nil {
+		return nil
+	}
+	in := &sb.InputRound{State: req.Params.RequestState}
+	if caps, ok := req.Params.Meta[mcp.MetaKeyClientCapabilities]; ok {
+		in.Capabilities, _ = json.Marshal(caps) // decoded JSON: never fails
+	}
+	if req.Params.InputResponses != nil {
+		in.Responses, _ = json.Marshal(req.Params.InputResponses)
+	}
+	return in
+}
+
+// promptBytes gets the prompt of p from server, a 2026-07-28 upstream, for
+// a 2026-07-28 client: as bytes on the upstream's connection, so that a
+// request for input in the result reaches the client (the go-sdk's client
+// would answer it itself, with nobody to ask), and the client's retry with
+// its answers reaches the upstream as it came.
+func (m *mirror) promptBytes(ctx context.Context, server string, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	s, ok := m.g.src.Session(server)
+	if !ok || s == nil {
+		return nil, fmt.Errorf("server %q is not available", server)
+	}
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.Request(ctx, "prompts/get", params, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.GetPromptResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("the server's result: %w", err)
+	}
+	return &res, nil
+}

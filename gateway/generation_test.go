@@ -1,0 +1,86 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+)
+
+// newRequest is a stateless 2026-07-28 request of method with params (an
+// object without _meta, which it adds), as the go-sdk client sends it:
+// the protocol's headers, and _meta naming the version, the client and its
+// capabilities caps.
+func newRequest(t *testing.T, url, method, name, params, caps string) *http.Request {
+	t.Helper()
+	meta := `"_meta":{"io.modelcontextprotocol/clientCapabilities":` + caps + `,"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	params = "{" + meta + "," + strings.TrimPrefix(params, "{")
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	return req
+}
+
+// A 2026-07-28 client's requests that the mirror passes on (resources/read,
+// prompts/get; completion/complete too, which the testserver does not serve: the
+// conformance suite's completion-complete covers it) reach a 2025-11-25 Streamable HTTP
+// upstream in that upstream's generation: on its session, with its
+// negotiated version in Mcp-Protocol-Version and none of the new
+// protocol's _meta, which the upstream would refuse (-32022, HTTP 400).
+func TestNewClientsRequestsReachAnOldUpstreamInItsGeneration(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-name", "old")
+	e := newEnv(t, "", &sb.ServerConfig{Name: "old", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"})
+	waitTools(t, e.connect("/mcp/old", nil), "echo")
+	for _, c := range []struct {
+		method, name, params, want string
+	}{
+		{"resources/read", "test://hello", `{"uri":"test://hello"}`, `"text":"hello"`},
+		{"prompts/get", "greet", `{"name":"greet","arguments":{"name":"Ada"}}`, `Hello, Ada!`},
+	} {
+		a := send(t, newRequest(t, e.url+"/mcp/old", c.method, c.name, c.params, plainCaps))
+		if a.status != http.StatusOK || a.err != "" || !strings.Contains(a.result, c.want) {
+			t.Errorf("%s: HTTP %d, result %s, error %s; want a result with %s", c.method, a.status, a.result, a.err, c.want)
+		}
+	}
+}
+
+// A 2026-07-28 upstream's request for input (resultType input_required)
+// reaches a 2026-07-28 client as it is, on the relay (a client that
+// declared no elicitation) and on the go-sdk's path (one that did), and
+// the client's retry with its answers and the upstream's requestState
+// reaches the upstream: Switchboard answers nothing itself.
+func TestNewUpstreamsRequestForInputGoesToANewClient(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-name", "new", "-stateless")
+	e := newEnv(t, "", &sb.ServerConfig{Name: "new", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2026-07-28"})
+	waitTools(t, e.connect("/mcp/new", nil), "ask")
+	for _, caps := range []string{plainCaps, `{"elicitation":{}}`} {
+		first := send(t, newRequest(t, e.url+"/mcp/new", "tools/call", "ask", `{"name":"ask","arguments":{"message":"name?"}}`, caps))
+		var asked struct {
+			ResultType    string                     `json:"resultType"`
+			RequestState  string                     `json:"requestState"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		}
+		if err := json.Unmarshal([]byte(first.result), &asked); err != nil || first.status != http.StatusOK ||
+			asked.ResultType != "input_required" || asked.RequestState != "asked" || !strings.Contains(string(asked.InputRequests["answer"]), `"name?"`) {
+			t.Errorf("caps %s: HTTP %d, result %s, error %s; want the upstream's request for input", caps, first.status, first.result, first.err)
+			continue
+		}
+		retry := send(t, newRequest(t, e.url+"/mcp/new", "tools/call", "ask",
+			`{"name":"ask","arguments":{"message":"name?"},"inputResponses":{"answer":{"action":"accept","content":{"answer":"Bo"}}},"requestState":"asked"}`, caps))
+		if retry.status != http.StatusOK || !strings.Contains(retry.result, `"answer: Bo"`) || !strings.Contains(retry.result, `"resultType":"complete"`) {
+			t.Errorf("caps %s: the retry: HTTP %d, result %s, error %s; want the upstream's answer", caps, retry.status, retry.result, retry.err)
+		}
+	}
+}
