@@ -85,7 +85,7 @@ func (g *Gateway) newMirrorOf(only, set string) *mirror {
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
-	m.server.AddReceivingMiddleware(g.clients.countSession, m.awaitReady)
+	m.server.AddReceivingMiddleware(m.traceRequests, g.clients.countSession, m.awaitReady)
 	return m
 }
 

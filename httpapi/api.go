@@ -183,7 +183,7 @@ func New(o Options) http.Handler {
 		protected.HandleFunc("DELETE /api/v1/tokens/{name}", a.revokeToken)
 	}
 	protected.HandleFunc("/", noRoute(protected))
-	mux.Handle("/", a.auth(protected))
+	mux.Handle("/", a.auth(traced(protected)))
 	// Browsers must not be able to drive the API from another site: a page
 	// could otherwise POST a server config (as text/plain, which needs no
 	// preflight) and make Switchboard run its command. Cross-origin requests

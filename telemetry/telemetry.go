@@ -14,9 +14,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -54,9 +56,12 @@ func Enabled() bool { return tracer.Load() != nil }
 // OTEL_BSP_*; the resource is service.name "switchboard" and
 // service.version, under OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
 //
+// The SDK's own errors (an export the collector refused, say) go to log,
+// if it is not nil, rather than to the standard logger.
+//
 // on reports whether tracing was turned on. Setup while tracing is on
 // replaces the provider; the returned shutdown then ends only its own.
-func Setup(ctx context.Context, getenv func(string) string, version string) (shutdown func(context.Context) error, on bool, err error) {
+func Setup(ctx context.Context, getenv func(string) string, version string, log *slog.Logger) (shutdown func(context.Context) error, on bool, err error) {
 	off := func(context.Context) error { return nil }
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return off, false, nil
@@ -94,6 +99,9 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (shu
 	if err != nil {
 		exporter.Shutdown(ctx)
 		return off, false, fmt.Errorf("the trace resource (OTEL_RESOURCE_ATTRIBUTES): %w", err)
+	}
+	if log != nil {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("exporting traces", "error", err) }))
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
 	tracer.Store(tp)

@@ -32,7 +32,7 @@ func TestOffWithoutTheEnvironmentsWord(t *testing.T) {
 		"service only":  {"OTEL_SERVICE_NAME": "gw"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			shutdown, on, err := telemetry.Setup(context.Background(), env(vars), "")
+			shutdown, on, err := telemetry.Setup(context.Background(), env(vars), "", nil)
 			if err != nil || on || telemetry.Enabled() {
 				t.Fatalf("Setup: on %v, err %v, Enabled %v", on, err, telemetry.Enabled())
 			}
@@ -52,7 +52,7 @@ func TestUnsupportedSettingsAreRefused(t *testing.T) {
 		"grpc":   {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, on, err := telemetry.Setup(context.Background(), env(vars), "")
+			_, on, err := telemetry.Setup(context.Background(), env(vars), "", nil)
 			if err == nil || on || telemetry.Enabled() {
 				t.Fatalf("Setup: on %v, err %v", on, err)
 			}
@@ -71,7 +71,7 @@ func TestSpansReachTheReceiverWithTheEnvironmentsResource(t *testing.T) {
 	for k, v := range vars {
 		t.Setenv(k, v)
 	}
-	shutdown, on, err := telemetry.Setup(context.Background(), env(vars), "v1.2.3")
+	shutdown, on, err := telemetry.Setup(context.Background(), env(vars), "v1.2.3", nil)
 	if err != nil || !on || !telemetry.Enabled() {
 		t.Fatalf("Setup: on %v, err %v", on, err)
 	}
@@ -115,7 +115,7 @@ func TestSpansReachTheReceiverWithTheEnvironmentsResource(t *testing.T) {
 func TestMetaTraceContextComesBeforeTheHeaders(t *testing.T) {
 	rcv := otlptest.Start(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
-	shutdown, _, err := telemetry.Setup(context.Background(), env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL}), "")
+	shutdown, _, err := telemetry.Setup(context.Background(), env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL}), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
