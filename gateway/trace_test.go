@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/otlptest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/telemetry"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // headerTransport adds fixed headers to every request of a client.
@@ -216,5 +217,79 @@ func TestTraceCrossesTheGateway(t *testing.T) {
 				t.Errorf("span %q: %s holds the token's secret", s.Name, k)
 			}
 		}
+	}
+}
+
+// TestTraceOfTimeoutsAttemptsAndStatelessCalls: a call whose request
+// timeout fires has the timeout event naming its limit and the timeout
+// outcome on both spans; each connection attempt is a root span with its
+// outcome (ok, or the failure's code and phase); a stateless 2026-07-28
+// call continues the trace of its _meta's traceparent.
+func TestTraceOfTimeoutsAttemptsAndStatelessCalls(t *testing.T) {
+	rcv, flush := tracing(t)
+	local := stdio(t, "local")
+	local.CallTimeoutMS = 100
+	broken := &sb.ServerConfig{Name: "broken", Transport: sb.TransportStdio, Command: "/nonexistent/server"}
+	e := newEnv(t, "", local, broken)
+	cs := e.connect("/mcp", nil)
+	waitTools(t, cs, "local__sleep")
+
+	const sleepTrace, sleepSpan = "aaaabbbbccccddddeeeeffff00001111", "0102030405060708"
+	params := &mcp.CallToolParams{Name: "local__sleep", Arguments: map[string]any{"ms": 60000},
+		Meta: mcp.Meta{"traceparent": "00-" + sleepTrace + "-" + sleepSpan + "-01"}}
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || !res.IsError {
+		t.Fatalf("the sleep outlived its timeout: %v %+v", err, res)
+	}
+
+	const statelessTrace, statelessSpan = "99998888777766665555444433332222", "0a0b0c0d0e0f0001"
+	a := send(t, statelessRequest(t, e.url+"/mcp", "local__echo", `{"text":"s"}`, plainCaps,
+		`,"traceparent":"00-`+statelessTrace+`-`+statelessSpan+`-01"`))
+	if a.status != http.StatusOK || a.result == "" {
+		t.Fatalf("stateless call: %+v", a)
+	}
+	cs.Close()
+	flush()
+
+	spans := rcv.Trace(sleepTrace)
+	in, out := spanNamed(t, spans, "tools/call local__sleep"), spanNamed(t, spans, "tools/call sleep")
+	wantAttrs(t, in, map[string]string{"switchboard.outcome": "timeout", "switchboard.phase": "tool_call"})
+	wantAttrs(t, out, map[string]string{"switchboard.outcome": "timeout", "error.type": "timeout", "switchboard.phase": "tool_call"})
+	var limit string
+	for _, ev := range out.Events {
+		if ev.Name == "timeout" {
+			limit = ev.Attrs["limit"]
+		}
+	}
+	if limit != upstream.LimitRequest || !out.StatusError || !in.StatusError {
+		t.Errorf("the upstream span's timeout event names limit %q, want %q; error status %v %v", limit, upstream.LimitRequest, out.StatusError, in.StatusError)
+	}
+
+	stateless := rcv.Trace(statelessTrace)
+	sin := spanNamed(t, stateless, "tools/call local__echo")
+	if sin.ParentID != statelessSpan || sin.Attrs["mcp.protocol.version"] != "2026-07-28" || sin.Attrs["mcp.session.id"] != "" {
+		t.Errorf("the stateless call's span %+v", sin)
+	}
+	if sout := spanNamed(t, stateless, "tools/call echo"); sout.ParentID != sin.SpanID {
+		t.Errorf("the stateless call's upstream span %+v", sout)
+	}
+
+	var ok, failed *otlptest.Span
+	for _, s := range rcv.Spans() {
+		switch {
+		case s.Name == "connect local" && s.Attrs["switchboard.outcome"] == "ok":
+			ok = &s
+		case s.Name == "connect broken":
+			failed = &s
+		}
+	}
+	if ok == nil || failed == nil {
+		t.Fatalf("attempt spans: connected %v, failed %v", ok, failed)
+	}
+	if ok.ParentID != "" || ok.Attrs["switchboard.transport"] != "stdio" || ok.Attrs["mcp.protocol.version"] != "2025-11-25" || !ok.HasEvent("initialized") {
+		t.Errorf("the connected attempt's span %+v", *ok)
+	}
+	if failed.Attrs["switchboard.outcome"] == "" || failed.Attrs["switchboard.outcome"] == "ok" || failed.Attrs["switchboard.phase"] == "" || !failed.StatusError {
+		t.Errorf("the failed attempt's span %+v", *failed)
 	}
 }
