@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,6 +16,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/internal/otlptest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/sandbox/sandboxtest"
 	"github.com/switchboard-mcp/switchboard/telemetry"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -87,11 +91,18 @@ func wantAttrs(t *testing.T, s otlptest.Span, want map[string]string) {
 func TestTraceCrossesTheGateway(t *testing.T) {
 	rcv, flush := tracing(t)
 	const secret = "trace-test-secret"
-	httpEvents, stdioEvents := testserver.EventsFile(t), testserver.EventsFile(t)
+	httpEvents := testserver.EventsFile(t)
 	httpSrv := testserver.StartHTTP(t, "-name", "remote-one", "-events", httpEvents)
-	e := newEnv(t, secret,
-		stdio(t, "local", "-events", stdioEvents),
-		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: httpSrv.URL})
+	// The stdio server runs sandboxed, as serve runs it, writing its
+	// events to a directory of the test's mounted into its sandbox.
+	rt := sandboxtest.Runtime(t)
+	data := t.TempDir()
+	sandboxtest.GiveToServers(t, rt, data)
+	stdioEvents := filepath.Join(data, "events.jsonl")
+	local := stdio(t, "local", "-events", "/data/events.jsonl")
+	local.Sandbox = &sb.SandboxConfig{Enabled: new(true), Mounts: []sb.Mount{{Host: data, Path: "/data", Mode: sb.MountReadWrite}}}
+	e := newEnvRegistry(t, secret, registry.Options{Session: upstream.Options{Sandbox: rt}}, gateway.Options{ResyncInterval: time.Second},
+		local, &sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: httpSrv.URL})
 
 	const (
 		headerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -120,6 +131,9 @@ func TestTraceCrossesTheGateway(t *testing.T) {
 		Meta: mcp.Meta{"traceparent": "00-" + metaTrace + "-" + metaSpan + "-01", "tracestate": "vendor=1"}}
 	if got := text(t)(cs.CallTool(context.Background(), params)); got != "b" {
 		t.Fatalf("local__echo answered %q", got)
+	}
+	if v, err := e.reg.Get("local"); err != nil || v.Runtime.Sandbox == nil || !v.Runtime.Sandbox.Enabled {
+		t.Fatalf("the stdio server runs unsandboxed: %v %+v", err, v.Runtime.Sandbox)
 	}
 	if n := gateway.RelayServed(e.gw) - relayed; n != 2 {
 		t.Fatalf("the relay served %d of the 2 calls", n)
@@ -170,7 +184,7 @@ func TestTraceCrossesTheGateway(t *testing.T) {
 		return out
 	}
 	remote := check(headerTrace, headerSpan, "remote", "echo", string(sb.TransportStreamableHTTP))
-	local := check(metaTrace, metaSpan, "local", "echo", string(sb.TransportStdio))
+	localSpan := check(metaTrace, metaSpan, "local", "echo", string(sb.TransportStdio))
 
 	call := func(path string) testserver.Event {
 		t.Helper()
@@ -185,7 +199,7 @@ func TestTraceCrossesTheGateway(t *testing.T) {
 	if got, want := call(httpEvents).TraceparentHeader, "00-"+headerTrace+"-"+remote.SpanID+"-01"; got != want {
 		t.Errorf("the HTTP server's traceparent header %q, want %q", got, want)
 	}
-	if got, want := call(stdioEvents).Traceparent, "00-"+metaTrace+"-"+local.SpanID+"-01"; got != want {
+	if got, want := call(stdioEvents).Traceparent, "00-"+metaTrace+"-"+localSpan.SpanID+"-01"; got != want {
 		t.Errorf("the stdio server's _meta traceparent %q, want %q", got, want)
 	}
 
