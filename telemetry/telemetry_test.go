@@ -134,3 +134,41 @@ func TestMetaTraceContextComesBeforeTheHeaders(t *testing.T) {
 		t.Errorf("extracted %s", got)
 	}
 }
+
+// BenchmarkCallHooks is what the relay and the upstream call do per call
+// for tracing: the two spans' start and end, and (when on) the extraction
+// of the client's trace context and the injection of the upstream's, in
+// headers and in _meta.
+func BenchmarkCallHooks(b *testing.B) {
+	h := http.Header{}
+	h.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	run := func(b *testing.B) {
+		b.ReportAllocs()
+		ctx := context.Background()
+		for b.Loop() {
+			c := ctx
+			if telemetry.Enabled() {
+				c = telemetry.Extract(c, h, nil, nil)
+			}
+			c, in := telemetry.Start(c, "tools/call echo", trace.SpanKindServer)
+			c, out := telemetry.Start(c, "tools/call echo", trace.SpanKindClient)
+			if out.IsRecording() {
+				telemetry.Inject(c, nil)
+				telemetry.AppendMeta(nil, c)
+			}
+			out.End()
+			in.End()
+		}
+	}
+	b.Run("off", run)
+	b.Run("on", func(b *testing.B) {
+		rcv := otlptest.Start(b)
+		b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
+		shutdown, _, err := telemetry.Setup(context.Background(), env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL}), "", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer shutdown(context.Background())
+		run(b)
+	})
+}
