@@ -489,23 +489,13 @@ func (m *mirror) client(ctx context.Context, server string) (*mcp.ClientSession,
 }
 
 func (m *mirror) readResource(server string) mcp.ResourceHandler {
-	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (res *mcp.ReadResourceResult, err error) {
 		if !m.allows(sb.KindResource, server, req.Params.URI) {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
-		cs, ctx, cancel, err := m.client(ctx, server)
-		if err != nil {
-			return nil, err
-		}
-		defer cancel()
-		return cs.ReadResource(ctx, req.Params)
-	}
-}
-
-func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
-	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		if !m.allows(sb.KindPrompt, server, name) {
-			return nil, fmt.Errorf("unknown prompt %q", req.Params.Name)
+		ctx, span, meta := upstreamSpan(ctx, "resources/read", server, req.Params.URI, req.Params.Meta)
+		if span.IsRecording() {
+			defer func() { endSpan(span, requestOutcome(res, err), err) }()
 		}
 		cs, ctx, cancel, err := m.client(ctx, server)
 		if err != nil {
@@ -513,7 +503,27 @@ func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
 		}
 		defer cancel()
 		p := *req.Params
-		p.Name = name
+		p.Meta = meta
+		return cs.ReadResource(ctx, &p)
+	}
+}
+
+func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
+		if !m.allows(sb.KindPrompt, server, name) {
+			return nil, fmt.Errorf("unknown prompt %q", req.Params.Name)
+		}
+		ctx, span, meta := upstreamSpan(ctx, "prompts/get", server, name, req.Params.Meta)
+		if span.IsRecording() {
+			defer func() { endSpan(span, requestOutcome(res, err), err) }()
+		}
+		cs, ctx, cancel, err := m.client(ctx, server)
+		if err != nil {
+			return nil, err
+		}
+		defer cancel()
+		p := *req.Params
+		p.Name, p.Meta = name, meta
 		return cs.GetPrompt(ctx, &p)
 	}
 }

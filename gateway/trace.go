@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"reflect"
 	"strings"
@@ -180,4 +181,31 @@ func (m *mirror) origin(kind sb.Kind, name string) (origin, bool) {
 	}
 	o, ok := table[name]
 	return o, ok
+}
+
+// upstreamSpan starts the span of a request the go-sdk's client sends a
+// server on a client's behalf (resources/read, prompts/get), a child of
+// the client's request, and returns meta (params._meta) with its trace
+// context added, for the server to continue it: the go-sdk's client sets
+// no headers per request. While tracing is off it returns ctx and meta.
+func upstreamSpan(ctx context.Context, method, server, target string, meta mcp.Meta) (context.Context, trace.Span, mcp.Meta) {
+	if !telemetry.Enabled() {
+		ctx, span := telemetry.Start(ctx, "", trace.SpanKindClient)
+		return ctx, span, meta
+	}
+	ctx, span := telemetry.Start(ctx, method+" "+target, trace.SpanKindClient)
+	p, _ := sb.PrincipalFrom(ctx)
+	span.SetAttributes(attribute.String("mcp.method.name", method), attribute.String("switchboard.server", server),
+		attribute.String("switchboard.principal", p.Name))
+	h := telemetry.Inject(ctx, nil)
+	if h == nil {
+		return ctx, span, meta
+	}
+	out := make(mcp.Meta, len(meta)+2)
+	maps.Copy(out, meta)
+	out[telemetry.Traceparent] = h.Get(telemetry.Traceparent)
+	if ts := h.Get(telemetry.Tracestate); ts != "" {
+		out[telemetry.Tracestate] = ts
+	}
+	return ctx, span, out
 }

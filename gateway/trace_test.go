@@ -208,6 +208,10 @@ func TestTraceCrossesTheGateway(t *testing.T) {
 		t.Errorf("prompts/get span %+v", prompt)
 	}
 	wantAttrs(t, prompt, map[string]string{"mcp.method.name": "prompts/get", "switchboard.server": "remote", "switchboard.outcome": "ok"})
+	if up := spanNamed(t, rcv.Trace(headerTrace), "prompts/get greet"); up.ParentID != prompt.SpanID || up.Kind != "client" ||
+		up.Attrs["switchboard.server"] != "remote" || up.Attrs["switchboard.outcome"] != "ok" {
+		t.Errorf("the upstream prompts/get span %+v is not a client span under %s", up, prompt.SpanID)
+	}
 
 	apiSpans := rcv.Trace(apiTrace)
 	api := spanNamed(t, apiSpans, "POST /api/v1/call")
