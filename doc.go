@@ -19,6 +19,8 @@
 //	            Streamable HTTP, legacy SSE): requests and results as bytes,
 //	            failures as *wire.Error
 //	oauthclient the OAuth client of remote sessions
+//	telemetry   OpenTelemetry traces from the OTEL_* environment; W3C trace
+//	            context from headers or _meta to headers or _meta
 //	upstream    one long-lived MCP client session per server: the state machine,
 //	            stdio and remote links, reconnects, health, CallTool
 //	executor    Execute(ctx, "server/tool", args, opts) over plugins (MCP today)
@@ -46,7 +48,8 @@
 // internal/prompt asks a person for an elicitation's answer in a terminal.
 // Tests share internal/testserver (a fault-injecting MCP server run as a real
 // process), internal/daemontest (switchboard serve run as a real process) and
-// internal/pgtest (a fresh PostgreSQL database); bench holds the benchmark
+// internal/pgtest (a fresh PostgreSQL database), internal/otlptest (an
+// OTLP/HTTP trace receiver); bench holds the benchmark
 // harness, reliability the failure and chaos suites, conformance the official
 // MCP conformance suite run directly and through Switchboard.
 package switchboard

@@ -98,7 +98,7 @@ func (g *Gateway) newMirrorOf(only, set string) *mirror {
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
-	m.server.AddReceivingMiddleware(g.clients.countSession, m.awaitReady)
+	m.server.AddReceivingMiddleware(m.traceRequests, g.clients.countSession, m.awaitReady)
 	m.server.AddSendingMiddleware(m.holdListChanged)
 	return m
 }
@@ -514,26 +514,36 @@ func (m *mirror) client(ctx context.Context, server string) (*mcp.ClientSession,
 }
 
 func (m *mirror) readResource(server string) mcp.ResourceHandler {
-	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (res *mcp.ReadResourceResult, err error) {
 		if !m.allows(sb.KindResource, server, req.Params.URI) {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
+		ctx, span, meta := upstreamSpan(ctx, "resources/read", server, req.Params.URI, req.Params.Meta)
+		if span.IsRecording() {
+			defer func() { endSpan(span, requestOutcome(res, err), err) }()
+		}
 		done := m.g.opts.Audit.Begin(m.auditedBy(ctx, req.Extra), sb.AuditResource, server, req.Params.URI, nil)
-		res, err := m.readFrom(ctx, server, req.Params)
+		p := *req.Params
+		p.Meta = meta
+		res, err = m.readFrom(ctx, server, &p)
 		done(res, err)
 		return res, err
 	}
 }
 
 func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
-	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
 		if !m.allows(sb.KindPrompt, server, name) {
 			return nil, fmt.Errorf("unknown prompt %q", req.Params.Name)
 		}
+		ctx, span, meta := upstreamSpan(ctx, "prompts/get", server, name, req.Params.Meta)
+		if span.IsRecording() {
+			defer func() { endSpan(span, requestOutcome(res, err), err) }()
+		}
 		p := *req.Params
-		p.Name = name
+		p.Name, p.Meta = name, meta
 		done := m.g.opts.Audit.Begin(m.auditedBy(ctx, req.Extra), sb.AuditPrompt, server, name, promptArgs(p.Arguments))
-		res, err := m.getFrom(ctx, server, &p, req.ProtocolVersion() >= "2026-07-28")
+		res, err = m.getFrom(ctx, server, &p, req.ProtocolVersion() >= "2026-07-28")
 		done(res, err)
 		return res, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/rawjson"
+	"github.com/switchboard-mcp/switchboard/telemetry"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
@@ -57,6 +58,9 @@ type relayEnvelope struct {
 	// (SEP-2575), raw; other is set if it names one more of them.
 	version, caps, info []byte
 	other               bool
+	// traceparent and tracestate are the W3C trace context members of
+	// _meta, raw, if any (telemetry.Extract).
+	traceparent, tracestate []byte
 }
 
 // The members of _meta by which a request of the 2026-07-28 protocol
@@ -157,6 +161,10 @@ func (env *relayEnvelope) readCall() bool {
 			env.caps = v
 		case key == metaClientInfo:
 			env.info = v
+		case key == telemetry.Traceparent:
+			env.traceparent = v
+		case key == telemetry.Tracestate:
+			env.tracestate = v
 		case strings.HasPrefix(key, metaPrefix):
 			env.other = true
 		}
@@ -292,6 +300,7 @@ const relayMaxBody = 4 << 20
 func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, env relayEnvelope, o origin, info []byte) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
+	ctx, span := g.relaySpan(ctx, r, s, env, o)
 	sse := &sseWriter{w: w}
 	if s != nil {
 		key := string(env.id)
@@ -326,6 +335,9 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 		args = json.RawMessage(env.args)
 	}
 	res, err := g.ex.Execute(ctx, o.server+"/"+o.name, args, opts)
+	if span.IsRecording() {
+		endRelaySpan(ctx, span, res, err)
+	}
 	if asks != nil {
 		asks.end() // nothing more of them on the stream after this
 	}

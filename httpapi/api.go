@@ -205,7 +205,7 @@ func New(o Options) http.Handler {
 		protected.HandleFunc("GET /api/v1/audit", a.listAudit)
 	}
 	protected.HandleFunc("/", noRoute(protected))
-	mux.Handle("/", a.auth(a.audited(protected)))
+	mux.Handle("/", a.auth(traced(a.audited(protected))))
 	// Browsers must not be able to drive the API from another site: a page
 	// could otherwise POST a server config (as text/plain, which needs no
 	// preflight) and make Switchboard run its command. Cross-origin requests

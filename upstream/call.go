@@ -11,8 +11,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/rawjson"
+	"github.com/switchboard-mcp/switchboard/telemetry"
 	"github.com/switchboard-mcp/switchboard/wire"
 )
 
@@ -32,7 +35,7 @@ var (
 // since the request provably never ran. A result with isError is returned
 // together with a *ToolError. No failure is ever returned as an empty
 // success.
-func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.InvokeOptions) (*Result, error) {
+func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.InvokeOptions) (_ *Result, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, &CallError{Server: s.cfg.Name, Tool: name, Phase: sb.PhaseToolCall, Kind: ErrInvalidOptions, Message: err.Error(), Err: err}
 	}
@@ -59,6 +62,10 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 		defer total.Stop()
 	}
 	c := &call{opts: opts, ctx: rctx}
+	rctx, span := s.callSpan(rctx, name)
+	if span.IsRecording() {
+		defer func() { endCallSpan(span, c, err) }()
+	}
 	c.timer = newCallTimer(opts.Timeout, func() { cancelReq(errRequestTimeout) })
 	defer c.timer.stop()
 
@@ -104,6 +111,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 				}
 			}
 		}
+		if span.IsRecording() {
+			traceLink(rctx, span, l, &meta)
+		}
 		l.calls.Add(1)
 		res, err := s.wireCall(rctx, l, c, name, raw, meta)
 		l.calls.Add(-1)
@@ -140,6 +150,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 		if try == 0 && !we.Sent && we.Kind != wire.KindRefused {
 			// The link ended between our picking it and the call's
 			// writing; nothing was sent. Wait for the replacement, once.
+			telemetry.Event(rctx, "retry", attribute.String("reason", "the connection ended before the call was sent"))
 			stale = l
 			continue
 		}
@@ -149,6 +160,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 			// same link fail; then the call is retried once.
 			l.expire()
 			stale = l
+			telemetry.Event(rctx, "reconnect", attribute.String("reason", "the server forgot the session (HTTP 404)"))
 			continue
 		}
 		c.finish()
@@ -189,9 +201,16 @@ type callMeta struct {
 	// if the call is made for one on a link of that protocol: its
 	// requests for input are its result.
 	input *sb.InputRound
+	// trace is the members that carry the call's span on a byte stream
+	// (telemetry.AppendMeta), header its HTTP headers on a remote link;
+	// both nil while tracing is off.
+	trace  []byte
+	header http.Header
 }
 
-func (m callMeta) empty() bool { return m.tok == "" && m.logLevel == "" && len(m.newMeta) == 0 }
+func (m callMeta) empty() bool {
+	return m.tok == "" && m.logLevel == "" && len(m.newMeta) == 0 && len(m.trace) == 0
+}
 
 // mcp is m as the go-sdk's params carry it; nil if empty.
 func (m callMeta) mcp() mcp.Meta {
@@ -209,12 +228,17 @@ func (m callMeta) mcp() mcp.Meta {
 }
 
 // appendJSON appends m as the JSON object json.Marshal makes of m.mcp()
-// (members in key order); nothing if it is empty.
+// (members in key order), after the trace members if any; nothing if it
+// is empty.
 func (m callMeta) appendJSON(b []byte) []byte {
 	if m.empty() {
 		return b
 	}
 	b = append(b, '{')
+	b = append(b, m.trace...)
+	if len(m.trace) > 0 && (len(m.newMeta) > 0 || m.logLevel != "" || m.tok != "") {
+		b = append(b, ',')
+	}
 	b = append(b, m.newMeta...)
 	if len(m.newMeta) > 0 && (m.logLevel != "" || m.tok != "") {
 		b = append(b, ',')
@@ -285,7 +309,7 @@ func (s *Session) wireCall(ctx context.Context, l *link, c *call, name string, a
 		answers = inputMembers(in)
 	}
 	for round := 0; ; round++ {
-		b := make([]byte, 0, 64+len(name)+len(args)+len(meta.newMeta)+len(answers))
+		b := make([]byte, 0, 64+len(name)+len(args)+len(meta.newMeta)+len(meta.trace)+len(answers))
 		b = append(b, `{"name":`...)
 		b = rawjson.AppendString(b, name)
 		b = append(b, `,"arguments":`...)
@@ -296,7 +320,7 @@ func (s *Session) wireCall(ctx context.Context, l *link, c *call, name string, a
 			b = meta.appendJSON(b)
 		}
 		b = append(b, '}')
-		raw, err := l.conn.Call(ctx, &wire.Request{Method: "tools/call", Params: b, Name: name, Tag: meta.tok})
+		raw, err := l.conn.Call(ctx, &wire.Request{Method: "tools/call", Params: b, Name: name, Tag: meta.tok, Header: meta.header})
 		if err != nil {
 			return nil, err
 		}

@@ -19,6 +19,7 @@ type call struct {
 
 	mu           sync.Mutex
 	lastProgress *sb.Progress
+	progressed   int  // notifications delivered, for the call's span
 	done         bool // returned: late notifications are dropped
 }
 
@@ -33,6 +34,7 @@ func (c *call) progress(p *mcp.ProgressNotificationParams) {
 	}
 	pr := sb.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}
 	c.lastProgress = &pr
+	c.progressed++
 	if c.opts.ResetTimeoutOnProgress {
 		c.timer.reset()
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/telemetry"
 	"github.com/switchboard-mcp/switchboard/wire"
 )
 
@@ -78,7 +79,11 @@ func (s *Session) cycle(ctx context.Context) (wait time.Duration, retry bool) {
 func (s *Session) attempt(ctx context.Context) (l *link, wait time.Duration, retry bool) {
 	s.update(sb.ReasonStarting, (*machine).attemptStarted)
 
-	l, f := s.dial(ctx)
+	sctx, span := s.attemptSpan(ctx)
+	l, f := s.dial(sctx)
+	if span.IsRecording() {
+		endAttemptSpan(span, l, f)
+	}
 	if f != nil {
 		if ctx.Err() != nil {
 			return nil, 0, false
@@ -177,6 +182,7 @@ func (s *Session) dial(ctx context.Context) (*link, *failure) {
 	// What the session keeps of the server's introduction is bounded the
 	// same way whatever carried it.
 	trimInitializeResult(l.cs.InitializeResult())
+	telemetry.Event(ctx, "initialized")
 	if f := s.discover(ctx, l); f != nil {
 		l.close(closeDead, f)
 		return nil, f

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -19,6 +20,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/daemon"
 	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/telemetry"
 )
 
 // Defaults of serve, each mirrored by an environment variable.
@@ -112,7 +114,13 @@ arguments; the arguments only for a server whose config says "audit":
 {"arguments": true}), written in batches off the calls' path; replicas
 share it. Entries older than --audit-retention-days, and beyond the newest
 --audit-max-rows, are deleted in the background. "switchboard audit"
-reads it; --audit=false records nothing.`,
+reads it; --audit=false records nothing.
+
+Traces (OpenTelemetry, OTLP over HTTP) are exported when the standard
+environment asks for them: OTEL_EXPORTER_OTLP_ENDPOINT (or
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp), with
+OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and the exporter's other
+variables; see docs/observability.md.`,
 		Example: `  switchboard serve
   switchboard serve --listen 127.0.0.1:8080 --db sqlite:/var/lib/switchboard/db
   switchboard serve --listen 0.0.0.0:7420 --allowed-host switchboard.example.com
@@ -173,6 +181,21 @@ reads it; --audit=false records nothing.`,
 				return err
 			}
 			gwOpts.Logger, gwOpts.Version = log, buildinfo.Read(version).Version
+			stopTraces, tracing, err := telemetry.Setup(cmd.Context(), os.Getenv, gwOpts.Version, log)
+			if err != nil {
+				return err
+			}
+			if tracing {
+				log.Info("exporting OpenTelemetry traces (OTLP over HTTP)")
+			}
+			defer func() {
+				// What is still buffered goes out, within its own bound.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if err := stopTraces(ctx); err != nil {
+					log.Warn("flushing traces", "error", err)
+				}
+			}()
 			return daemon.Serve(cmd.Context(), log, daemon.Config{Listen: listen, DSN: dsn, Auth: auth, AllowedHosts: hosts,
 				AllowedNetworks: nets, ReplicaID: replica.id, ResyncInterval: replica.resyncInterval, OAuthKeyFile: oauthKeyFile,
 				Sandbox: box, IdleTimeout: conns.idleTimeout, MaxConnsPerAddress: conns.perAddress, Audit: auditCfg}, gwOpts)

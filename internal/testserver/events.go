@@ -25,7 +25,8 @@ import (
 //	              RequestID, Reason: "hang-initialize", "ignore-unknown",
 //	              "blackhole")
 //	initialize    the SDK handled initialize (ProtocolVersion requested)
-//	call          a tools/call reached the tool dispatcher (Tool)
+//	call          a tools/call reached the tool dispatcher (Tool; Traceparent
+//	              and TraceparentHeader if the request carried them)
 //	cancelled     a tool handler observed its context being cancelled (Tool,
 //	              Reason)
 //	drop          HTTP sessions were forgotten (Reason: "drop-after", "admin")
@@ -45,6 +46,10 @@ type Event struct {
 	ProtocolVersion string    `json:"protocol_version,omitempty"`
 	Code            int       `json:"code,omitempty"`
 	Reason          string    `json:"reason,omitempty"`
+	// On a call: the W3C traceparent of the request's params._meta, and
+	// of its HTTP header (HTTP transports).
+	Traceparent       string `json:"traceparent,omitempty"`
+	TraceparentHeader string `json:"traceparent_header,omitempty"`
 }
 
 // eventLog appends events to the -events file. A nil *eventLog discards

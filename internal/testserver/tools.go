@@ -202,13 +202,18 @@ func (s *server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (s *server) dispatchCall(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	var tool string
+	ev := Event{Event: "call", Session: sessionID(req)}
 	if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
-		tool = p.Name
+		ev.Tool = p.Name
+		ev.Traceparent, _ = p.Meta["traceparent"].(string)
 	}
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+		ev.TraceparentHeader = extra.Header.Get("traceparent")
+	}
+	tool := ev.Tool
 	n := s.calls.Add(1)
 	s.logf("call %s", tool)
-	s.events.record(Event{Event: "call", Tool: tool, Session: sessionID(req)})
+	s.events.record(ev)
 	// Calls are numbered in the order the SDK dispatches them; with a
 	// client that waits for each answer that is exactly "N calls succeed".
 	if limit := s.opts.CrashAfter; limit != nil && n > int64(*limit) {
