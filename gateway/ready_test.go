@@ -173,17 +173,25 @@ func newBubble(t *testing.T, opts gateway.Options, so upstream.Options, copts *m
 	if err := reg.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return &bubble{reg: reg, gw: gw, cs: connectServer(t, gw.Aggregate(), copts)}
+}
+
+// connectServer connects a 2025-11-25 client to srv (the aggregate, a
+// toolset) over in-memory transports, as switchboard stdio wires them;
+// closed when the test ends.
+func connectServer(t *testing.T, srv *mcp.Server, copts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	clientT, serverT := mcp.NewInMemoryTransports()
-	ss, err := gw.Aggregate().Connect(ctx, serverT, nil)
+	ss, err := srv.Connect(context.Background(), serverT, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ide"}, copts).Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ide"}, copts).Connect(context.Background(), clientT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close(); ss.Wait() })
-	return &bubble{reg: reg, gw: gw, cs: cs}
+	return cs
 }
 
 // newRegistry stores cfgs and returns a registry over them, not loaded
@@ -268,16 +276,7 @@ func TestAStalledGatewayStillSendsOneListChangedPerChange(t *testing.T) {
 				// 10 ms old by then, and the go-sdk's debounce has run out.
 				gw := newGateway(t, stalling{reg, "s3", 50 * time.Millisecond}, reg, gateway.Options{})
 				var changed atomic.Int32
-				clientT, serverT := mcp.NewInMemoryTransports()
-				ss, err := gw.Aggregate().Connect(ctx, serverT, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cs, err := mcp.NewClient(&mcp.Implementation{Name: "ide"}, countListChanged(&changed)).Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer func() { cs.Close(); ss.Wait() }()
+				cs := connectServer(t, gw.Aggregate(), countListChanged(&changed))
 				if err := reg.Load(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -315,16 +314,7 @@ func TestAStalledChangeThatEmptiesTheListIsStillAnnounced(t *testing.T) {
 		reg := newRegistry(t, so, values(cfgs, "s1", "s2")...)
 		gw := newGateway(t, stalling{reg, "s2", 50 * time.Millisecond}, reg, gateway.Options{})
 		var changed atomic.Int32
-		clientT, serverT := mcp.NewInMemoryTransports()
-		ss, err := gw.Aggregate().Connect(ctx, serverT, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "ide"}, countListChanged(&changed)).Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cs.Close(); ss.Wait() }()
+		cs := connectServer(t, gw.Aggregate(), countListChanged(&changed))
 		if err := reg.Load(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -680,16 +670,7 @@ func TestToolsetFirstListWaitsOnlyForItsOwnServers(t *testing.T) {
 		if !ok {
 			t.Fatal("no toolset quick")
 		}
-		clientT, serverT := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(ctx, serverT, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "ide"}, nil).Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cs.Close(); ss.Wait() }()
+		cs := connectServer(t, srv, nil)
 
 		start := time.Now()
 		names := listToolNames(t, ctx, cs)
