@@ -62,7 +62,7 @@ func TestClientAuthScenarios(t *testing.T) {
 		t.Fatalf("%s list --client: %v\n%s", suiteBin, err, out)
 	}
 	var scenarios []string
-	for _, name := range parseScenarioList(string(out)) {
+	for _, name := range parseScenarioList(string(out), "Client scenarios") {
 		if strings.HasPrefix(name, "auth/") {
 			scenarios = append(scenarios, name)
 		}

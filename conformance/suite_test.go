@@ -123,7 +123,7 @@ func newSuite(t *testing.T, spec suiteSpec) *suite {
 		t.Logf("keeping the suite's results in %s", work)
 	}
 	s := &suite{node: spec.node, bin: bin, set: spec.set, one: spec.one, work: work,
-		scenarios: parseScenarioList(string(out)), timeout: scenarioTimeout}
+		scenarios: parseScenarioList(string(out), "Server scenarios"), timeout: scenarioTimeout}
 	if len(s.scenarios) == 0 {
 		t.Fatalf("%s list --server listed no scenarios:\n%s", bin, out)
 	}
@@ -138,17 +138,23 @@ func (spec suiteSpec) command(args ...string) *exec.Cmd {
 	return exec.Command(spec.node, append([]string{spec.bin}, args...)...)
 }
 
-// parseScenarioList reads the server scenarios from `conformance list
-// --server`: "  - name" lines under a header, up to the client scenarios
-// that a requirement set's list goes on with.
-func parseScenarioList(out string) []string {
+// parseScenarioList reads the scenarios of one section ("Server
+// scenarios" or "Client scenarios") from `conformance list`: the
+// "  - name" lines under that section's header. A list with no header
+// at all is one section.
+func parseScenarioList(out, section string) []string {
 	var names []string
+	in := !strings.Contains(out, " scenarios")
 	for line := range strings.Lines(out) {
-		if strings.HasPrefix(strings.TrimSpace(line), "Client scenarios") {
-			break
+		line = strings.TrimSpace(line)
+		if name, ok := strings.CutPrefix(line, "- "); ok {
+			if in && name != "" {
+				names = append(names, name)
+			}
+			continue
 		}
-		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok && name != "" {
-			names = append(names, name)
+		if strings.HasSuffix(line, "):") || strings.HasSuffix(line, ":") {
+			in = strings.HasPrefix(line, section)
 		}
 	}
 	return names
@@ -344,8 +350,11 @@ func lastLines(s string, n int) string {
 // made-up result tree, so that it is tested without node or the suite.
 func TestReadResults(t *testing.T) {
 	list := "Server scenarios (test against a server):\n  - server-initialize\n  - tools-call-with-logging\n  - tools-call\n\nClient scenarios (test against a client):\n  - initialize\n"
-	if got, want := parseScenarioList(list), []string{"server-initialize", "tools-call-with-logging", "tools-call"}; !slices.Equal(got, want) {
+	if got, want := parseScenarioList(list, "Server scenarios"), []string{"server-initialize", "tools-call-with-logging", "tools-call"}; !slices.Equal(got, want) {
 		t.Errorf("parseScenarioList = %q, want %q", got, want)
+	}
+	if got, want := parseScenarioList(list, "Client scenarios"), []string{"initialize"}; !slices.Equal(got, want) {
+		t.Errorf("parseScenarioList of the client scenarios = %q, want %q", got, want)
 	}
 
 	dir := t.TempDir()
