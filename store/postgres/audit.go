@@ -16,8 +16,19 @@ import (
 
 var _ switchboard.AuditStore = (*Store)(nil)
 
+// auditAppendLock is the advisory lock key that orders the replicas'
+// appends to the audit log.
+const auditAppendLock = 0x5357_6175_6469_74 // "SWaudit"
+
 // AppendAudit stores entries with one COPY: a batch of a thousand is one
 // round trip, whichever replica writes it.
+//
+// The appends of all replicas take one advisory lock until they commit,
+// so that ids become visible in the order they were given: a reader that
+// follows the log by id (GET /api/v1/audit?after=ID) never sees an id
+// after a smaller one that commits later, and so never skips one. Without
+// it, two replicas' batches in flight at once committed out of id order,
+// and `switchboard audit -f` on one replica lost the other's entry.
 func (s *Store) AppendAudit(ctx context.Context, entries []switchboard.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -25,22 +36,32 @@ func (s *Store) AppendAudit(ctx context.Context, entries []switchboard.AuditEntr
 	cols := []string{"at", "principal", "surface", "toolset", "kind", "server", "name", "outcome",
 		"duration_us", "request_bytes", "result_bytes", "args_sha256", "arguments"}
 	err := s.retried(ctx, func() error {
-		_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"audit_log"}, cols, pgx.CopyFromSlice(len(entries), func(i int) ([]any, error) {
-			e := &entries[i]
-			var args *string
-			if e.Arguments != nil {
-				a := string(e.Arguments)
-				args = &a
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(auditAppendLock)); err != nil {
+				return err
 			}
-			return []any{e.Time.UTC(), e.Principal, e.Surface, e.Toolset, string(e.Kind), e.Server, e.Name, e.Outcome,
-				e.Duration.Microseconds(), e.RequestBytes, e.ResultBytes, e.ArgsSHA256, args}, nil
-		}))
-		return err
+			return copyAudit(ctx, tx, cols, entries)
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: append audit: %w", err)
 	}
 	return nil
+}
+
+// copyAudit writes entries with COPY in tx.
+func copyAudit(ctx context.Context, tx pgx.Tx, cols []string, entries []switchboard.AuditEntry) error {
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"audit_log"}, cols, pgx.CopyFromSlice(len(entries), func(i int) ([]any, error) {
+		e := &entries[i]
+		var args *string
+		if e.Arguments != nil {
+			a := string(e.Arguments)
+			args = &a
+		}
+		return []any{e.Time.UTC(), e.Principal, e.Surface, e.Toolset, string(e.Kind), e.Server, e.Name, e.Outcome,
+			e.Duration.Microseconds(), e.RequestBytes, e.ResultBytes, e.ArgsSHA256, args}, nil
+	}))
+	return err
 }
 
 // ListAudit returns the entries q selects, oldest first.

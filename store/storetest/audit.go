@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,6 +146,64 @@ func testAuditShared(t *testing.T, open OpenFunc) {
 	reopened := auditStore(t, open)
 	if got := minutes(listAudit(t, reopened, switchboard.AuditQuery{})); len(got) != 6 {
 		t.Errorf("reopened store lists %v, want the 6 entries", got)
+	}
+}
+
+// A reader that follows the log by id (After) sees every entry that two
+// processes append at once: no id becomes visible before a smaller one
+// that is still being written (the follow of `switchboard audit -f` and
+// the web page's).
+func testAuditFollowedWhileWritten(t *testing.T, open OpenFunc) {
+	one, two := auditStore(t, open), auditStore(t, open)
+	const writers, batches = 4, 40
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	for w := range writers {
+		s := []switchboard.AuditStore{one, two}[w%2]
+		wg.Go(func() {
+			for b := range batches {
+				if err := s.AppendAudit(ctx, []switchboard.AuditEntry{auditEntry(w*batches + b)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	seen := make(map[int64]bool)
+	var after int64
+	follow := func() {
+		es, err := two.ListAudit(ctx, switchboard.AuditQuery{After: after, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			seen[e.ID] = true
+			after = max(after, e.ID)
+		}
+	}
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		follow()
+	}
+	follow()
+	all := listAudit(t, one, switchboard.AuditQuery{Limit: 1000})
+	if len(all) != writers*batches {
+		t.Fatalf("%d entries stored, want %d", len(all), writers*batches)
+	}
+	var missed []int64
+	for _, e := range all {
+		if !seen[e.ID] {
+			missed = append(missed, e.ID)
+		}
+	}
+	if len(missed) > 0 {
+		t.Errorf("following by id missed %d of %d entries (ids %v): they became visible after a larger id", len(missed), len(all), missed)
 	}
 }
 

@@ -53,6 +53,7 @@ func Run(t *testing.T, newDB func(t *testing.T) OpenFunc) {
 		{"AuditRoundTrip", testAuditRoundTrip},
 		{"AuditQuery", testAuditQuery},
 		{"AuditSharedAndReopened", testAuditShared},
+		{"AuditFollowedWhileWritten", testAuditFollowedWhileWritten},
 		{"AuditTrim", testAuditTrim},
 	}
 	for _, tt := range tests {
