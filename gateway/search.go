@@ -348,8 +348,16 @@ func (m *mirror) searchNeedsLists(r *mcp.CallToolRequest) bool {
 
 // Search finds, among the tools of every connected server, at most limit
 // that match query, best first: what GET /api/v1/tools?search= answers.
-// Names are the servers' own.
+// Names are the servers' own. The aggregate is brought in step with the
+// servers first (an unchanged server costs a comparison), so a server
+// that has just connected is searched at once, not after the change
+// window: the API's other answers read the servers themselves.
 func (g *Gateway) Search(query string, limit int) []api.ToolHit {
+	end := g.batch()
+	for _, name := range g.src.Names() {
+		g.agg.sync(name)
+	}
+	end()
 	out := []api.ToolHit{}
 	for _, h := range g.agg.find(query, limit) {
 		out = append(out, api.ToolHit{Server: h.Tool.Server, Name: h.Tool.Name, Description: h.Tool.Description, Score: h.Score})
