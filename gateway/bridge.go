@@ -71,6 +71,7 @@ type bridgedCall struct {
 
 	mu      sync.Mutex
 	ids     int
+	parked  bool               // held in the table, for the client's retry
 	waiting []*heldAsk         // asked of the client, not answered yet
 	fwd     *progressForwarder // the current request's, if it takes progress
 }
@@ -102,6 +103,7 @@ func (t *heldTable) put(b *bridgedCall) (string, bool) {
 		t.m = make(map[string]*heldEntry)
 	}
 	t.m[state] = &heldEntry{b: b, timer: time.AfterFunc(heldTTL, func() { t.expire(state) })}
+	b.park(true)
 	return state, true
 }
 
@@ -137,6 +139,7 @@ func (t *heldTable) take(state, principal, server, tool string) (*bridgedCall, e
 	}
 	delete(t.m, state)
 	e.timer.Stop()
+	e.b.park(false)
 	return e.b, nil
 }
 
@@ -276,6 +279,11 @@ func (b *bridgedCall) hook(opts *sb.InvokeOptions) {
 		}
 		return checkSampling(res)
 	}
+	opts.Parked = func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.parked
+	}
 	opts.OnProgress = func(p sb.Progress) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -361,6 +369,13 @@ func (b *bridgedCall) next(ctx context.Context) ([]*heldAsk, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]*heldAsk(nil), b.waiting...), nil
+}
+
+// park marks b as held in the table, or taken from it.
+func (b *bridgedCall) park(held bool) {
+	b.mu.Lock()
+	b.parked = held
+	b.mu.Unlock()
 }
 
 // hold marks a as asked of the client.

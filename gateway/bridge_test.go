@@ -65,7 +65,9 @@ type inputRequest struct {
 // A held call's requestState is refused, with -32602 and a message that
 // says why, to another principal (whose refusal leaves it to its owner)
 // and once it has expired; the expired call's upstream request is gone
-// with it, so that the next call's elicitation is answered.
+// with it, so that the next call's elicitation is answered. While a call
+// is held, another call's elicitation on the same stdio upstream (whose
+// requests name no call) is that other call's.
 func TestHeldCallsStateIsRefusedToOthersAndAfterExpiry(t *testing.T) {
 	e := newToolsetEnv(t, stdio(t, "local"))
 	alice, bob := e.createToken("alice", sb.ScopeMCP), e.createToken("bob", sb.ScopeMCP)
@@ -81,9 +83,9 @@ func TestHeldCallsStateIsRefusedToOthersAndAfterExpiry(t *testing.T) {
 	}
 	defer cs.Close()
 	waitTools(t, cs, "elicit")
-	first := func() inputRequest {
+	first := func(tok string) inputRequest {
 		t.Helper()
-		a := call(alice, "")
+		a := call(tok, "")
 		var ir inputRequest
 		if err := json.Unmarshal([]byte(a.result), &ir); err != nil || ir.ResultType != "input_required" ||
 			!strings.HasPrefix(ir.RequestState, "sb1.") || len(ir.InputRequests) != 1 {
@@ -100,20 +102,26 @@ func TestHeldCallsStateIsRefusedToOthersAndAfterExpiry(t *testing.T) {
 		return `,"inputResponses":` + string(b) + `,"requestState":"` + ir.RequestState + `"`
 	}
 
-	ir := first()
+	ir := first(alice)
 	if a := call(bob, answers(ir)); !strings.Contains(a.err, `"code":-32602`) || !strings.Contains(a.err, "belongs to another call") {
 		t.Errorf("bob's retry with alice's state: HTTP %d, result %s, error %s; want -32602", a.status, a.result, a.err)
+	}
+	// While alice's call is held, bob's own call on the same stdio
+	// upstream is asked and answered: the held call takes no server
+	// request (it is parked), so bob's is not ambiguous.
+	if a := call(bob, answers(first(bob))); !strings.Contains(a.result, "answer: Ada") {
+		t.Errorf("bob's own call while alice's is held: HTTP %d, result %s, error %s; want the answer", a.status, a.result, a.err)
 	}
 	if a := call(alice, answers(ir)); !strings.Contains(a.result, "answer: Ada") {
 		t.Errorf("alice's retry after bob's: HTTP %d, result %s, error %s; want the answer", a.status, a.result, a.err)
 	}
 
-	ir = first()
+	ir = first(alice)
 	gateway.ExpireHeld(e.gw)
 	if a := call(alice, answers(ir)); !strings.Contains(a.err, `"code":-32602`) || !strings.Contains(a.err, "has expired") {
 		t.Errorf("retry after expiry: HTTP %d, result %s, error %s; want -32602", a.status, a.result, a.err)
 	}
-	if a := call(alice, answers(first())); !strings.Contains(a.result, "answer: Ada") {
+	if a := call(alice, answers(first(alice))); !strings.Contains(a.result, "answer: Ada") {
 		t.Errorf("a new call after the expiry: HTTP %d, result %s, error %s; want the answer", a.status, a.result, a.err)
 	}
 	if n := gateway.HeldCalls(e.gw); n != 0 {
