@@ -50,6 +50,12 @@ type InvokeOptions struct {
 	// is not answered with OnElicitation and OnSampling. A server of an
 	// older protocol is called as without it.
 	Input *InputRound
+	// Parked, if set, reports whether the call waits for its caller to
+	// come back with answers to the server's requests it holds (a
+	// 2026-07-28 client's retry): such a call sends the server nothing
+	// until then, so a server request that names no call (stdio) is not
+	// its, and goes to the one other call that can take it.
+	Parked func() bool
 }
 
 // InputRound is a 2026-07-28 client's part in a call's requests for input

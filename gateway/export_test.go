@@ -28,3 +28,10 @@ func SearchDocs(tools []*mcp.Tool) []toolsearch.Tool {
 	}
 	return out
 }
+
+// ExpireHeld expires every call g holds for its client's input, as
+// heldTTL does, and waits until each has returned.
+func ExpireHeld(g *Gateway) { g.held.closeAll() }
+
+// HeldCalls is how many calls g holds for their clients' input.
+func HeldCalls(g *Gateway) int { return g.held.len() }

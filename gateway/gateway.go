@@ -183,6 +183,7 @@ type Gateway struct {
 	clients *clients      // the downstream sessions (clients.go)
 	served  atomic.Int64  // tools/call requests the relay answered (relay.go)
 	asked   atomic.Uint64 // numbers the gateway's requests to clients (relay_requests.go)
+	held    heldTable     // 2026-07-28 clients' calls waiting for their input (bridge.go)
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when follow and followToolsets have returned
@@ -256,10 +257,12 @@ func capOrDefault(n, def int) int {
 
 // Close stops following the sources, ends every downstream session it
 // keeps (the Streamable HTTP ones, and the stdio ones that made a call),
-// and releases the per-client upstream sessions of their clients.
+// releases the per-client upstream sessions of their clients, and cancels
+// the calls held for their clients' input (bridge.go).
 func (g *Gateway) Close() {
 	g.cancel()
 	<-g.done
+	g.held.closeAll()
 	g.clients.closeAll()
 }
 
@@ -586,20 +589,31 @@ func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolR
 		},
 		Input: clientInput(req),
 	}
-	var fwd *progressForwarder
-	if tok := req.Params.GetProgressToken(); tok != nil {
-		fwd = newProgressForwarder(func(p sb.Progress) {
-			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message})
-		})
-		opts.OnProgress = fwd.enqueue
-	}
 	var args any
 	if len(req.Params.Arguments) > 0 {
 		args = req.Params.Arguments
 	}
-	raw, err := g.ex.Execute(ctx, server+"/"+tool, args, opts)
-	if fwd != nil {
-		fwd.flush() // every progress notification goes out before the result
+	var raw *upstream.Result
+	var err error
+	if bridged(opts.Input) {
+		// The upstream's requests become requests for input (bridge.go).
+		raw, err = g.bridgeCall(ctx, req, server, tool, args, opts)
+		var refused *jsonrpc.Error
+		if errors.As(err, &refused) && !errors.Is(err, upstream.ErrServerError) {
+			return nil, refused // a retry's state refused, in the protocol's shape
+		}
+	} else {
+		var fwd *progressForwarder
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			fwd = newProgressForwarder(func(p sb.Progress) {
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message})
+			})
+			opts.OnProgress = fwd.enqueue
+		}
+		raw, err = g.ex.Execute(ctx, server+"/"+tool, args, opts)
+		if fwd != nil {
+			fwd.flush() // every progress notification goes out before the result
+		}
 	}
 	var te *upstream.ToolError
 	if raw == nil && errors.As(err, &te) {

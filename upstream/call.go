@@ -110,6 +110,12 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 					meta.newMeta = requestMetaCaps(l.version, &s.opts.ClientInfo, in.Capabilities)
 				}
 			}
+		} else if in := opts.Input; in != nil && (len(in.Responses) > 0 || in.State != "") {
+			// A server of an older protocol that asks for input in a
+			// result of its own (a go-sdk server does after one round of
+			// its requests) reads the answers of the client's retry from
+			// the params as a newer one does.
+			meta.input = in
 		}
 		if span.IsRecording() {
 			traceLink(rctx, span, l, &meta)

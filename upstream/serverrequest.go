@@ -40,7 +40,7 @@ func (cs *calls) only(accepts func(*call) bool) (*call, int) {
 // serverRequestCall finds the call a server request belongs to: the one
 // whose own stream carried it (Streamable HTTP: the wire marks it with the
 // call's token, wire.Request.Tag), else the one call that accepts such
-// requests.
+// requests and is not parked.
 func (s *Session) serverRequestCall(kind string, meta mcp.Meta, accepts func(*call) bool) (*call, error) {
 	if tok, ok := wire.TagOf(meta); ok {
 		if c := s.calls.byToken(tok); c != nil && accepts(c) {
@@ -48,7 +48,11 @@ func (s *Session) serverRequestCall(kind string, meta mcp.Meta, accepts func(*ca
 		}
 		return nil, fmt.Errorf("the call to %s that this %s request belongs to has ended", s.cfg.Name, kind)
 	}
-	c, n := s.calls.only(accepts)
+	c, n := s.calls.only(func(c *call) bool {
+		// A call parked for its client's retry sends nothing more until
+		// then (sb.InvokeOptions.Parked).
+		return accepts(c) && (c.opts.Parked == nil || !c.opts.Parked())
+	})
 	switch {
 	case c != nil:
 		return c, nil

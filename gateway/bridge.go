@@ -1,0 +1,400 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/upstream"
+)
+
+// A 2026-07-28 client cannot be sent requests (SEP-2322): a server asks it
+// for input by answering its call with a request for input, and the client
+// calls again with the answers. An upstream of 2025-11-25 asks by sending
+// elicitation/create or sampling/createMessage during the call. The
+// gateway bridges the two: such a client's call runs apart from its
+// request (bridgedCall), and an upstream request of that call is held
+// while the client is answered with a request for input naming it, whose
+// requestState is a key of the gateway's table (held). The client's retry
+// with that state finds the call, hands each answer to the upstream
+// request it answers, and waits again for what comes next: the call's
+// result, or another request for input.
+//
+// A state is opaque (random), bound to the principal and to the server
+// and tool of the call, and taken once: each round has a state of its own.
+// The table holds at most heldMax calls, each at most heldTTL; a call
+// whose client never calls again is cancelled at expiry, and its upstream
+// requests with it. A retry with a state the table does not hold (expired,
+// taken, made up) is refused with -32602, as is one of another principal
+// or call (which leaves the state to its owner).
+
+const (
+	// heldTTL is how long a held call waits for its client's retry.
+	heldTTL = 5 * time.Minute
+	// heldMax bounds the calls held at once; past it, an upstream's request
+	// is refused as for a client that cannot be asked.
+	heldMax = 1024
+	// heldStatePrefix starts the requestState of a held call, which tells
+	// it from an upstream's own (a 2026-07-28 upstream's, passed through).
+	heldStatePrefix = "sb1."
+)
+
+// heldAsk is an upstream's request held for the client's answer.
+type heldAsk struct {
+	id     string
+	req    mcp.InputRequest
+	answer chan json.RawMessage // takes one answer
+}
+
+// bridgedCall is a 2026-07-28 client's call whose upstream may ask for
+// input.
+type bridgedCall struct {
+	principal, server, tool string
+	caps                    *mcp.ClientCapabilities // what the client declared
+
+	asks   chan *heldAsk
+	done   chan struct{} // closed when the call has returned raw and err
+	raw    *upstream.Result
+	err    error
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	ids     int
+	parked  bool               // held in the table, for the client's retry
+	waiting []*heldAsk         // asked of the client, not answered yet
+	fwd     *progressForwarder // the current request's, if it takes progress
+}
+
+// heldTable holds the bridged calls that wait for their clients' retries,
+// by requestState.
+type heldTable struct {
+	mu sync.Mutex
+	m  map[string]*heldEntry
+}
+
+type heldEntry struct {
+	b     *bridgedCall
+	timer *time.Timer
+}
+
+// put holds b under a new state, cancelling it after heldTTL unless it is
+// taken before; false if the table is full.
+func (t *heldTable) put(b *bridgedCall) (string, bool) {
+	var key [16]byte
+	_, _ = rand.Read(key[:]) // never fails (crypto/rand)
+	state := heldStatePrefix + hex.EncodeToString(key[:])
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.m) >= heldMax {
+		return "", false
+	}
+	if t.m == nil {
+		t.m = make(map[string]*heldEntry)
+	}
+	t.m[state] = &heldEntry{b: b, timer: time.AfterFunc(heldTTL, func() { t.expire(state) })}
+	b.park(true)
+	return state, true
+}
+
+// expire drops the call held under state, if it still is, and cancels it.
+func (t *heldTable) expire(state string) {
+	t.mu.Lock()
+	e := t.m[state]
+	delete(t.m, state)
+	t.mu.Unlock()
+	if e != nil {
+		e.timer.Stop()
+		e.b.cancel()
+	}
+}
+
+// errStateUnknown and errStateNotYours refuse a retry's requestState.
+var (
+	errStateUnknown  = errors.New("requestState is unknown or has expired: call again without it")
+	errStateNotYours = errors.New("requestState belongs to another call")
+)
+
+// take removes and returns the call held under state if principal made it
+// to server's tool; another's is left where it is.
+func (t *heldTable) take(state, principal, server, tool string) (*bridgedCall, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.m[state]
+	switch {
+	case e == nil:
+		return nil, errStateUnknown
+	case e.b.principal != principal || e.b.server != server || e.b.tool != tool:
+		return nil, errStateNotYours
+	}
+	delete(t.m, state)
+	e.timer.Stop()
+	e.b.park(false)
+	return e.b, nil
+}
+
+// closeAll cancels every held call and waits for them to return.
+func (t *heldTable) closeAll() {
+	t.mu.Lock()
+	m := t.m
+	t.m = nil
+	t.mu.Unlock()
+	for _, e := range m {
+		e.timer.Stop()
+		e.b.cancel()
+	}
+	for _, e := range m {
+		<-e.b.done
+	}
+}
+
+// len is how many calls are held.
+func (t *heldTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// bridged reports whether the call of in (clientInput) is for the bridge:
+// the client is of the 2026-07-28 protocol, and this is a first call or a
+// retry with a state of the gateway's (an upstream's own goes to it).
+func bridged(in *sb.InputRound) bool {
+	return in != nil && (in.State == "" || strings.HasPrefix(in.State, heldStatePrefix))
+}
+
+// bridgeCall runs a 2026-07-28 client's tools/call of server's tool with
+// opts, or resumes the held call its retry names, and returns what comes
+// first: the call's result, or a request for input.
+func (g *Gateway) bridgeCall(ctx context.Context, req *mcp.CallToolRequest, server, tool string, args any, opts sb.InvokeOptions) (*upstream.Result, error) {
+	principal, _ := sb.PrincipalFrom(ctx)
+	var b *bridgedCall
+	if state := opts.Input.State; state != "" {
+		var err error
+		if b, err = g.held.take(state, principal.Name, server, tool); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+		b.answer(req.Params.InputResponses)
+	} else {
+		b = &bridgedCall{principal: principal.Name, server: server, tool: tool, caps: declared(opts.Input.Capabilities),
+			asks: make(chan *heldAsk), done: make(chan struct{})}
+		// The upstream is called as for a client of its own generation: a
+		// 2026-07-28 upstream still answers with its own requests for
+		// input, which pass through.
+		b.hook(&opts)
+		var cctx context.Context
+		cctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
+		go func() {
+			defer close(b.done)
+			defer b.cancel()
+			b.raw, b.err = g.ex.Execute(cctx, server+"/"+tool, args, opts)
+		}()
+	}
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		fwd := newProgressForwarder(func(p sb.Progress) {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		})
+		b.mu.Lock()
+		b.fwd = fwd
+		b.mu.Unlock()
+		defer func() {
+			b.mu.Lock()
+			b.fwd = nil
+			b.mu.Unlock()
+			fwd.flush()
+		}()
+	}
+	asks, err := b.next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if asks == nil {
+		return b.raw, b.err
+	}
+	state, ok := g.held.put(b)
+	if !ok {
+		b.cancel()
+		<-b.done
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("too many calls (%d) wait for their clients' input: call again later", heldMax)}
+	}
+	return inputRequired(asks, state)
+}
+
+// declared decodes the capabilities a 2026-07-28 client declared; none if
+// it declared none (or nothing readable).
+func declared(raw json.RawMessage) *mcp.ClientCapabilities {
+	caps := &mcp.ClientCapabilities{}
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, caps)
+	}
+	return caps
+}
+
+// hook sets opts to send the upstream's requests of the call to b, and its
+// progress to the client's current request.
+func (b *bridgedCall) hook(opts *sb.InvokeOptions) {
+	opts.OnElicitation = func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
+		p, err := elicitParams(er)
+		if err != nil {
+			return sb.ElicitationResponse{}, err
+		}
+		if p.Mode == "" {
+			p.Mode = "form"
+			if p.URL != "" || p.ElicitationID != "" {
+				p.Mode = "url"
+			}
+		}
+		if err := elicitationAllowed(&mcp.InitializeParams{Capabilities: b.caps}, p.Mode); err != nil {
+			return sb.ElicitationResponse{}, err
+		}
+		raw, err := b.ask(ctx, "elicit", p)
+		if err != nil {
+			return sb.ElicitationResponse{}, err
+		}
+		return checkElicitation(er.RequestedSchema, raw)
+	}
+	opts.OnSampling = func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+		if b.caps.Sampling == nil {
+			return nil, errors.New("client does not support sampling")
+		}
+		var p mcp.CreateMessageParams
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, err
+		}
+		if p.Messages == nil {
+			p.Messages = []*mcp.SamplingMessage{}
+		}
+		res, err := b.ask(ctx, "sample", &p)
+		if err != nil {
+			return nil, err
+		}
+		return checkSampling(res)
+	}
+	opts.Parked = func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.parked
+	}
+	opts.OnProgress = func(p sb.Progress) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.fwd != nil {
+			b.fwd.enqueue(p)
+		}
+	}
+}
+
+// ask holds the upstream's request r until the client answers it in a
+// retry, and returns the answer; ctx is the upstream's (it ends with the
+// call).
+func (b *bridgedCall) ask(ctx context.Context, kind string, r mcp.InputRequest) (json.RawMessage, error) {
+	b.mu.Lock()
+	b.ids++
+	a := &heldAsk{id: kind + "-" + strconv.Itoa(b.ids), req: r, answer: make(chan json.RawMessage, 1)}
+	b.mu.Unlock()
+	select {
+	case b.asks <- a:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case raw := <-a.answer:
+		return raw, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// answer hands each request waiting for the client the answer of
+// responses that names it; those not answered wait on.
+func (b *bridgedCall) answer(responses mcp.InputResponseMap) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	left := b.waiting[:0]
+	for _, a := range b.waiting {
+		r, ok := responses[a.id]
+		if !ok || r == nil {
+			left = append(left, a)
+			continue
+		}
+		raw, err := json.Marshal(r)
+		if err != nil {
+			left = append(left, a)
+			continue
+		}
+		a.answer <- raw
+	}
+	b.waiting = left
+}
+
+// next waits for what comes of b: its outcome (nil asks), or the requests
+// the client is to answer, which are then waiting. A request still
+// unanswered is asked again. If ctx ends first, the call is cancelled.
+func (b *bridgedCall) next(ctx context.Context) ([]*heldAsk, error) {
+	b.mu.Lock()
+	waiting := len(b.waiting) > 0
+	b.mu.Unlock()
+	if !waiting {
+		select {
+		case a := <-b.asks:
+			b.hold(a)
+		case <-b.done:
+			return nil, nil
+		case <-ctx.Done():
+			b.cancel()
+			<-b.done
+			return nil, ctx.Err()
+		}
+	}
+	// Requests the upstream sent together are asked together, as far as
+	// they have come.
+	for {
+		select {
+		case a := <-b.asks:
+			b.hold(a)
+			continue
+		default:
+		}
+		break
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]*heldAsk(nil), b.waiting...), nil
+}
+
+// park marks b as held in the table, or taken from it.
+func (b *bridgedCall) park(held bool) {
+	b.mu.Lock()
+	b.parked = held
+	b.mu.Unlock()
+}
+
+// hold marks a as asked of the client.
+func (b *bridgedCall) hold(a *heldAsk) {
+	b.mu.Lock()
+	b.waiting = append(b.waiting, a)
+	b.mu.Unlock()
+}
+
+// inputRequired is the result that asks the client what asks ask, under
+// state.
+func inputRequired(asks []*heldAsk, state string) (*upstream.Result, error) {
+	res := &mcp.CallToolResult{InputRequests: make(mcp.InputRequestMap, len(asks)), RequestState: state}
+	for _, a := range asks {
+		res.InputRequests[a.id] = a.req
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	return upstream.NewResult(raw)
+}
