@@ -388,12 +388,13 @@ func (p *page) textHidden(sel string) bool {
 }
 
 // TestPageFitsANarrowScreen: at 375 px wide nothing scrolls sideways, in
-// the server list, the form and the tools.
+// the server list, the form, the tools, the toolsets, the audit log and
+// the import.
 func TestPageFitsANarrowScreen(t *testing.T) {
 	p := newLoggedInPage(t)
 	p.addServer("phone")
 	p.narrow()
-	for _, view := range []string{"servers", "form", "tools", "toolsets", "import"} {
+	for _, view := range []string{"servers", "form", "tools", "toolsets", "audit", "import"} {
 		p.click(fmt.Sprintf(`#nav button[data-view=%q]`, view))
 		time.Sleep(100 * time.Millisecond)
 		var width int

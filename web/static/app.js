@@ -537,7 +537,10 @@ function openServer(name) {
   $('server-detail').replaceChildren(
     el('p', {class: 'status-line'}, p.status, ' ', p.since),
     p.error, p.drop,
-    el('div', {class: 'actions'}, ...Object.values(p.buttons)),
+    el('div', {class: 'actions'}, ...Object.values(p.buttons),
+      typeof openAudit === 'function'
+        ? el('button', {type: 'button', class: 'quiet', 'data-action': 'audit', 'aria-describedby': 'server-title',
+          onclick: () => openAudit({server: name})}, 'Audit log') : null),
     p.panel,
     p.plots,
     el('div', {class: 'detail-grid'}, el('div', {}, facts, p.sandbox), p.logsBox));
