@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 )
 
 // auditRow is an entry of the audit view as the page shows it.
@@ -234,4 +235,19 @@ func TestAuditViewKeepsTheNewest500Rows(t *testing.T) {
 		t.Errorf("the bottom row is id %d, want %d (the 500th newest)", got, oldest)
 	}
 	p.shot("audit-bounded")
+}
+
+// TestAuditViewSaysWhenServeKeepsNoLog: with --audit=false the view says
+// so, rather than showing an empty log or a bare 404.
+func TestAuditViewSaysWhenServeKeepsNoLog(t *testing.T) {
+	p := newPageOf(t, daemontest.Options{Args: []string{"--audit=false"}})
+	p.login()
+	p.click(`#nav button[data-view="audit"]`)
+	p.waitJS("the reason", `!document.getElementById("audit-error").hidden`)
+	if got := p.text("#audit-error"); !strings.Contains(got, "--audit=false") {
+		t.Errorf("the view reads %q", got)
+	}
+	if !p.textHidden("#audit-empty") {
+		t.Error(`the view also says "No entries match."`)
+	}
 }

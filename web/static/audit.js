@@ -48,11 +48,15 @@ async function loadAudit() {
     list = await api('GET', '/api/v1/audit?' + q);
   } catch (e) {
     if (round !== auditRound || e.status === 401) return;
-    $('audit-error').textContent = describe(e.info);
+    // The route is absent when serve keeps no log.
+    $('audit-error').textContent = e.status === 404 || e.status === 405
+      ? 'serve runs with --audit=false: it records nothing (docs/audit.md).' : describe(e.info);
     $('audit-error').hidden = false;
     $('audit-body').replaceChildren();
     auditLastID = 0;
-    auditCount();
+    $('audit-empty').hidden = true;
+    $('audit-count').textContent = '';
+    $('view-audit').dataset.following = 'off';
     return;
   }
   if (round !== auditRound) return;
