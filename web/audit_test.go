@@ -168,10 +168,16 @@ func TestAuditViewShowsOtherClientsCalls(t *testing.T) {
 	top := p.auditRows()[0].ID
 	p.click("#au-follow")
 	p.waitJS("following", `document.getElementById("view-audit").dataset.following === "on"`)
+	mcpCall(t, cs, "work__add", map[string]any{"a": 1, "b": 1}) // not other's: filtered out while followed
 	mcpCall(t, cs, "other__echo", map[string]any{"text": "again"})
 	p.waitJS("the new call", fmt.Sprintf(`(+(document.querySelector("#audit-body tr") || {dataset: {}}).dataset.id) > %d`, top))
 	if got := p.auditRows()[0]; got.What != "echo" || got.Surface != "mcp" || got.Outcome != "ok" {
 		t.Errorf("the followed entry reads %+v", got)
+	}
+	for _, r := range p.auditRows() {
+		if r.Server != "other" {
+			t.Errorf("following the view filtered to other shows %+v", r)
+		}
 	}
 	var reloaded bool
 	p.eval(`window.notReloaded !== true`, &reloaded)

@@ -15,6 +15,7 @@ const auditPollMs = 1000;
 const auditFilters = {server: 'au-server', tool: 'au-tool', principal: 'au-principal', outcome: 'au-outcome', since: 'au-since', until: 'au-until'};
 
 let auditLastID = 0; // the newest entry's id shown, which follow asks after
+let auditShown = ''; // the filters of the rows shown, which follow keeps to
 let auditRound = 0; // bumped by each load, so that an older poll stops
 let auditTimer = 0;
 
@@ -42,6 +43,7 @@ async function loadAudit() {
   $('au-servers').replaceChildren(...[...servers.keys()].sort().map((n) => el('option', {value: n})));
   $('audit-error').hidden = true;
   const q = auditQuery();
+  auditShown = q.toString();
   q.set('limit', String(auditMaxRows));
   let list;
   try {
@@ -70,7 +72,8 @@ async function loadAudit() {
 // auditFollow schedules the next poll while the view is shown, "Follow" is
 // on and no newer load has begun; else it stops.
 function auditFollow(round) {
-  const on = round === auditRound && current === 'audit' && $('au-follow').checked;
+  if (round !== auditRound) return; // a newer load follows, or nothing does
+  const on = current === 'audit' && $('au-follow').checked;
   $('view-audit').dataset.following = on ? 'on' : 'off';
   if (on) auditTimer = setTimeout(() => auditPoll(round), auditPollMs);
 }
@@ -80,7 +83,7 @@ async function auditPoll(round) {
     auditFollow(round);
     return;
   }
-  const q = auditQuery();
+  const q = new URLSearchParams(auditShown);
   q.set('limit', String(auditMaxRows));
   if (auditLastID) q.set('after', String(auditLastID));
   try {
@@ -132,12 +135,13 @@ function auditDuration(ms) {
   return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + ' s';
 }
 
-// auditTime writes a time as logs -f does, with the date when it is not
-// today's.
+// auditTime writes a local time as logs -f does, with the date when it
+// is not today's.
 function auditTime(t) {
   const d = new Date(t);
   if (isNaN(d)) return String(t);
-  const day = d.toDateString() === new Date().toDateString() ? '' : d.toISOString().slice(0, 10) + ' ';
+  const z = (n) => String(n).padStart(2, '0');
+  const day = d.toDateString() === new Date().toDateString() ? '' : d.getFullYear() + '-' + z(d.getMonth() + 1) + '-' + z(d.getDate()) + ' ';
   return day + stamp(d);
 }
 
