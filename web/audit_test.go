@@ -86,9 +86,9 @@ func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]a
 // TestAuditViewShowsOtherClientsCalls: calls made through the API and by
 // an MCP client on /mcp show in the audit view, newest first, with their
 // outcome, surface and principal; the server and outcome filters narrow
-// it; a server's detail view opens it filtered to the server; with
-// "Follow" on, a new call shows without a reload, and the polls stop when
-// another view is shown.
+// it; a server's row menu and detail view open it filtered to the
+// server; with "Follow" on, a new call (and not another server's) shows
+// without a reload, and the polls stop when another view is shown.
 func TestAuditViewShowsOtherClientsCalls(t *testing.T) {
 	p := newLoggedInPage(t)
 	p.addServer("work")
@@ -154,7 +154,12 @@ func TestAuditViewShowsOtherClientsCalls(t *testing.T) {
 	}
 	p.shot("audit-filtered")
 
-	// From a server's detail view: the view filtered to it.
+	// From a server's row, and from its detail view: the view filtered to it.
+	p.click(`#nav button[data-view="servers"]`)
+	p.rowAction("work", "audit")
+	p.waitJS("the view filtered to work", `!document.getElementById("view-audit").hidden
+		&& document.getElementById("au-server").value === "work" && document.getElementById("au-outcome").value === ""
+		&& document.querySelectorAll("#audit-body tr").length >= 2`)
 	p.click(`#nav button[data-view="servers"]`)
 	p.openServer("other")
 	p.click(`#server-detail button[data-action="audit"]`)

@@ -46,7 +46,7 @@ func card(name string) string {
 }
 
 // rowAction opens the action menu of a server's row and clicks action
-// (toggle, restart, test, tools, edit, delete, open).
+// (toggle, restart, test, tools, edit, audit, delete, open).
 func (p *page) rowAction(name, action string) {
 	p.t.Helper()
 	p.click(fmt.Sprintf(`#servers tr[data-server=%q] summary[data-role="menu"]`, name))

@@ -294,6 +294,7 @@ const actions = {
   test: (s) => { if (!detail || detail.name !== s.view.name) openServer(s.view.name); testStored(s); },
   tools: (s) => { $('tool-server').value = s.view.name; show('tools'); },
   edit: (s) => openForm(s.view),
+  audit: (s) => openAudit({server: s.view.name}), // audit.js
   delete: deleteServer,
 };
 
@@ -312,6 +313,7 @@ function actionButtons(s, labelled) {
   mk('test', 'Test');
   mk('tools', 'Tools');
   mk('edit', 'Edit');
+  mk('audit', 'Audit log');
   mk('delete', 'Delete', {class: 'danger'});
   return b;
 }
@@ -537,10 +539,7 @@ function openServer(name) {
   $('server-detail').replaceChildren(
     el('p', {class: 'status-line'}, p.status, ' ', p.since),
     p.error, p.drop,
-    el('div', {class: 'actions'}, ...Object.values(p.buttons),
-      typeof openAudit === 'function'
-        ? el('button', {type: 'button', class: 'quiet', 'data-action': 'audit', 'aria-describedby': 'server-title',
-          onclick: () => openAudit({server: name})}, 'Audit log') : null),
+    el('div', {class: 'actions'}, ...Object.values(p.buttons)),
     p.panel,
     p.plots,
     el('div', {class: 'detail-grid'}, el('div', {}, facts, p.sandbox), p.logsBox));
