@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the web page's screenshots in docs/ (README.md shows
-# docs/web-servers.png): a real serve with six servers and some calls,
+# docs/web-servers.png; the others: the detail view, a failed test, the
+# phone, field errors, progress, elicitation, the tool bench, toolsets and
+# tokens, the audit log): a real serve with six servers and some calls,
 # Debian's chromium headless (scripts/web-setup.sh installs it), the page
 # at 1280 px and at 375 px. Run from anywhere in the repository:
 #

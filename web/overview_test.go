@@ -68,10 +68,10 @@ func (p *page) layout(view string, width int, nav string) {
 }
 
 // TestEveryViewAtDesktopAndPhoneWidths: each view (the overview, a
-// server's detail, the form adding and editing, tools, import) fits 1280
-// and 375 px without sideways scrolling, with a one-row header whose nav
-// marks the section the view belongs to (editing a server is Servers, not
-// "Add server").
+// server's detail, the form adding and editing, tools, audit, import)
+// fits 1280 and 375 px without sideways scrolling, with a one-row header
+// whose nav marks the section the view belongs to (editing a server is
+// Servers, not "Add server").
 func TestEveryViewAtDesktopAndPhoneWidths(t *testing.T) {
 	p := newLoggedInPage(t)
 	p.addServer("files")
@@ -100,7 +100,7 @@ func TestEveryViewAtDesktopAndPhoneWidths(t *testing.T) {
 
 		p.click("#nav-add")
 		p.layout("form (add)", width, "form")
-		for _, view := range []string{"tools", "import"} {
+		for _, view := range []string{"tools", "audit", "import"} {
 			p.click(fmt.Sprintf(`#nav button[data-view=%q]`, view))
 			p.waitJS("the "+view+" view", fmt.Sprintf(`!document.getElementById("view-%s").hidden`, view))
 			p.layout(view, width, view)

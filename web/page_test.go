@@ -46,7 +46,7 @@ func card(name string) string {
 }
 
 // rowAction opens the action menu of a server's row and clicks action
-// (toggle, restart, test, tools, edit, delete, open).
+// (toggle, restart, test, tools, edit, audit, delete, open).
 func (p *page) rowAction(name, action string) {
 	p.t.Helper()
 	p.click(fmt.Sprintf(`#servers tr[data-server=%q] summary[data-role="menu"]`, name))
@@ -388,12 +388,13 @@ func (p *page) textHidden(sel string) bool {
 }
 
 // TestPageFitsANarrowScreen: at 375 px wide nothing scrolls sideways, in
-// the server list, the form and the tools.
+// the server list, the form, the tools, the toolsets, the audit log and
+// the import.
 func TestPageFitsANarrowScreen(t *testing.T) {
 	p := newLoggedInPage(t)
 	p.addServer("phone")
 	p.narrow()
-	for _, view := range []string{"servers", "form", "tools", "toolsets", "import"} {
+	for _, view := range []string{"servers", "form", "tools", "toolsets", "audit", "import"} {
 		p.click(fmt.Sprintf(`#nav button[data-view=%q]`, view))
 		time.Sleep(100 * time.Millisecond)
 		var width int

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
@@ -21,7 +23,8 @@ const envScreenshots = "SWITCHBOARD_SCREENSHOTS"
 
 // TestDocScreenshots regenerates the screenshots of docs/ (README's
 // web-servers.png among them) from a real serve with six servers, some
-// calls, a failing one and a disabled one. It runs only when
+// calls, a failing one and a disabled one: the overview, a detail view, the
+// forms, the tool bench, toolsets and tokens, the audit log. It runs only when
 // $SWITCHBOARD_SCREENSHOTS names the directory to write them to.
 func TestDocScreenshots(t *testing.T) {
 	dir := os.Getenv(envScreenshots)
@@ -59,11 +62,13 @@ func TestDocScreenshots(t *testing.T) {
 	if _, err := p.api.Call(ctx, "github/fail", map[string]any{"message": "rate limited"}, client.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	save := func(name string) {
+	// save writes the whole page; saveScreen only what a 1280 x 900
+	// window shows (the audit log runs long).
+	write := func(name string, shot chromedp.Action[[]byte]) {
 		t.Helper()
 		tctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
 		defer cancel()
-		buf, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+		buf, err := chromedp.Run(tctx, shot)
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
 		}
@@ -72,6 +77,8 @@ func TestDocScreenshots(t *testing.T) {
 		}
 		t.Logf("wrote %s", filepath.Join(dir, name))
 	}
+	save := func(name string) { t.Helper(); write(name, chromedp.FullScreenshot(100)) }
+	saveScreen := func(name string) { t.Helper(); write(name, chromedp.CaptureScreenshot()) }
 	p.openServer("notes")
 	// A drop, for the detail view's log and last drop.
 	v, err := p.api.Server(ctx, "notes")
@@ -126,4 +133,60 @@ func TestDocScreenshots(t *testing.T) {
 	p.fill("#call-elicit input", "main")
 	save("web-elicitation.png")
 	p.click(`#call-elicit button[data-answer="cancel"]`)
+
+	p.openTool("files/add")
+	p.fill(argInput(p, "a"), "2")
+	p.fill(argInput(p, "b"), "3")
+	p.click("#call-run")
+	p.waitJS("the result and its history entry", `document.querySelector('#call-result [data-role="result"]') !== null
+		&& (document.querySelector('#history li') || {dataset: {}}).dataset.status === "ok"`)
+	save("web-bench.png")
+
+	// A toolset and its token made beforehand, a second one being made.
+	if _, err := p.api.CreateToolset(ctx, &sb.Toolset{Name: "reader", Description: "read-only tools for the docs bot",
+		Tools: []sb.Selector{{Server: "files", Tool: "echo"}, {Server: "search", Tool: "*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	bot, err := p.api.CreateToken(ctx, "docs-bot", []sb.Scope{sb.ToolsetScope("reader")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.click(`#nav button[data-view="toolsets"]`)
+	p.waitJS("the toolset and its token", `document.querySelector('li[data-toolset="reader"]') !== null
+		&& document.querySelector('#tokens li[data-token="docs-bot"]') !== null`)
+	p.click("#toolset-new")
+	p.waitJS("the tools to pick", `document.querySelector('`+pick("files/add")+`') !== null`)
+	p.fill("#ts-name", "coder")
+	p.fill("#ts-desc", "the coder's tools")
+	p.fill("#ts-filter", "add")
+	p.click(pick("files/add") + ` input[data-role="pick"]`)
+	p.fill(pick("files/add")+` input[data-role="as"]`, "plus")
+	p.fill(pick("files/add")+` input[data-role="description"]`, "Adds a and b, for the coder.")
+	p.fill("#ts-filter", "echo")
+	p.click(pick("files/echo") + ` input[data-role="pick"]`)
+	save("web-toolsets.png")
+	p.click("#ts-cancel")
+
+	// The audit log followed as a failing call comes in, after the token's
+	// client called on its toolset's endpoint.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "docs-bot"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: p.d.URL + "/toolsets/reader/mcp", HTTPClient: &http.Client{Transport: bearer(bot.Secret)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, text := range []string{"README.md", "docs/audit.md"} {
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__echo", Arguments: map[string]any{"text": text}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.click(`#nav button[data-view="audit"]`)
+	p.click("#au-follow")
+	p.waitJS("following", `document.getElementById("view-audit").dataset.following === "on"`)
+	if _, err := p.api.Call(ctx, "github/fail", map[string]any{"message": "rate limited"}, client.CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.waitJS("the failure on top", `(document.querySelector("#audit-body tr") || {dataset: {}}).dataset.outcome === "tool_error"`)
+	p.do(`window.scrollTo(0, 0)`)
+	saveScreen("web-audit.png")
 }

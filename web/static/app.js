@@ -294,6 +294,7 @@ const actions = {
   test: (s) => { if (!detail || detail.name !== s.view.name) openServer(s.view.name); testStored(s); },
   tools: (s) => { $('tool-server').value = s.view.name; show('tools'); },
   edit: (s) => openForm(s.view),
+  audit: (s) => openAudit({server: s.view.name}), // audit.js
   delete: deleteServer,
 };
 
@@ -312,6 +313,7 @@ function actionButtons(s, labelled) {
   mk('test', 'Test');
   mk('tools', 'Tools');
   mk('edit', 'Edit');
+  mk('audit', 'Audit log');
   mk('delete', 'Delete', {class: 'danger'});
   return b;
 }
