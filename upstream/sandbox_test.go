@@ -525,7 +525,18 @@ func TestSessionFeaturesWorkInsideTheSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := s.Info().PID
-	if logs := strings.Join(s.Logs(), "\n"); !strings.Contains(logs, "testserver: started") {
+	// The server writes its start line before it answers initialize, but
+	// the stderr pipe is copied into the ring by a goroutine of its own,
+	// which a loaded machine may run after the handshake: wait for it (at
+	// most 30 s).
+	logs := ""
+	for range 3000 {
+		if logs = strings.Join(s.Logs(), "\n"); strings.Contains(logs, "testserver: started") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(logs, "testserver: started") {
 		t.Errorf("the stderr ring lacks the server's start line: %q", logs)
 	}
 	_, err := s.CallTool(context.Background(), "slow", map[string]any{"duration_ms": 10_000}, sb.InvokeOptions{Timeout: 300 * time.Millisecond})

@@ -10,6 +10,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/chromedp"
 
 	"github.com/switchboard-mcp/switchboard/client"
@@ -303,7 +305,23 @@ func (p *page) narrow() {
 // click clicks the element the CSS selector matches, once it is visible.
 func (p *page) click(sel string) {
 	p.t.Helper()
-	p.run("clicking "+sel, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+	// The page may render the node anew between chromedp's query and its
+	// click (a list refreshed by an event): the protocol then answers
+	// that the node it found is gone (-32000), and the click is tried
+	// again on the node the selector finds now.
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
+		err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+		cancel()
+		var cerr *cdproto.Error
+		if !errors.As(err, &cerr) || cerr.Code != -32000 {
+			break
+		}
+	}
+	if err != nil {
+		p.t.Fatalf("clicking %s: %v", sel, err)
+	}
 }
 
 // fill replaces the value of an input with s, as typing would.
