@@ -243,17 +243,8 @@ func declared(raw json.RawMessage) *mcp.ClientCapabilities {
 // progress to the client's current request.
 func (b *bridgedCall) hook(opts *sb.InvokeOptions) {
 	opts.OnElicitation = func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
-		p, err := elicitParams(er)
+		p, err := elicitParamsFor(er, &mcp.InitializeParams{Capabilities: b.caps})
 		if err != nil {
-			return sb.ElicitationResponse{}, err
-		}
-		if p.Mode == "" {
-			p.Mode = "form"
-			if p.URL != "" || p.ElicitationID != "" {
-				p.Mode = "url"
-			}
-		}
-		if err := elicitationAllowed(&mcp.InitializeParams{Capabilities: b.caps}, p.Mode); err != nil {
 			return sb.ElicitationResponse{}, err
 		}
 		raw, err := b.ask(ctx, "elicit", p)

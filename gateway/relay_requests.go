@@ -57,6 +57,26 @@ func elicitParams(er sb.ElicitationRequest) (*mcp.ElicitParams, error) {
 	return p, nil
 }
 
+// elicitParamsFor is elicitParams with the mode made explicit (form, or
+// url for a request that names one), refused unless the client's
+// capabilities (of its initialize, or of a 2026-07-28 request) allow it.
+func elicitParamsFor(er sb.ElicitationRequest, client *mcp.InitializeParams) (*mcp.ElicitParams, error) {
+	p, err := elicitParams(er)
+	if err != nil {
+		return nil, err
+	}
+	if p.Mode == "" {
+		p.Mode = "form"
+		if p.URL != "" || p.ElicitationID != "" {
+			p.Mode = "url"
+		}
+	}
+	if err := elicitationAllowed(client, p.Mode); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // askElicitation asks ss's client what er asks, through the go-sdk's
 // server (Gateway.call), and returns its answer as the go-sdk checked it.
 func askElicitation(ctx context.Context, ss *mcp.ServerSession, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
@@ -105,17 +125,8 @@ func (g *Gateway) serverRequests(ctx context.Context, s *session, sse *sseWriter
 	cr := &callRequests{g: g, s: s, sse: sse}
 	cr.ctx, cr.stop = context.WithCancel(ctx)
 	opts.OnElicitation = func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
-		p, err := elicitParams(er)
+		p, err := elicitParamsFor(er, s.ss.InitializeParams())
 		if err != nil {
-			return sb.ElicitationResponse{}, err
-		}
-		if p.Mode == "" {
-			p.Mode = "form"
-			if p.URL != "" || p.ElicitationID != "" {
-				p.Mode = "url"
-			}
-		}
-		if err := elicitationAllowed(s.ss.InitializeParams(), p.Mode); err != nil {
 			return sb.ElicitationResponse{}, err
 		}
 		params, err := json.Marshal(p)
