@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
-	"github.com/switchboard-mcp/switchboard/store"
 )
 
 // "switchboard tools --search" asks GET /api/v1/tools?search=: the best
@@ -54,39 +52,9 @@ func TestToolsSearch(t *testing.T) {
 // two tools, finds only what the toolset selects and calls it.
 func TestStdioServesASearchModeToolset(t *testing.T) {
 	ctx := context.Background()
-	db := "sqlite:" + filepath.Join(t.TempDir(), "sb.db")
-	st, err := store.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"alpha", "beta"} {
-		if _, err := st.Create(ctx, &sb.ServerConfig{Name: name, Transport: sb.TransportStdio, Command: testserver.Binary(t),
-			ProtocolVersion: "2025-11-25"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := st.(sb.ToolsetStore).CreateToolset(ctx, &sb.Toolset{Name: "finder", Mode: sb.ModeSearch,
-		Tools: []sb.Selector{{Server: "alpha", Tool: "echo", As: "say"}, {Server: "beta", Tool: "add"}}}); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-
-	cmd := daemontest.Command(t, "stdio", "--db", db, "--toolset", "finder")
-	cmd.Stderr = t.Output()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "local"}, nil).Connect(ctx,
-		&mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	var names []string
-	for tool, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, tool.Name)
-	}
-	slices.Sort(names)
+	cs, _ := stdioToolset(t, &sb.Toolset{Name: "finder", Mode: sb.ModeSearch,
+		Tools: []sb.Selector{{Server: "alpha", Tool: "echo", As: "say"}, {Server: "beta", Tool: "add"}}})
+	names := toolNamesOf(t, cs)
 	if !slices.Equal(names, []string{"call_tool", "search_tools"}) {
 		t.Fatalf("tools %v, want exactly [call_tool search_tools]", names)
 	}
