@@ -1,15 +1,13 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
+	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 func newAuditCommand() *cobra.Command {
@@ -39,7 +37,7 @@ entry as one JSON object per line.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, out := jsonOutput(cmd), cmd.OutOrStdout()
-			emit := func(e api.AuditEntry) error { return printAudit(out, e, asJSON) }
+			emit := func(e api.AuditEntry) error { return render.AuditEntry(out, e, asJSON) }
 			return withClient(cmd, func(c *client.Client) error {
 				if follow {
 					return c.FollowAudit(cmd.Context(), f, time.Second, emit)
@@ -68,33 +66,4 @@ entry as one JSON object per line.`,
 	fl.BoolVarP(&follow, "follow", "f", false, "keep printing new entries as they are written")
 	addTokenFlag(cmd, false)
 	return cmd
-}
-
-// printAudit prints one entry: a JSON object on a line, or a line of text.
-func printAudit(w io.Writer, e api.AuditEntry, asJSON bool) error {
-	if asJSON {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	}
-	surface := e.Surface
-	if e.Toolset != "" {
-		surface += ":" + e.Toolset
-	}
-	what := e.Server + "/" + e.Tool
-	switch e.Kind {
-	case "resource":
-		what = e.Server + " " + e.Resource
-	case "prompt":
-		what = e.Server + " prompt " + e.Prompt
-	case "api":
-		what = e.Request
-	}
-	d := time.Duration(e.DurationMS * float64(time.Millisecond)).Round(10 * time.Microsecond)
-	_, err := fmt.Fprintf(w, "%s  %-10s %-11s %-12s %9s  %s  %dB>%dB\n", e.Time.UTC().Format("2006-01-02T15:04:05.000Z"), e.Principal,
-		surface, e.Outcome, d, what, e.RequestBytes, e.ResultBytes)
-	return err
 }

@@ -88,6 +88,24 @@ func withClient(cmd *cobra.Command, fn func(c *client.Client) error) error {
 	return render.Explain(cmd.Context(), c, fn(c))
 }
 
+// clientVerb is the RunE of a client verb whose flags need no checking
+// first: run gets the command's client (withClient).
+func clientVerb(run func(cmd *cobra.Command, args []string, c *client.Client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		return withClient(cmd, func(c *client.Client) error { return run(cmd, args, c) })
+	}
+}
+
+// checkDurations refuses a negative value of the duration flags named.
+func checkDurations(cmd *cobra.Command, names ...string) error {
+	for _, n := range names {
+		if d, _ := cmd.Flags().GetDuration(n); d < 0 {
+			return fmt.Errorf("--%s must not be negative", n)
+		}
+	}
+	return nil
+}
+
 // addTokenFlag adds --token to a client verb, or to every verb under it if
 // persistent. Its default is read from SWITCHBOARD_TOKEN when the client
 // is built, not here, so that --help never prints the token.

@@ -68,30 +68,17 @@ waits for the new connection attempt and prints its outcome.`,
 				return err
 			}
 			return withClient(cmd, func(c *client.Client) error {
-				name := args[0]
-				aw, err := wf.watch(cmd, c, name)
-				if err != nil {
-					return err
-				}
-				defer aw.close()
-				v, err := c.EditServer(cmd.Context(), name, edit)
-				if err != nil {
-					return editError(name, err)
-				}
-				out, asJSON := cmd.OutOrStdout(), jsonOutput(cmd)
-				if aw != nil {
-					if !asJSON {
-						fmt.Fprintf(out, "edited %s (version %d)\n", v.Name, v.Version)
-						render.Mounts(out, v.Sandbox)
-					}
-					return aw.finish(cmd.Context(), out, asJSON, v.Name, &v.ServerConfig, &v)
-				}
-				if asJSON {
-					return render.JSON(out, v)
-				}
-				fmt.Fprintf(out, "edited %s (version %d, status %s)\n", v.Name, v.Version, v.Runtime.Status)
-				render.Mounts(out, v.Sandbox)
-				return nil
+				return wf.change(cmd, c, args[0], nil, true,
+					func() (sb.ServerView, error) {
+						v, err := c.EditServer(cmd.Context(), args[0], edit)
+						return v, editError(err)
+					},
+					func(v *sb.ServerView, waiting bool) string {
+						if waiting {
+							return fmt.Sprintf("edited %s (version %d)", v.Name, v.Version)
+						}
+						return fmt.Sprintf("edited %s (version %d, status %s)", v.Name, v.Version, v.Runtime.Status)
+					})
 			})
 		},
 	}
@@ -135,13 +122,8 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 	if err := checkAllow(sf.allow); err != nil {
 		return nil, err
 	}
-	for _, d := range []struct {
-		flag string
-		d    time.Duration
-	}{{"startup-timeout", ef.startup}, {"call-timeout", ef.call}, {"max-total", ef.maxTotal}} {
-		if d.d < 0 {
-			return nil, fmt.Errorf("--%s must not be negative", d.flag)
-		}
+	if err := checkDurations(cmd, "startup-timeout", "call-timeout", "max-total"); err != nil {
+		return nil, err
 	}
 	env, err := parseEnv(sf.env, os.LookupEnv)
 	if err != nil {
@@ -295,7 +277,7 @@ func setPairs(m *map[string]string, set map[string]string, unset []string, flag,
 }
 
 // editError adds to the daemon's refusal of an edit what to do about it.
-func editError(name string, err error) error {
+func editError(err error) error {
 	switch sb.CodeOf(err) {
 	case sb.CodeConflict:
 		return fmt.Errorf("%w\n(nothing was changed: run the edit again to apply it to the server as it is now)", err)

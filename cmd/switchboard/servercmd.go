@@ -7,7 +7,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -110,13 +109,8 @@ refused. --mount HOST:rw makes a derived mount writable.`,
 				return err
 			}
 			render.WarnCommand(cmd.ErrOrStderr(), &cfg)
-			for _, d := range []struct {
-				flag string
-				d    time.Duration
-			}{{"--startup-timeout", startup}, {"--call-timeout", call}, {"--max-total", maxTotal}} {
-				if d.d < 0 {
-					return fmt.Errorf("%s must not be negative", d.flag)
-				}
+			if err := checkDurations(cmd, "startup-timeout", "call-timeout", "max-total"); err != nil {
+				return err
 			}
 			cfg.StartupTimeoutMS = startup.Milliseconds()
 			cfg.CallTimeoutMS = call.Milliseconds()
@@ -126,29 +120,14 @@ refused. --mount HOST:rw makes a derived mount writable.`,
 				cfg.Enabled = &off
 			}
 			return withClient(cmd, func(c *client.Client) error {
-				aw, err := wf.watch(cmd, c, cfg.Name)
-				if err != nil {
-					return err
-				}
-				defer aw.close()
-				v, err := c.CreateServer(cmd.Context(), &cfg)
-				if err != nil {
-					return err
-				}
-				out, asJSON := cmd.OutOrStdout(), jsonOutput(cmd)
-				if aw != nil {
-					if !asJSON {
-						fmt.Fprintf(out, "added %s (%s)\n", v.Name, v.Transport)
-						render.Mounts(out, v.Sandbox)
-					}
-					return aw.finish(cmd.Context(), out, asJSON, v.Name, &cfg, &v)
-				}
-				if asJSON {
-					return render.JSON(out, v)
-				}
-				fmt.Fprintf(out, "added %s (%s, status %s)\n", v.Name, v.Transport, v.Runtime.Status)
-				render.Mounts(out, v.Sandbox)
-				return nil
+				return wf.change(cmd, c, cfg.Name, &cfg, true,
+					func() (sb.ServerView, error) { return c.CreateServer(cmd.Context(), &cfg) },
+					func(v *sb.ServerView, waiting bool) string {
+						if waiting {
+							return fmt.Sprintf("added %s (%s)", v.Name, v.Transport)
+						}
+						return fmt.Sprintf("added %s (%s, status %s)", v.Name, v.Transport, v.Runtime.Status)
+					})
 			})
 		},
 	}
@@ -176,15 +155,13 @@ error.`,
   switchboard server list -o wide
   switchboard server list -o json | jq -r '.servers[] | select(.runtime.status == "error") | .name'`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withClient(cmd, func(c *client.Client) error {
-				servers, err := c.Servers(cmd.Context())
-				if err != nil {
-					return err
-				}
-				return show(cmd, api.ServerList{Servers: servers}, func(out io.Writer) { render.ServerList(out, servers, wideOutput(cmd)) })
-			})
-		},
+		RunE: clientVerb(func(cmd *cobra.Command, _ []string, c *client.Client) error {
+			servers, err := c.Servers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return show(cmd, api.ServerList{Servers: servers}, func(out io.Writer) { render.ServerList(out, servers, wideOutput(cmd)) })
+		}),
 	}
 }
 
@@ -199,15 +176,13 @@ info) and its tools.`,
   switchboard server show everything -o json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeServerName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client.Client) error {
-				v, err := c.Server(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				return show(cmd, v, func(out io.Writer) { render.ServerView(out, &v, time.Now()) })
-			})
-		},
+		RunE: clientVerb(func(cmd *cobra.Command, args []string, c *client.Client) error {
+			v, err := c.Server(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return show(cmd, v, func(out io.Writer) { render.ServerView(out, &v, time.Now()) })
+		}),
 	}
 }
 
@@ -220,14 +195,12 @@ func newServerRmCommand() *cobra.Command {
 		Example:           `  switchboard server rm everything`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeServerName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client.Client) error {
-				if err := c.DeleteServer(cmd.Context(), args[0], 0); err != nil {
-					return err
-				}
-				return show(cmd, map[string]string{"removed": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "removed %s\n", args[0]) })
-			})
-		},
+		RunE: clientVerb(func(cmd *cobra.Command, args []string, c *client.Client) error {
+			if err := c.DeleteServer(cmd.Context(), args[0], 0); err != nil {
+				return err
+			}
+			return show(cmd, map[string]string{"removed": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "removed %s\n", args[0]) })
+		}),
 	}
 }
 
@@ -253,27 +226,14 @@ server); its config is kept. Calls to its tools fail until it is enabled.`
 				return err
 			}
 			return withClient(cmd, func(c *client.Client) error {
-				aw, err := wf.watch(cmd, c, args[0])
-				if err != nil {
-					return err
-				}
-				defer aw.close()
-				v, err := c.SetEnabled(cmd.Context(), args[0], on)
-				if err != nil {
-					return err
-				}
-				out, asJSON := cmd.OutOrStdout(), jsonOutput(cmd)
-				if aw != nil {
-					if !asJSON {
-						fmt.Fprintf(out, "%sd %s\n", verb, v.Name)
-					}
-					return aw.finish(cmd.Context(), out, asJSON, v.Name, &v.ServerConfig, &v)
-				}
-				if asJSON {
-					return render.JSON(out, v)
-				}
-				fmt.Fprintf(out, "%sd %s (status %s)\n", verb, v.Name, v.Runtime.Status)
-				return nil
+				return wf.change(cmd, c, args[0], nil, false,
+					func() (sb.ServerView, error) { return c.SetEnabled(cmd.Context(), args[0], on) },
+					func(v *sb.ServerView, waiting bool) string {
+						if waiting {
+							return fmt.Sprintf("%sd %s", verb, v.Name)
+						}
+						return fmt.Sprintf("%sd %s (status %s)", verb, v.Name, v.Runtime.Status)
+					})
 			})
 		},
 	}
@@ -350,26 +310,17 @@ connected.`,
   switchboard server test everything -o json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeServerName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client.Client) error {
-				res, err := c.TestServer(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				failed := res.Runtime.Status != sb.StatusConnected
-				if jsonOutput(cmd) {
-					if err := render.JSON(cmd.OutOrStdout(), res); err != nil {
-						return err
-					}
-				} else {
-					render.Info(cmd.OutOrStdout(), res.Runtime, res.Logs, failed)
-				}
-				if failed {
-					return fmt.Errorf("%s: the test session did not connect", args[0])
-				}
-				return nil
-			})
-		},
+		RunE: clientVerb(func(cmd *cobra.Command, args []string, c *client.Client) error {
+			res, err := c.TestServer(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			failed := res.Runtime.Status != sb.StatusConnected
+			if err := show(cmd, res, func(out io.Writer) { render.Info(out, res.Runtime, res.Logs, failed) }); err != nil || !failed {
+				return err
+			}
+			return fmt.Errorf("%s: the test session did not connect", args[0])
+		}),
 	}
 }
 
@@ -425,13 +376,7 @@ prints one JSON object per line: {"line", "at"} or {"event"}.`,
 				if jsonOutput(cmd) {
 					return render.JSON(out, api.LogLines{Lines: lines})
 				}
-				var b strings.Builder
-				for _, l := range lines {
-					b.WriteString(l)
-					b.WriteByte('\n')
-				}
-				_, err = io.WriteString(out, b.String())
-				return err
+				return render.Lines(out, lines)
 			})
 		},
 	}

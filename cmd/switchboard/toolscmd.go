@@ -17,7 +17,6 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
-	"github.com/switchboard-mcp/switchboard/internal/prompt"
 	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
@@ -57,19 +56,7 @@ mode (docs/tool-search.md).`,
 					if err != nil {
 						return err
 					}
-					if jsonOutput(cmd) {
-						return render.JSON(cmd.OutOrStdout(), api.ToolHits{Tools: hits})
-					}
-					if len(hits) == 0 {
-						fmt.Fprintf(cmd.OutOrStdout(), "no tool matches %q\n", search)
-						return nil
-					}
-					tw := render.Table(cmd.OutOrStdout())
-					fmt.Fprintln(tw, "TOOL\tSCORE\tDESCRIPTION")
-					for _, h := range hits {
-						fmt.Fprintf(tw, "%s/%s\t%.2f\t%s\n", h.Server, h.Name, h.Score, prompt.FirstLine(h.Description, 70))
-					}
-					return tw.Flush()
+					return show(cmd, api.ToolHits{Tools: hits}, func(out io.Writer) { render.ToolHits(out, search, hits) })
 				})
 			}
 			return withClient(cmd, func(c *client.Client) error {
@@ -87,24 +74,19 @@ mode (docs/tool-search.md).`,
 					return render.JSON(cmd.OutOrStdout(), api.ToolList{Tools: tools})
 				}
 				out := cmd.OutOrStdout()
-				if len(tools) == 0 {
-					if len(args) == 0 {
-						fmt.Fprintln(out, `no tools: no server is connected (see "switchboard server list")`)
-						return nil
-					}
-					// Say why: a server that is not connected lists none.
-					v, err := c.Server(cmd.Context(), args[0])
-					if err != nil {
-						return err
-					}
-					why := "status " + string(v.Runtime.Status)
-					if e := v.Runtime.Error; e != nil {
-						why += "; " + string(e.Phase) + ": " + prompt.FirstLine(e.Message, render.ListErrorWidth)
-					}
-					fmt.Fprintf(out, "%s has no tools (%s)\n", args[0], why)
+				if len(tools) > 0 {
+					return render.ToolList(out, tools)
+				}
+				if len(args) == 0 {
+					render.NoTools(out, nil)
 					return nil
 				}
-				return render.ToolList(out, tools)
+				// Say why: a server that is not connected lists none.
+				v, err := c.Server(cmd.Context(), args[0])
+				if err == nil {
+					render.NoTools(out, &v)
+				}
+				return err
 			})
 		},
 	}
@@ -173,8 +155,11 @@ stderr.`,
 			if err != nil {
 				// Again, with an example of this tool's own arguments, if the
 				// daemon can say what they are.
-				if ex := toolExample(cmd, tool); ex != "" {
-					_, err = render.ParseArguments(argText, ex)
+				if c, cerr := clientFrom(cmd); cerr == nil {
+					if ex := render.ToolExample(cmd.Context(), c, tool); ex != "" {
+						_, err = render.ParseArguments(argText, ex)
+					}
+					c.Close()
 				}
 				return err
 			}
@@ -182,9 +167,9 @@ stderr.`,
 			if err != nil {
 				return err
 			}
-			progress, err := f.progressMode(cmd.ErrOrStderr())
+			progress, err := render.ProgressMode(f.progress, cmd.ErrOrStderr())
 			if err != nil {
-				return err
+				return fmt.Errorf("--progress %w", err)
 			}
 			return withClient(cmd, func(c *client.Client) error {
 				cio := &render.CallIO{Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr(), Progress: progress, AsJSON: jsonOutput(cmd)}
@@ -220,41 +205,4 @@ func (f *callFlags) options() (client.CallOptions, error) {
 		}
 	}
 	return client.CallOptions{Timeout: f.timeout, MaxTotalTimeout: f.maxTotal, ResetTimeoutOnProgress: f.resetOnProgress}, nil
-}
-
-// toolExample returns arguments for the tool at address (server/tool)
-// made of its first field ('{"message": "..."}'), or "" if the daemon
-// cannot say what its fields are.
-func toolExample(cmd *cobra.Command, address string) string {
-	server, name, _ := strings.Cut(address, "/")
-	var example string
-	_ = withClient(cmd, func(c *client.Client) error {
-		tools, err := c.ServerTools(cmd.Context(), server)
-		if err != nil {
-			return err
-		}
-		for _, t := range tools {
-			if t.Name == name {
-				fields, _ := prompt.Fields(t.InputSchema)
-				example = render.ExampleArguments(fields)
-			}
-		}
-		return nil
-	})
-	return example
-}
-
-// progressMode resolves --progress for the stderr errOut: auto is a bar
-// on a terminal and lines elsewhere.
-func (f *callFlags) progressMode(errOut io.Writer) (string, error) {
-	switch f.progress {
-	case render.ProgressModeAuto:
-		if render.IsTerminalWriter(errOut) {
-			return render.ProgressModeBar, nil
-		}
-		return render.ProgressModeLines, nil
-	case render.ProgressModeBar, render.ProgressModeLines, render.ProgressModeNone:
-		return f.progress, nil
-	}
-	return "", fmt.Errorf("--progress %q: want bar, lines, none or auto", f.progress)
 }

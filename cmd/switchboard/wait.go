@@ -87,3 +87,39 @@ func (aw *attemptWait) finish(ctx context.Context, out io.Writer, asJSON bool, n
 	}
 	return render.Outcome(out, asJSON, name, cfg, &o)
 }
+
+// change makes a change of the server name that starts a connection
+// attempt (add, edit, enable) and prints it: without --wait, the server's
+// view as JSON, or line (with the server's status) and, if mounts, the
+// sandbox's mounts; with --wait, the same line (without the status) and
+// then the attempt's outcome (finish, with cfg, else the server's own
+// config).
+func (wf *waitFlags) change(cmd *cobra.Command, c *client.Client, name string, cfg *sb.ServerConfig, mounts bool,
+	do func() (sb.ServerView, error), line func(v *sb.ServerView, waiting bool) string) error {
+	aw, err := wf.watch(cmd, c, name)
+	if err != nil {
+		return err
+	}
+	defer aw.close()
+	v, err := do()
+	if err != nil {
+		return err
+	}
+	out, asJSON := cmd.OutOrStdout(), jsonOutput(cmd)
+	if asJSON && aw == nil {
+		return render.JSON(out, v)
+	}
+	if !asJSON {
+		fmt.Fprintln(out, line(&v, aw != nil))
+		if mounts {
+			render.Mounts(out, v.Sandbox)
+		}
+	}
+	if aw == nil {
+		return nil
+	}
+	if cfg == nil {
+		cfg = &v.ServerConfig
+	}
+	return aw.finish(cmd.Context(), out, asJSON, v.Name, cfg, &v)
+}

@@ -35,6 +35,68 @@ func ToolList(out io.Writer, tools []api.ToolView) error {
 	return tw.Flush()
 }
 
+// ToolHits prints the table of "tools --search": each tool's address, its
+// score and the first line of its description, or that none matched query.
+func ToolHits(out io.Writer, query string, hits []api.ToolHit) error {
+	if len(hits) == 0 {
+		_, err := fmt.Fprintf(out, "no tool matches %q\n", query)
+		return err
+	}
+	tw := Table(out)
+	fmt.Fprintln(tw, "TOOL\tSCORE\tDESCRIPTION")
+	for _, h := range hits {
+		fmt.Fprintf(tw, "%s/%s\t%.2f\t%s\n", h.Server, h.Name, h.Score, prompt.FirstLine(h.Description, 70))
+	}
+	return tw.Flush()
+}
+
+// NoTools says why "tools" lists none: of every server (v nil), no server
+// is connected; of one, its status and last error.
+func NoTools(out io.Writer, v *sb.ServerView) {
+	if v == nil {
+		fmt.Fprintln(out, `no tools: no server is connected (see "switchboard server list")`)
+		return
+	}
+	why := "status " + string(v.Runtime.Status)
+	if e := v.Runtime.Error; e != nil {
+		why += "; " + string(e.Phase) + ": " + prompt.FirstLine(e.Message, ListErrorWidth)
+	}
+	fmt.Fprintf(out, "%s has no tools (%s)\n", v.Name, why)
+}
+
+// ToolExample returns arguments for the tool at address (server/tool)
+// made of its first field ('{"message": "..."}'), or "" if the daemon
+// cannot say what its fields are.
+func ToolExample(ctx context.Context, c *client.Client, address string) string {
+	server, name, _ := strings.Cut(address, "/")
+	tools, err := c.ServerTools(ctx, server)
+	if err != nil {
+		return ""
+	}
+	for _, t := range tools {
+		if t.Name == name {
+			fields, _ := prompt.Fields(t.InputSchema)
+			return ExampleArguments(fields)
+		}
+	}
+	return ""
+}
+
+// ProgressMode resolves a --progress mode for the stderr errOut: auto is
+// a bar on a terminal and lines elsewhere.
+func ProgressMode(mode string, errOut io.Writer) (string, error) {
+	switch mode {
+	case ProgressModeAuto:
+		if IsTerminalWriter(errOut) {
+			return ProgressModeBar, nil
+		}
+		return ProgressModeLines, nil
+	case ProgressModeBar, ProgressModeLines, ProgressModeNone:
+		return mode, nil
+	}
+	return "", fmt.Errorf("%q: want bar, lines, none or auto", mode)
+}
+
 // argumentSummary lists a tool's argument names from its input schema,
 // required ones marked with "*".
 func argumentSummary(schema json.RawMessage) string {

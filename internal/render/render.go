@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -110,3 +111,14 @@ func (o *Format) Set(v string) error {
 }
 
 func (o *Format) Type() string { return "format" }
+
+// Lines prints lines, each ended by a newline, in one write.
+func Lines(out io.Writer, lines []string) error {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
