@@ -35,25 +35,23 @@ entry as one JSON object per line.`,
   switchboard audit --principal ci --outcome timeout -f
   switchboard audit -o json --limit 1000 | jq -r 'select(.outcome != "ok") | .tool'`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: clientVerb(func(cmd *cobra.Command, _ []string, c *client.Client) error {
 			asJSON, out := jsonOutput(cmd), cmd.OutOrStdout()
 			emit := func(e api.AuditEntry) error { return render.AuditEntry(out, e, asJSON) }
-			return withClient(cmd, func(c *client.Client) error {
-				if follow {
-					return c.FollowAudit(cmd.Context(), f, time.Second, emit)
-				}
-				es, err := c.Audit(cmd.Context(), f)
-				if err != nil {
+			if follow {
+				return c.FollowAudit(cmd.Context(), f, time.Second, emit)
+			}
+			es, err := c.Audit(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			for _, e := range es {
+				if err := emit(e); err != nil {
 					return err
 				}
-				for _, e := range es {
-					if err := emit(e); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		},
+			}
+			return nil
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.Server, "server", "", "only the calls of this server")

@@ -49,52 +49,50 @@ where every user of the host could read it and complete the flow first.`,
   switchboard server auth github --logout`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeServerName,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: clientVerb(func(cmd *cobra.Command, args []string, c *client.Client) error {
 			name := args[0]
-			return withClient(cmd, func(c *client.Client) error {
-				out := cmd.OutOrStdout()
-				if logout {
-					if err := c.ForgetAuth(cmd.Context(), name); err != nil {
-						return err
-					}
-					fmt.Fprintf(out, "forgot the OAuth tokens of %s\n", name)
-					return nil
-				}
-				start, err := c.StartAuth(cmd.Context(), name)
-				if err != nil {
+			out := cmd.OutOrStdout()
+			if logout {
+				if err := c.ForgetAuth(cmd.Context(), name); err != nil {
 					return err
 				}
-				if jsonOutput(cmd) && noWait {
-					return render.JSON(out, start)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "Open this URL in a browser and approve (before %s):\n\n", start.ExpiresAt.Local().Format("15:04"))
-				fmt.Fprintf(out, "%s\n", start.AuthorizationURL)
-				if open {
-					page, err := browser.Open(start.AuthorizationURL)
-					if err != nil {
-						fmt.Fprintf(cmd.ErrOrStderr(), "\ncould not open a browser (%v); open the URL yourself\n", err)
-					}
-					defer page.Remove(cmd.Context())
-				}
-				if noWait {
-					return nil
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "\nwaiting for the approval...\n")
-				st, err := c.WaitAuthorized(cmd.Context(), name, start.ExpiresAt)
-				if err != nil {
-					return err
-				}
-				if jsonOutput(cmd) {
-					return render.JSON(out, st)
-				}
-				fmt.Fprintf(out, "%s is authorized", name)
-				if len(st.Scopes) > 0 {
-					fmt.Fprintf(out, " (scopes %v)", st.Scopes)
-				}
-				fmt.Fprintln(out)
+				fmt.Fprintf(out, "forgot the OAuth tokens of %s\n", name)
 				return nil
-			})
-		},
+			}
+			start, err := c.StartAuth(cmd.Context(), name)
+			if err != nil {
+				return err
+			}
+			if jsonOutput(cmd) && noWait {
+				return render.JSON(out, start)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Open this URL in a browser and approve (before %s):\n\n", start.ExpiresAt.Local().Format("15:04"))
+			fmt.Fprintf(out, "%s\n", start.AuthorizationURL)
+			if open {
+				page, err := browser.Open(start.AuthorizationURL)
+				if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "\ncould not open a browser (%v); open the URL yourself\n", err)
+				}
+				defer page.Remove(cmd.Context())
+			}
+			if noWait {
+				return nil
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "\nwaiting for the approval...\n")
+			st, err := c.WaitAuthorized(cmd.Context(), name, start.ExpiresAt)
+			if err != nil {
+				return err
+			}
+			if jsonOutput(cmd) {
+				return render.JSON(out, st)
+			}
+			fmt.Fprintf(out, "%s is authorized", name)
+			if len(st.Scopes) > 0 {
+				fmt.Fprintf(out, " (scopes %v)", st.Scopes)
+			}
+			fmt.Fprintln(out)
+			return nil
+		}),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&open, "open", false, "open the URL in the desktop's browser")

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/render"
 )
@@ -21,30 +23,41 @@ import (
 // waiting on Tab must not hang.
 const completeTimeout = 2 * time.Second
 
-// completeServerName completes the one NAME of a server verb.
-func completeServerName(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	if len(args) > 0 {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	return completeServerNames(cmd, args, toComplete)
-}
+// completeServerName completes the one NAME of a server verb, with its
+// status; completeToolsetName that of a toolset verb, with its
+// description; completeTokenName that of "token revoke", with its scopes.
+var (
+	completeServerName  = completeName(false, (*client.Client).Servers, func(v sb.ServerView) (string, string) { return v.Name, string(v.Runtime.Status) })
+	completeToolsetName = completeName(false, (*client.Client).Toolsets, func(v api.ToolsetView) (string, string) { return v.Name, v.Description })
+	completeTokenName   = completeName(false, (*client.Client).Tokens, func(t sb.Token) (string, string) { return t.Name, render.Scopes(t.Scopes) })
+)
 
 // completeServerNames completes server names not given yet, each with its
-// status as the description.
-func completeServerNames(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	var out []cobra.Completion
-	askDaemon(cmd, func(ctx context.Context, c *client.Client) {
-		servers, err := c.Servers(ctx)
-		if err != nil {
-			return
+// status (events takes several).
+var completeServerNames = completeName(true, (*client.Client).Servers, func(v sb.ServerView) (string, string) { return v.Name, string(v.Runtime.Status) })
+
+// completeName completes a NAME from the daemon's list, each with its
+// description (of says both): the one NAME of a verb, or, if many, every
+// name not given yet.
+func completeName[T any](many bool, list func(*client.Client, context.Context) ([]T, error), of func(T) (name, desc string)) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		if len(args) > 0 && !many {
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		for _, v := range servers {
-			if strings.HasPrefix(v.Name, toComplete) && !slices.Contains(args, v.Name) {
-				out = append(out, cobra.CompletionWithDesc(v.Name, string(v.Runtime.Status)))
+		askDaemon(cmd, func(ctx context.Context, c *client.Client) {
+			items, err := list(c, ctx)
+			if err != nil {
+				return
 			}
-		}
-	})
-	return out, cobra.ShellCompDirectiveNoFileComp
+			for _, v := range items {
+				if name, desc := of(v); strings.HasPrefix(name, toComplete) && !slices.Contains(args, name) {
+					out = append(out, cobra.CompletionWithDesc(name, desc))
+				}
+			}
+		})
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // completeToolAddress completes the SERVER/TOOL of "call": server names

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -125,21 +124,13 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 	if err := checkDurations(cmd, "startup-timeout", "call-timeout", "max-total"); err != nil {
 		return nil, err
 	}
-	env, err := parseEnv(sf.env, os.LookupEnv)
+	env, headers, err := sf.pairs()
 	if err != nil {
 		return nil, err
 	}
-	headers, err := parsePairs(sf.headers, ":", "--header")
+	mounts, err := sf.parseMounts()
 	if err != nil {
 		return nil, err
-	}
-	var mounts []sb.Mount
-	for _, v := range sf.mounts {
-		m, err := parseMount(v)
-		if err != nil {
-			return nil, err
-		}
-		mounts = append(mounts, m)
 	}
 	// Paths are resolved here, in the user's directory; a relative
 	// command is taken against a --cwd given with it, else against the

@@ -21,11 +21,9 @@ per line. It runs until Ctrl-C or until the daemon stops.`,
   switchboard events everything
   switchboard events -o json | jq -r 'select(.reason == "dropped") | .server'`,
 		ValidArgsFunction: completeServerNames,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client.Client) error {
-				return render.Events(cmd.Context(), c, cmd.OutOrStdout(), args, jsonOutput(cmd))
-			})
-		},
+		RunE: clientVerb(func(cmd *cobra.Command, args []string, c *client.Client) error {
+			return render.Events(cmd.Context(), c, cmd.OutOrStdout(), args, jsonOutput(cmd))
+		}),
 	}
 	addTokenFlag(cmd, false)
 	return cmd

@@ -3,13 +3,12 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/client"
 )
 
 // serverFlags are the flags that say how to reach a server, shared by
@@ -61,10 +60,7 @@ func (sf *serverFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 		return fmt.Errorf("give --command (a stdio server) or --url (a remote server)")
 	}
 	var err error
-	if cfg.Env, err = parseEnv(sf.env, os.LookupEnv); err != nil {
-		return err
-	}
-	if cfg.Headers, err = parsePairs(sf.headers, ":", "--header"); err != nil {
+	if cfg.Env, cfg.Headers, err = sf.pairs(); err != nil {
 		return err
 	}
 	if err := sf.oauth.apply(cmd, cfg); err != nil {
@@ -90,14 +86,11 @@ func (sf *serverFlags) applySandbox(cfg *sb.ServerConfig) error {
 		cfg.Sandbox = &sb.SandboxConfig{Enabled: new(false)}
 		return nil
 	}
-	cfg.Sandbox = &sb.SandboxConfig{}
-	for _, m := range sf.mounts {
-		mount, err := parseMount(m)
-		if err != nil {
-			return err
-		}
-		cfg.Sandbox.Mounts = append(cfg.Sandbox.Mounts, mount)
+	mounts, err := sf.parseMounts()
+	if err != nil {
+		return err
 	}
+	cfg.Sandbox = &sb.SandboxConfig{Mounts: mounts}
 	if err := checkAllow(sf.allow); err != nil {
 		return err
 	}
@@ -118,66 +111,26 @@ func checkAllow(allow []string) error {
 	return nil
 }
 
-// parseMount parses a --mount value, HOST[:PATH][:ro|rw]. A relative HOST
-// is taken from the working directory, as a shell user would mean it.
-func parseMount(v string) (sb.Mount, error) {
-	parts := strings.Split(v, ":")
-	var m sb.Mount
-	if n := len(parts); n > 1 && (parts[n-1] == sb.MountReadOnly || parts[n-1] == sb.MountReadWrite) {
-		m.Mode, parts = parts[n-1], parts[:n-1]
+// pairs parses --env and --header (client.ParseEnv, client.ParsePairs).
+func (sf *serverFlags) pairs() (env, headers map[string]string, err error) {
+	if env, err = client.ParseEnv(sf.env, os.LookupEnv); err != nil {
+		return nil, nil, fmt.Errorf("--env %w", err)
 	}
-	switch len(parts) {
-	case 1:
-	case 2:
-		m.Path = parts[1]
-	default:
-		return m, fmt.Errorf("--mount %q: want HOST, HOST:PATH, HOST:ro|rw or HOST:PATH:ro|rw", v)
+	if headers, err = client.ParsePairs(sf.headers, ":"); err != nil {
+		return nil, nil, fmt.Errorf("--header %w", err)
 	}
-	if parts[0] == "" {
-		return m, fmt.Errorf("--mount %q: the host path is empty", v)
-	}
-	host, err := filepath.Abs(parts[0])
-	if err != nil {
-		return m, fmt.Errorf("--mount %q: %w", v, err)
-	}
-	m.Host = host
-	return m, nil
+	return env, headers, nil
 }
 
-// parseEnv parses the --env values: K=V, or a bare K, which takes the
-// value of K in this command's own environment (lookup), as "docker run
-// -e K" does: a secret given so is not on the command line, which every
-// local user can read. A bare K that is not set is refused.
-func parseEnv(pairs []string, lookup func(string) (string, bool)) (map[string]string, error) {
-	var named []string
-	for _, p := range pairs {
-		k := strings.TrimSpace(p)
-		if strings.Contains(p, "=") || k == "" {
-			named = append(named, p)
-			continue
+// parseMounts parses the --mount values (client.ParseMount).
+func (sf *serverFlags) parseMounts() ([]sb.Mount, error) {
+	var mounts []sb.Mount
+	for _, v := range sf.mounts {
+		m, err := client.ParseMount(v)
+		if err != nil {
+			return nil, fmt.Errorf("--mount %w", err)
 		}
-		v, ok := lookup(k)
-		if !ok {
-			return nil, fmt.Errorf("--env %s: %s is not set in this environment (give K=V, or set %s)", k, k, k)
-		}
-		named = append(named, k+"="+v)
+		mounts = append(mounts, m)
 	}
-	return parsePairs(named, "=", "--env")
-}
-
-// parsePairs parses "K<sep>V" flag values into a map.
-func parsePairs(pairs []string, sep, flag string) (map[string]string, error) {
-	if len(pairs) == 0 {
-		return nil, nil
-	}
-	m := make(map[string]string, len(pairs))
-	for _, p := range pairs {
-		k, v, ok := strings.Cut(p, sep)
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return nil, fmt.Errorf("%s %q: want K%sV", flag, p, sep)
-		}
-		m[k] = strings.TrimSpace(v)
-	}
-	return m, nil
+	return mounts, nil
 }

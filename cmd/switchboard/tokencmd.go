@@ -52,24 +52,22 @@ is not shown again: give it to the client now (Authorization: Bearer ...).`,
 		Example: `  switchboard token create coder-bot --scope toolset:coder
   switchboard token create ci --scope mcp -o json | jq -r .token`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: clientVerb(func(cmd *cobra.Command, args []string, c *client.Client) error {
 			ss := make([]sb.Scope, len(scopes))
 			for i, s := range scopes {
 				ss[i] = sb.Scope(s)
 			}
-			return withClient(cmd, func(c *client.Client) error {
-				t, err := c.CreateToken(cmd.Context(), args[0], ss)
-				if err != nil {
-					return err
-				}
-				if jsonOutput(cmd) {
-					return render.JSON(cmd.OutOrStdout(), t)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "created token %s (%s); its secret, shown this once:\n", t.Name, render.Scopes(t.Scopes))
-				fmt.Fprintln(cmd.OutOrStdout(), t.Secret)
-				return nil
-			})
-		},
+			t, err := c.CreateToken(cmd.Context(), args[0], ss)
+			if err != nil {
+				return err
+			}
+			if jsonOutput(cmd) {
+				return render.JSON(cmd.OutOrStdout(), t)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "created token %s (%s); its secret, shown this once:\n", t.Name, render.Scopes(t.Scopes))
+			fmt.Fprintln(cmd.OutOrStdout(), t.Secret)
+			return nil
+		}),
 	}
 	cmd.Flags().StringArrayVar(&scopes, "scope", nil, `admin, mcp or toolset:NAME (repeatable)`)
 	return cmd
@@ -83,15 +81,13 @@ func newTokenListCommand() *cobra.Command {
 		Long:    `list prints one line per token: its scopes, when it was created and when it was last used (to within a minute).`,
 		Example: `  switchboard token list`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withClient(cmd, func(c *client.Client) error {
-				list, err := c.Tokens(cmd.Context())
-				if err != nil {
-					return err
-				}
-				return show(cmd, api.TokenList{Tokens: list}, func(out io.Writer) { render.TokenList(out, list, time.Now()) })
-			})
-		},
+		RunE: clientVerb(func(cmd *cobra.Command, _ []string, c *client.Client) error {
+			list, err := c.Tokens(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return show(cmd, api.TokenList{Tokens: list}, func(out io.Writer) { render.TokenList(out, list, time.Now()) })
+		}),
 	}
 }
 
@@ -104,13 +100,11 @@ func newTokenRevokeCommand() *cobra.Command {
 		Example:           `  switchboard token revoke coder-bot`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTokenName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client.Client) error {
-				if err := c.RevokeToken(cmd.Context(), args[0]); err != nil {
-					return err
-				}
-				return show(cmd, map[string]string{"revoked": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "revoked %s\n", args[0]) })
-			})
-		},
+		RunE: clientVerb(func(cmd *cobra.Command, args []string, c *client.Client) error {
+			if err := c.RevokeToken(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			return show(cmd, map[string]string{"revoked": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "revoked %s\n", args[0]) })
+		}),
 	}
 }

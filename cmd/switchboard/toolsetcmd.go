@@ -201,15 +201,13 @@ func newToolsetListCommand() *cobra.Command {
 		Example: `  switchboard toolset list
   switchboard toolset list -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withClient(cmd, func(c *client.Client) error {
-				list, err := c.Toolsets(cmd.Context())
-				if err != nil {
-					return err
-				}
-				return show(cmd, api.ToolsetList{Toolsets: list}, func(out io.Writer) { render.ToolsetList(out, list, wideOutput(cmd)) })
-			})
-		},
+		RunE: clientVerb(func(cmd *cobra.Command, _ []string, c *client.Client) error {
+			list, err := c.Toolsets(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return show(cmd, api.ToolsetList{Toolsets: list}, func(out io.Writer) { render.ToolsetList(out, list, wideOutput(cmd)) })
+		}),
 	}
 }
 
@@ -221,18 +219,16 @@ func newToolsetShowCommand() *cobra.Command {
 		Example:           `  switchboard toolset show coder > coder.json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeToolsetName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client.Client) error {
-				v, err := c.Toolset(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				if jsonOutput(cmd) {
-					return render.JSON(cmd.OutOrStdout(), v)
-				}
-				return render.JSON(cmd.OutOrStdout(), v.Toolset)
-			})
-		},
+		RunE: clientVerb(func(cmd *cobra.Command, args []string, c *client.Client) error {
+			v, err := c.Toolset(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if jsonOutput(cmd) {
+				return render.JSON(cmd.OutOrStdout(), v)
+			}
+			return render.JSON(cmd.OutOrStdout(), v.Toolset)
+		}),
 	}
 }
 
@@ -245,13 +241,11 @@ func newToolsetRmCommand() *cobra.Command {
 		Example:           `  switchboard toolset rm coder`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeToolsetName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, func(c *client.Client) error {
-				if err := c.DeleteToolset(cmd.Context(), args[0], 0); err != nil {
-					return err
-				}
-				return show(cmd, map[string]string{"removed": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "removed toolset %s\n", args[0]) })
-			})
-		},
+		RunE: clientVerb(func(cmd *cobra.Command, args []string, c *client.Client) error {
+			if err := c.DeleteToolset(cmd.Context(), args[0], 0); err != nil {
+				return err
+			}
+			return show(cmd, map[string]string{"removed": args[0]}, func(out io.Writer) { fmt.Fprintf(out, "removed toolset %s\n", args[0]) })
+		}),
 	}
 }

@@ -36,29 +36,27 @@ the browser took it.`,
 		Example: `  switchboard web
   switchboard web --no-open --addr http://127.0.0.1:8080`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withClient(cmd, func(c *client.Client) error {
-				lc, err := c.LoginCode(cmd.Context())
+		RunE: clientVerb(func(cmd *cobra.Command, _ []string, c *client.Client) error {
+			lc, err := c.LoginCode(cmd.Context())
+			if err != nil {
+				return err
+			}
+			link := c.BaseURL() + lc.Path
+			if jsonOutput(cmd) {
+				return render.JSON(cmd.OutOrStdout(), map[string]any{"url": link, "expires_at": lc.ExpiresAt})
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), link)
+			left := time.Until(lc.ExpiresAt).Round(time.Second)
+			fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: the link logs one browser in, once, within %s\n", left)
+			if !noOpen {
+				page, err := browser.Open(link)
 				if err != nil {
-					return err
+					fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: not opening a browser (%v): open the link yourself\n", err)
 				}
-				link := c.BaseURL() + lc.Path
-				if jsonOutput(cmd) {
-					return render.JSON(cmd.OutOrStdout(), map[string]any{"url": link, "expires_at": lc.ExpiresAt})
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), link)
-				left := time.Until(lc.ExpiresAt).Round(time.Second)
-				fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: the link logs one browser in, once, within %s\n", left)
-				if !noOpen {
-					page, err := browser.Open(link)
-					if err != nil {
-						fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: not opening a browser (%v): open the link yourself\n", err)
-					}
-					page.Remove(cmd.Context())
-				}
-				return nil
-			})
-		},
+				page.Remove(cmd.Context())
+			}
+			return nil
+		}),
 	}
 	cmd.Flags().BoolVar(&noOpen, "no-open", false, "print the link only; do not open a browser")
 	addTokenFlag(cmd, false)
