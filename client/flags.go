@@ -76,3 +76,24 @@ func ParseMount(v string) (sb.Mount, error) {
 	m.Host = host
 	return m, nil
 }
+
+// ParseSelector parses a selector of a toolset, SERVER/ITEM[=EXPOSED],
+// where item names what it picks (TOOL or PROMPT) in its error.
+func ParseSelector(item, spec string) (sb.Selector, error) {
+	server, rest, ok := strings.Cut(spec, "/")
+	name, as, _ := strings.Cut(rest, "=")
+	if !ok || server == "" || name == "" {
+		return sb.Selector{}, fmt.Errorf("%q: want SERVER/%s or SERVER/%s=EXPOSED, such as github/search_* or fs/read_file=read", spec, item, item)
+	}
+	return sb.Selector{Server: server, Tool: name, As: as}, nil
+}
+
+// ParseResourceSelector parses a resource selector of a toolset,
+// SERVER/URI, the URI a pattern or not.
+func ParseResourceSelector(spec string) (sb.ResourceSelector, error) {
+	server, uri, ok := strings.Cut(spec, "/")
+	if !ok || server == "" || uri == "" {
+		return sb.ResourceSelector{}, fmt.Errorf("%q: want SERVER/URI, such as fs/file:///repo/*", spec)
+	}
+	return sb.ResourceSelector{Server: server, URI: uri}, nil
+}

@@ -56,3 +56,23 @@ func TestParseMount(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSelectors(t *testing.T) {
+	if s, err := ParseSelector("TOOL", "fs/read_file=read"); err != nil || s != (sb.Selector{Server: "fs", Tool: "read_file", As: "read"}) {
+		t.Errorf("renamed: %+v, %v", s, err)
+	}
+	if s, err := ParseSelector("PROMPT", "gh/review_*"); err != nil || s != (sb.Selector{Server: "gh", Tool: "review_*"}) {
+		t.Errorf("pattern: %+v, %v", s, err)
+	}
+	for _, bad := range []string{"read_file", "/x", "fs/", "fs/=x"} {
+		if _, err := ParseSelector("PROMPT", bad); err == nil || !strings.Contains(err.Error(), "want SERVER/PROMPT or SERVER/PROMPT=EXPOSED") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if r, err := ParseResourceSelector("fs/file:///repo/*"); err != nil || r != (sb.ResourceSelector{Server: "fs", URI: "file:///repo/*"}) {
+		t.Errorf("resource: %+v, %v", r, err)
+	}
+	if _, err := ParseResourceSelector("fs"); err == nil || err.Error() != `"fs": want SERVER/URI, such as fs/file:///repo/*` {
+		t.Errorf("resource without a URI: %v", err)
+	}
+}

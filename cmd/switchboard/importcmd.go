@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -61,12 +62,8 @@ mounted, however the file names them (${userHome} included). Use
 				if err != nil {
 					return err
 				}
-				if jsonOutput(cmd) {
-					if err := render.JSON(cmd.OutOrStdout(), rep); err != nil {
-						return err
-					}
-				} else {
-					render.ImportReport(cmd.OutOrStdout(), rep, res)
+				if err := show(cmd, rep, func(out io.Writer) { render.ImportReport(out, rep, res) }); err != nil {
+					return err
 				}
 				if n := len(rep.Failed); n > 0 {
 					return fmt.Errorf("%d of %d servers could not be imported", n, len(res.Servers))

@@ -124,13 +124,18 @@ func (sf *serverFlags) pairs() (env, headers map[string]string, err error) {
 
 // parseMounts parses the --mount values (client.ParseMount).
 func (sf *serverFlags) parseMounts() ([]sb.Mount, error) {
-	var mounts []sb.Mount
-	for _, v := range sf.mounts {
-		m, err := client.ParseMount(v)
+	return parseAll("--mount", sf.mounts, client.ParseMount)
+}
+
+// parseAll parses the values of a repeated flag, naming it in an error.
+func parseAll[T any](flag string, values []string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	for _, v := range values {
+		x, err := parse(v)
 		if err != nil {
-			return nil, fmt.Errorf("--mount %w", err)
+			return nil, fmt.Errorf("%s %w", flag, err)
 		}
-		mounts = append(mounts, m)
+		out = append(out, x)
 	}
-	return mounts, nil
+	return out, nil
 }

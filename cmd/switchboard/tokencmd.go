@@ -61,12 +61,10 @@ is not shown again: give it to the client now (Authorization: Bearer ...).`,
 			if err != nil {
 				return err
 			}
-			if jsonOutput(cmd) {
-				return render.JSON(cmd.OutOrStdout(), t)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "created token %s (%s); its secret, shown this once:\n", t.Name, render.Scopes(t.Scopes))
-			fmt.Fprintln(cmd.OutOrStdout(), t.Secret)
-			return nil
+			return show(cmd, t, func(out io.Writer) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "created token %s (%s); its secret, shown this once:\n", t.Name, render.Scopes(t.Scopes))
+				fmt.Fprintln(out, t.Secret)
+			})
 		}),
 	}
 	cmd.Flags().StringArrayVar(&scopes, "scope", nil, `admin, mcp or toolset:NAME (repeatable)`)

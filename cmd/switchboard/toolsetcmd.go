@@ -103,39 +103,15 @@ func (f *toolsetFlags) toolset(in io.Reader, name string) (*sb.Toolset, error) {
 		return ts, nil
 	}
 	ts.Name, ts.Description, ts.Mode = name, f.description, f.mode
-	for _, spec := range f.tools {
-		s, err := parseSelector("--tool", "TOOL", spec)
-		if err != nil {
-			return nil, err
-		}
-		ts.Tools = append(ts.Tools, s)
+	var err error
+	if ts.Tools, err = parseAll("--tool", f.tools, func(s string) (sb.Selector, error) { return client.ParseSelector("TOOL", s) }); err != nil {
+		return nil, err
 	}
-	for _, spec := range f.prompts {
-		s, err := parseSelector("--prompt", "PROMPT", spec)
-		if err != nil {
-			return nil, err
-		}
-		ts.Prompts = append(ts.Prompts, s)
+	if ts.Prompts, err = parseAll("--prompt", f.prompts, func(s string) (sb.Selector, error) { return client.ParseSelector("PROMPT", s) }); err != nil {
+		return nil, err
 	}
-	for _, spec := range f.resources {
-		server, uri, ok := strings.Cut(spec, "/")
-		if !ok || server == "" || uri == "" {
-			return nil, fmt.Errorf("--resource %q: want SERVER/URI, such as fs/file:///repo/*", spec)
-		}
-		ts.Resources = append(ts.Resources, sb.ResourceSelector{Server: server, URI: uri})
-	}
-	return ts, nil
-}
-
-// parseSelector reads SERVER/ITEM[=EXPOSED], where item names what the
-// flag picks (TOOL or PROMPT) in its error.
-func parseSelector(flag, item, spec string) (sb.Selector, error) {
-	server, rest, ok := strings.Cut(spec, "/")
-	name, as, _ := strings.Cut(rest, "=")
-	if !ok || server == "" || name == "" {
-		return sb.Selector{}, fmt.Errorf("%s %q: want SERVER/%s or SERVER/%s=EXPOSED, such as github/search_* or fs/read_file=read", flag, spec, item, item)
-	}
-	return sb.Selector{Server: server, Tool: name, As: as}, nil
+	ts.Resources, err = parseAll("--resource", f.resources, client.ParseResourceSelector)
+	return ts, err
 }
 
 func newToolsetAddCommand(update bool) *cobra.Command {

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
-	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
 func newVersionCommand() *cobra.Command {
@@ -21,11 +20,7 @@ the commit it was built from, and the Go version. --version says the same.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bi := buildinfo.Read(version)
-			if jsonOutput(cmd) {
-				return render.JSON(cmd.OutOrStdout(), bi)
-			}
-			_, err := io.WriteString(cmd.OutOrStdout(), bi.String()+"\n")
-			return err
+			return show(cmd, bi, func(out io.Writer) { io.WriteString(out, bi.String()+"\n") })
 		},
 	}
 }
