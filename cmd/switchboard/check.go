@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -65,14 +64,7 @@ in PATH (--env PATH=..., else this shell's).`,
 			}
 			failed := res.Runtime.Status != sb.StatusConnected
 			if jsonOutput(cmd) {
-				// The logs are left out when there are none, unlike in the
-				// API's test result.
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(struct {
-					Runtime sb.RuntimeInfo `json:"runtime"`
-					Logs    []string       `json:"logs,omitempty"`
-				}{res.Runtime, res.Logs}); err != nil {
+				if err := render.CheckJSON(cmd.OutOrStdout(), res.Runtime, res.Logs); err != nil {
 					return err
 				}
 			} else {

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -150,17 +147,5 @@ func clientArg(_ *cobra.Command, args []string) error {
 			return nil
 		}
 	}
-	var b strings.Builder
-	switch len(args) {
-	case 0:
-		b.WriteString("name the client to configure:")
-	case 1:
-		fmt.Fprintf(&b, "no client %q; the clients are:", args[0])
-	default:
-		b.WriteString("name one client; the clients are:")
-	}
-	for _, name := range slices.Sorted(maps.Keys(clientconfig.Clients)) {
-		fmt.Fprintf(&b, "\n  %-12s %s", name, clientconfig.Clients[name])
-	}
-	return errors.New(b.String())
+	return render.ClientChoice(args, clientconfig.Clients)
 }

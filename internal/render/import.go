@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -102,4 +103,22 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// ClientChoice is the error of "client-config" named no client it knows
+// (args): what is wrong, and the clients (name and what it is), sorted.
+func ClientChoice(args []string, clients map[string]string) error {
+	var b strings.Builder
+	switch len(args) {
+	case 0:
+		b.WriteString("name the client to configure:")
+	case 1:
+		fmt.Fprintf(&b, "no client %q; the clients are:", args[0])
+	default:
+		b.WriteString("name one client; the clients are:")
+	}
+	for _, name := range slices.Sorted(maps.Keys(clients)) {
+		fmt.Fprintf(&b, "\n  %-12s %s", name, clients[name])
+	}
+	return errors.New(b.String())
 }

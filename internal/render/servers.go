@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -55,6 +56,18 @@ func Info(out io.Writer, info sb.RuntimeInfo, logs []string, failed bool) {
 			fmt.Fprintln(out, "  "+l)
 		}
 	}
+}
+
+// CheckJSON prints what "check -o json" prints: the runtime info and the
+// logs, which are left out when there are none, unlike in the API's test
+// result.
+func CheckJSON(out io.Writer, info sb.RuntimeInfo, logs []string) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Runtime sb.RuntimeInfo `json:"runtime"`
+		Logs    []string       `json:"logs,omitempty"`
+	}{info, logs})
 }
 
 func FirstLine(s string, n int) string {

@@ -85,3 +85,33 @@ func TestLines(t *testing.T) {
 		t.Errorf("%q, %v", b.String(), err)
 	}
 }
+
+// check -o json leaves the logs out when there are none and escapes
+// HTML as encoding/json does (unlike JSON, the API's).
+func TestCheckJSON(t *testing.T) {
+	var b bytes.Buffer
+	info := sb.RuntimeInfo{Status: sb.StatusConnected, ServerInfo: &sb.ServerInfo{Name: "a<b>"}}
+	if err := CheckJSON(&b, info, nil); err != nil || strings.Contains(b.String(), `"logs"`) || !strings.Contains(b.String(), `a\u003cb\u003e`) {
+		t.Errorf("no logs: %s, %v", b.String(), err)
+	}
+	b.Reset()
+	if err := CheckJSON(&b, info, []string{"started"}); err != nil || !strings.Contains(b.String(), "\"logs\": [\n    \"started\"\n  ]") {
+		t.Errorf("logs: %s, %v", b.String(), err)
+	}
+}
+
+func TestClientChoice(t *testing.T) {
+	clients := map[string]string{"vscode": "VS Code", "claude": "Claude Desktop"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "name the client to configure:\n  claude       Claude Desktop\n  vscode       VS Code"},
+		{[]string{"emacs"}, "no client \"emacs\"; the clients are:\n  claude       Claude Desktop\n  vscode       VS Code"},
+		{[]string{"a", "b"}, "name one client; the clients are:\n  claude       Claude Desktop\n  vscode       VS Code"},
+	} {
+		if err := ClientChoice(tc.args, clients); err == nil || err.Error() != tc.want {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
