@@ -334,7 +334,7 @@ func (c *Streamable) Write(ctx context.Context, msg jsonrpc.Message) error {
 	go func() {
 		defer c.wg.Done()
 		defer release()
-		ans, werr := c.readAnswer(rctx, resp, id, "")
+		ans, werr := c.readAnswer(rctx, resp, &answerTo{id: id}, "")
 		if werr != nil {
 			c.forgetHandshake(id)
 			if ctx.Err() == nil {
@@ -452,7 +452,7 @@ func (c *Streamable) Call(ctx context.Context, req *Request) (json.RawMessage, e
 	if bytes.Contains(req.Params, metaProtocolVersion) {
 		out.version, _ = requestFields("", req.Params)
 	}
-	id, _ := jsonrpc.MakeID(idText)
+	to := &answerTo{call: idText}
 
 	var sent atomic.Bool
 	rctx, release := c.withConn(ctx)
@@ -461,9 +461,8 @@ func (c *Streamable) Call(ctx context.Context, req *Request) (json.RawMessage, e
 	if werr == nil {
 		werr = c.checkAnswer(resp)
 	}
-	var ans []byte
 	if werr == nil {
-		ans, werr = c.readAnswer(rctx, resp, id, req.Tag)
+		_, werr = c.readAnswer(rctx, resp, to, req.Tag)
 	}
 	if ctx.Err() != nil {
 		if sent.Load() {
@@ -474,20 +473,10 @@ func (c *Streamable) Call(ctx context.Context, req *Request) (json.RawMessage, e
 	if werr != nil {
 		return nil, werr
 	}
-	var m struct {
-		Result json.RawMessage `json:"result"`
-		Error  *jsonrpc.Error  `json:"error"`
-	}
-	if err := json.Unmarshal(ans, &m); err != nil {
-		return nil, &Error{Kind: KindProtocol, Sent: true, Err: err}
-	}
-	if m.Error != nil {
-		return nil, &Error{Kind: KindRPC, Sent: true, RPC: m.Error}
-	}
-	if m.Result == nil {
+	if to.reply.empty {
 		return nil, &Error{Kind: KindProtocol, Sent: true, Err: errors.New("an answer with neither result nor error")}
 	}
-	return m.Result, nil
+	return to.reply.outcome()
 }
 
 // cancelled tells the server that the Call with id idText was given up
@@ -653,7 +642,7 @@ func isJSON(ct string) bool { return mediaType(ct) == "application/json" }
 // checkAnswer) and closes it. On an event stream, every other message is
 // passed on (OnMessage, then Read) in order, and a stream that breaks
 // before the answer is resumed.
-func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, id jsonrpc.ID, tag string) ([]byte, *Error) {
+func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, to *answerTo, tag string) ([]byte, *Error) {
 	status := resp.StatusCode
 	if isJSON(resp.Header.Get("Content-Type")) {
 		defer resp.Body.Close()
@@ -664,7 +653,7 @@ func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, id jso
 		if c.onMsg != nil {
 			c.onMsg(msg)
 		}
-		if isAnswer(msg, id) {
+		if to.is(msg) {
 			return msg, nil
 		}
 		// One message that is not the answer: pass it on; the request
@@ -676,7 +665,7 @@ func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, id jso
 	lastID, retry := "", time.Duration(0)
 	resumes := 0
 	for {
-		ans, werr, progressed := c.readStream(resp, id, tag, &lastID, &retry, false)
+		ans, werr, progressed := c.readStream(resp, to, tag, &lastID, &retry)
 		if ans != nil || werr != nil {
 			return ans, werr
 		}
@@ -740,11 +729,13 @@ func (c *Streamable) readJSON(resp *http.Response) ([]byte, *Error) {
 	}
 }
 
-// readStream reads events from resp until the answer to id (returned),
-// a failure, or the stream's end (all nil: resume from *lastID). It closes
-// resp. progressed reports whether any event arrived. standalone streams
-// have no answer: an oversized message on them is dropped.
-func (c *Streamable) readStream(resp *http.Response, id jsonrpc.ID, tag string, lastID *string, retry *time.Duration, standalone bool) (ans []byte, werr *Error, progressed bool) {
+// readStream reads events from resp until the answer to (returned), a
+// failure, or the stream's end (all nil: resume from *lastID). It closes
+// resp. progressed reports whether any event arrived. A nil to is the
+// standalone stream, which has no answer: an oversized message on it is
+// dropped.
+func (c *Streamable) readStream(resp *http.Response, to *answerTo, tag string, lastID *string, retry *time.Duration) (ans []byte, werr *Error, progressed bool) {
+	standalone := to == nil
 	var er *eventReader
 	if standalone {
 		er = newIdleEventReader(resp.Body, c.limit)
@@ -791,7 +782,7 @@ func (c *Streamable) readStream(resp *http.Response, id jsonrpc.ID, tag string, 
 		if c.onMsg != nil {
 			c.onMsg(ev.data)
 		}
-		if !standalone && isAnswer(ev.data, id) {
+		if !standalone && to.is(ev.data) {
 			return ev.data, nil, true
 		}
 		if !c.passOn(ev.data, tag) {
@@ -831,6 +822,33 @@ func (c *Streamable) passOn(msg []byte, tag string) bool {
 	}
 	c.noteAnswer(m)
 	return c.deliver(m)
+}
+
+// answerTo is the request whose answer a stream is read for: a go-sdk
+// request (id), or a Call's (call, its id in Call's namespace), whose
+// answer is read once, from the bytes, into reply.
+type answerTo struct {
+	id    jsonrpc.ID
+	call  string
+	reply reply
+}
+
+// is reports whether msg is the answer; a Call's answer is parsed as it
+// is recognised (parseReply walks it once, without decoding its result),
+// not once to recognise it and again to read it.
+func (a *answerTo) is(msg []byte) bool {
+	if a.call == "" {
+		return isAnswer(msg, a.id)
+	}
+	if !mayAnswerCall(msg) {
+		return false
+	}
+	id, r, ok := parseReply(msg)
+	if !ok || id != a.call {
+		return false
+	}
+	a.reply = r
+	return true
 }
 
 // isAnswer reports whether msg is the response to the request id.
@@ -968,7 +986,7 @@ func (c *Streamable) standalone(first chan<- *Error) {
 	}
 	lastID, retry, resumes := "", time.Duration(0), 0
 	for {
-		_, _, progressed := c.readStream(resp, jsonrpc.ID{}, "", &lastID, &retry, true)
+		_, _, progressed := c.readStream(resp, nil, "", &lastID, &retry)
 		if c.ctx.Err() != nil {
 			return
 		}
