@@ -67,6 +67,9 @@ func cancelled(id, reason string) []byte {
 type reply struct {
 	result json.RawMessage
 	err    *jsonrpc.Error
+	// empty reports an answer with neither a result nor an error (err
+	// then says so).
+	empty bool
 }
 
 // mayAnswerCall reports whether msg may be the answer to a Call: it names
@@ -103,7 +106,7 @@ func parseReply(msg []byte) (id string, r reply, ok bool) {
 		return "", reply{}, false
 	}
 	switch {
-	case rpcErr != nil:
+	case rpcErr != nil && string(rpcErr) != "null": // a null error is none, as encoding/json reads it
 		var e jsonrpc.Error
 		if json.Unmarshal(rpcErr, &e) != nil {
 			e = jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server answered with a malformed error"}
@@ -113,6 +116,7 @@ func parseReply(msg []byte) (id string, r reply, ok bool) {
 		r.result = result
 	default:
 		r.err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server answered with neither a result nor an error"}
+		r.empty = true
 	}
 	return id, r, true
 }

@@ -72,6 +72,20 @@ func TestStreamCallGetsTheServersError(t *testing.T) {
 	}
 }
 
+// An answer is read as encoding/json reads it: a null error is no error.
+func TestStreamCallReadsTheAnswerAsEncodingJSONDoes(t *testing.T) {
+	streamLeaks(t)
+	c, r, server := pipeStream(t, 0)
+	go func() {
+		r.ReadString('\n')
+		io.WriteString(server, "{\"jsonrpc\":\"2.0\",\"id\":\"sb-1\",\"error\":null,\"result\":{\"content\":[]}}\n")
+	}()
+	res, err := c.Call(context.Background(), &Request{Method: "tools/call", Params: []byte(`{}`)})
+	if err != nil || string(res) != `{"content":[]}` {
+		t.Fatalf("Call = %s, %v; want the result beside a null error", res, err)
+	}
+}
+
 // A malformed line ends the connection, naming the JSON error; a Call in
 // flight fails as sent, one made after as not sent.
 func TestStreamMalformedLineEndsTheConnection(t *testing.T) {

@@ -167,12 +167,40 @@ func (c *Streamable) ended() bool {
 	}
 }
 
-// withConn returns a ctx for one request: ctx, also ended when the
-// connection ends, so that Close does not wait for answers.
-func (c *Streamable) withConn(ctx context.Context) (context.Context, func()) {
-	rctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(c.ctx, cancel)
-	return rctx, func() { stop(); cancel() }
+// exchange is the context of one request: it ends when the caller's ctx
+// or the connection ends, or when the exchange is released, whichever is
+// first. It is not ctx itself because a request's stream is read to its
+// end after the answer (drain), when the caller has moved on: net/http
+// closes a connection whose request's context ends before its body has
+// been read to the end, and the next request then dials a new one (24
+// connections for 300 sequential calls on loopback, nearly one per call
+// under load).
+type exchange struct {
+	ctx        context.Context
+	cancel     context.CancelFunc
+	stopCaller func() bool
+	stopConn   func() bool
+	handedOff  bool // drain releases it
+}
+
+// withConn returns the exchange of one request made for ctx.
+func (c *Streamable) withConn(ctx context.Context) *exchange {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return &exchange{ctx: rctx, cancel: cancel,
+		stopCaller: context.AfterFunc(ctx, cancel), stopConn: context.AfterFunc(c.ctx, cancel)}
+}
+
+// release ends the exchange, unless drain has taken it over.
+func (x *exchange) release() {
+	if !x.handedOff {
+		x.end()
+	}
+}
+
+func (x *exchange) end() {
+	x.stopCaller()
+	x.stopConn()
+	x.cancel()
 }
 
 // end ends the connection because of err (nil: Close), aborting every
@@ -297,7 +325,8 @@ func (c *Streamable) Write(ctx context.Context, msg jsonrpc.Message) error {
 			}
 		}
 	}
-	rctx, release := c.withConn(ctx)
+	x := c.withConn(ctx)
+	rctx, release := x.ctx, x.release
 	resp, werr := c.post(rctx, &out)
 	if werr == nil && out.call {
 		werr = c.checkAnswer(resp)
@@ -334,7 +363,7 @@ func (c *Streamable) Write(ctx context.Context, msg jsonrpc.Message) error {
 	go func() {
 		defer c.wg.Done()
 		defer release()
-		ans, werr := c.readAnswer(rctx, resp, id, "")
+		ans, werr := c.readAnswer(rctx, resp, &answerTo{id: id, x: x}, "")
 		if werr != nil {
 			c.forgetHandshake(id)
 			if ctx.Err() == nil {
@@ -452,18 +481,17 @@ func (c *Streamable) Call(ctx context.Context, req *Request) (json.RawMessage, e
 	if bytes.Contains(req.Params, metaProtocolVersion) {
 		out.version, _ = requestFields("", req.Params)
 	}
-	id, _ := jsonrpc.MakeID(idText)
-
 	var sent atomic.Bool
-	rctx, release := c.withConn(ctx)
-	defer release()
+	x := c.withConn(ctx)
+	defer x.release()
+	rctx := x.ctx
+	to := &answerTo{call: idText, x: x}
 	resp, werr := c.postSent(rctx, &out, &sent)
 	if werr == nil {
 		werr = c.checkAnswer(resp)
 	}
-	var ans []byte
 	if werr == nil {
-		ans, werr = c.readAnswer(rctx, resp, id, req.Tag)
+		_, werr = c.readAnswer(rctx, resp, to, req.Tag)
 	}
 	if ctx.Err() != nil {
 		if sent.Load() {
@@ -474,20 +502,10 @@ func (c *Streamable) Call(ctx context.Context, req *Request) (json.RawMessage, e
 	if werr != nil {
 		return nil, werr
 	}
-	var m struct {
-		Result json.RawMessage `json:"result"`
-		Error  *jsonrpc.Error  `json:"error"`
-	}
-	if err := json.Unmarshal(ans, &m); err != nil {
-		return nil, &Error{Kind: KindProtocol, Sent: true, Err: err}
-	}
-	if m.Error != nil {
-		return nil, &Error{Kind: KindRPC, Sent: true, RPC: m.Error}
-	}
-	if m.Result == nil {
+	if to.reply.empty {
 		return nil, &Error{Kind: KindProtocol, Sent: true, Err: errors.New("an answer with neither result nor error")}
 	}
-	return m.Result, nil
+	return to.reply.outcome()
 }
 
 // cancelled tells the server that the Call with id idText was given up
@@ -653,7 +671,7 @@ func isJSON(ct string) bool { return mediaType(ct) == "application/json" }
 // checkAnswer) and closes it. On an event stream, every other message is
 // passed on (OnMessage, then Read) in order, and a stream that breaks
 // before the answer is resumed.
-func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, id jsonrpc.ID, tag string) ([]byte, *Error) {
+func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, to *answerTo, tag string) ([]byte, *Error) {
 	status := resp.StatusCode
 	if isJSON(resp.Header.Get("Content-Type")) {
 		defer resp.Body.Close()
@@ -664,7 +682,7 @@ func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, id jso
 		if c.onMsg != nil {
 			c.onMsg(msg)
 		}
-		if isAnswer(msg, id) {
+		if to.is(msg) {
 			return msg, nil
 		}
 		// One message that is not the answer: pass it on; the request
@@ -676,7 +694,7 @@ func (c *Streamable) readAnswer(ctx context.Context, resp *http.Response, id jso
 	lastID, retry := "", time.Duration(0)
 	resumes := 0
 	for {
-		ans, werr, progressed := c.readStream(resp, id, tag, &lastID, &retry, false)
+		ans, werr, progressed := c.readStream(resp, to, tag, &lastID, &retry)
 		if ans != nil || werr != nil {
 			return ans, werr
 		}
@@ -740,11 +758,13 @@ func (c *Streamable) readJSON(resp *http.Response) ([]byte, *Error) {
 	}
 }
 
-// readStream reads events from resp until the answer to id (returned),
-// a failure, or the stream's end (all nil: resume from *lastID). It closes
-// resp. progressed reports whether any event arrived. standalone streams
-// have no answer: an oversized message on them is dropped.
-func (c *Streamable) readStream(resp *http.Response, id jsonrpc.ID, tag string, lastID *string, retry *time.Duration, standalone bool) (ans []byte, werr *Error, progressed bool) {
+// readStream reads events from resp until the answer to (returned), a
+// failure, or the stream's end (all nil: resume from *lastID). It closes
+// resp. progressed reports whether any event arrived. A nil to is the
+// standalone stream, which has no answer: an oversized message on it is
+// dropped.
+func (c *Streamable) readStream(resp *http.Response, to *answerTo, tag string, lastID *string, retry *time.Duration) (ans []byte, werr *Error, progressed bool) {
+	standalone := to == nil
 	var er *eventReader
 	if standalone {
 		er = newIdleEventReader(resp.Body, c.limit)
@@ -754,7 +774,7 @@ func (c *Streamable) readStream(resp *http.Response, id jsonrpc.ID, tag string, 
 	defer func() {
 		er.release()
 		if ans != nil {
-			c.drain(resp.Body)
+			c.drain(resp.Body, to.x)
 		} else {
 			resp.Body.Close()
 		}
@@ -791,7 +811,7 @@ func (c *Streamable) readStream(resp *http.Response, id jsonrpc.ID, tag string, 
 		if c.onMsg != nil {
 			c.onMsg(ev.data)
 		}
-		if !standalone && isAnswer(ev.data, id) {
+		if !standalone && to.is(ev.data) {
 			return ev.data, nil, true
 		}
 		if !c.passOn(ev.data, tag) {
@@ -806,8 +826,13 @@ const drainLimit = 64 << 10
 // drain reads what a server sends after a request's answer (the stream's
 // end, as a rule) on a goroutine of its own, so that the HTTP connection
 // is reused and the caller is not held; a body not done within
-// drainLimit, or by the connection's end, is closed instead.
-func (c *Streamable) drain(body io.ReadCloser) {
+// drainLimit, or by the connection's end, is closed instead. It takes
+// over the request's exchange: the caller's end no longer ends it, and it
+// is released once the body is closed, so that net/http keeps the
+// connection.
+func (c *Streamable) drain(body io.ReadCloser, x *exchange) {
+	x.stopCaller()
+	x.handedOff = true
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -815,6 +840,7 @@ func (c *Streamable) drain(body io.ReadCloser) {
 		defer stop()
 		io.CopyN(io.Discard, body, drainLimit)
 		body.Close()
+		x.end()
 	}()
 }
 
@@ -831,6 +857,34 @@ func (c *Streamable) passOn(msg []byte, tag string) bool {
 	}
 	c.noteAnswer(m)
 	return c.deliver(m)
+}
+
+// answerTo is the request whose answer a stream is read for: a go-sdk
+// request (id), or a Call's (call, its id in Call's namespace), whose
+// answer is read once, from the bytes, into reply.
+type answerTo struct {
+	id    jsonrpc.ID
+	call  string
+	reply reply
+	x     *exchange // the request's, which drain takes over
+}
+
+// is reports whether msg is the answer; a Call's answer is parsed as it
+// is recognised (parseReply walks it once, without decoding its result),
+// not once to recognise it and again to read it.
+func (a *answerTo) is(msg []byte) bool {
+	if a.call == "" {
+		return isAnswer(msg, a.id)
+	}
+	if !mayAnswerCall(msg) {
+		return false
+	}
+	id, r, ok := parseReply(msg)
+	if !ok || id != a.call {
+		return false
+	}
+	a.reply = r
+	return true
 }
 
 // isAnswer reports whether msg is the response to the request id.
@@ -968,7 +1022,7 @@ func (c *Streamable) standalone(first chan<- *Error) {
 	}
 	lastID, retry, resumes := "", time.Duration(0), 0
 	for {
-		_, _, progressed := c.readStream(resp, jsonrpc.ID{}, "", &lastID, &retry, true)
+		_, _, progressed := c.readStream(resp, nil, "", &lastID, &retry)
 		if c.ctx.Err() != nil {
 			return
 		}

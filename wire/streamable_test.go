@@ -780,3 +780,59 @@ func BenchmarkStreamableCall(b *testing.B) {
 		}
 	})
 }
+
+// closeCounter counts the connections its dialer made that were closed.
+type closeCounter struct{ closed atomic.Int32 }
+
+func (cc *closeCounter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &countedConn{Conn: c, cc: cc}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	cc   *closeCounter
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.cc.closed.Add(1) })
+	return c.Conn.Close()
+}
+
+// A Call's stream, read to its end after the answer, keeps its HTTP
+// connection for the next request: the caller's return does not abort it
+// (net/http closed the connection of a body still being drained, and the
+// next call dialed anew: 24 connections for 300 calls).
+func TestStreamableCallsKeepTheirConnections(t *testing.T) {
+	f := newFixture(t, nil)
+	cc := &closeCounter{}
+	tr := &http.Transport{DialContext: cc.dial, MaxIdleConnsPerHost: 64}
+	t.Cleanup(tr.CloseIdleConnections)
+	conn := wire.NewStreamable(f.url, &http.Client{Transport: tr}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "wire-test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), wire.Transport{C: conn}, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		conn.Close()
+	})
+	req := &wire.Request{Method: "tools/call", Name: "echo", Params: callParams(legacyVersion, "echo", map[string]any{"text": "hi"}, nil)}
+	for i := range 300 {
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err := conn.Call(ctx, req)
+		cancel() // as a relayed call's request ends once it is answered
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if n := cc.closed.Load(); n != 0 {
+		t.Fatalf("%d connections closed during 300 calls; want none", n)
+	}
+}
