@@ -337,7 +337,7 @@ func refuseLoops(in *egress.Instance, next http.Handler) http.Handler {
 // The whole body is read first, so that the limit also counts what follows
 // the JSON value.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := io.ReadAll(http.MaxBytesReader(unwrapped(w), r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
