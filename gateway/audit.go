@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -53,6 +55,68 @@ func (m *mirror) auditedRequest(r *http.Request) *http.Request {
 		return r
 	}
 	return r.WithContext(m.audited(r.Context()))
+}
+
+// auditRequests is a receiving middleware of a mirror's server, while the
+// gateway keeps an audit log: a tools/call, resources/read or prompts/get
+// that fails before anything records it (a tool, prompt or resource the
+// mirror does not show or its toolset does not allow, which the go-sdk's
+// server or the mirror refuses; a bridged retry whose requestState is
+// refused) gets an entry of its own, so that every call attempt leaves
+// one. What reaches the executor or the upstream is recorded there, with
+// its own outcome (audit.Log.Instrument, Begin). Its outcome is
+// unknown_tool for a tool not shown or not allowed, not_found for such a
+// prompt or resource, bad_request for the protocol's invalid params of a
+// tool that is shown (a refused requestState), else the error's code.
+func (m *mirror) auditRequests(next mcp.MethodHandler) mcp.MethodHandler {
+	l := m.g.opts.Audit
+	if l == nil {
+		return next
+	}
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		var kind sb.AuditKind
+		switch method {
+		case "tools/call":
+			kind = sb.AuditTool
+		case "resources/read":
+			kind = sb.AuditResource
+		case "prompts/get":
+			kind = sb.AuditPrompt
+		default:
+			return next(ctx, method, req)
+		}
+		ctx = audit.Attempt(m.auditedBy(ctx, req.GetExtra()))
+		start := l.Now()
+		res, err := next(ctx, method, req)
+		if err == nil || audit.Recorded(ctx) {
+			return res, err
+		}
+		e := sb.AuditEntry{Time: start, Kind: kind, Outcome: string(sb.CodeNotFound), Duration: l.Now().Sub(start)}
+		var args []byte
+		switch p := req.GetParams().(type) {
+		case *mcp.CallToolParamsRaw:
+			e.Name, args = p.Name, p.Arguments
+			e.Outcome = string(sb.CodeUnknownTool)
+			if o, ok := m.origin(sb.KindTool, p.Name); ok && m.allows(sb.KindTool, o.server, o.name) {
+				e.Server, e.Name = o.server, o.name
+				var rpc *jsonrpc.Error
+				if errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeInvalidParams {
+					e.Outcome = string(sb.CodeBadRequest)
+				} else {
+					e.Outcome = audit.Outcome(err)
+				}
+			}
+		case *mcp.GetPromptParams:
+			e.Name, args = p.Name, promptArgs(p.Arguments)
+			if o, ok := m.origin(sb.KindPrompt, p.Name); ok {
+				e.Server, e.Name = o.server, o.name
+			}
+		case *mcp.ReadResourceParams:
+			e.Name = p.URI
+		}
+		l.Record(ctx, e, args)
+		return res, err
+	}
 }
 
 // readFrom reads a resource of server, bounded by its call timeout.
