@@ -3,10 +3,8 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
@@ -62,12 +60,11 @@ func (m *mirror) auditedRequest(r *http.Request) *http.Request {
 // that fails before anything records it (a tool, prompt or resource the
 // mirror does not show or its toolset does not allow, which the go-sdk's
 // server or the mirror refuses; a bridged retry whose requestState is
-// refused) gets an entry of its own, so that every call attempt leaves
-// one. What reaches the executor or the upstream is recorded there, with
-// its own outcome (audit.Log.Instrument, Begin). Its outcome is
-// unknown_tool for a tool not shown or not allowed, not_found for such a
-// prompt or resource, bad_request for the protocol's invalid params of a
-// tool that is shown (a refused requestState), else the error's code.
+// refused, which Gateway.call records: refusedRetry) gets an entry of its
+// own, so that every call attempt leaves one. What reaches the executor
+// or the upstream is recorded there, with its own outcome
+// (audit.Log.Instrument, Begin). Its outcome is unknown_tool for a tool
+// not shown or not allowed, not_found for such a prompt or resource.
 func (m *mirror) auditRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	l := m.g.opts.Audit
 	if l == nil {
@@ -98,13 +95,9 @@ func (m *mirror) auditRequests(next mcp.MethodHandler) mcp.MethodHandler {
 			e.Name, args = p.Name, p.Arguments
 			e.Outcome = string(sb.CodeUnknownTool)
 			if o, ok := m.origin(sb.KindTool, p.Name); ok && m.allows(sb.KindTool, o.server, o.name) {
-				e.Server, e.Name = o.server, o.name
-				var rpc *jsonrpc.Error
-				if errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeInvalidParams {
-					e.Outcome = string(sb.CodeBadRequest)
-				} else {
-					e.Outcome = audit.Outcome(err)
-				}
+				// Shown and allowed: it reached Gateway.call, which
+				// records what the executor does not (refusedRetry).
+				return res, err
 			}
 		case *mcp.GetPromptParams:
 			e.Name, args = p.Name, promptArgs(p.Arguments)
@@ -117,6 +110,19 @@ func (m *mirror) auditRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		l.Record(ctx, e, args)
 		return res, err
 	}
+}
+
+// refusedRetry records a bridged retry whose requestState the gateway
+// refused (bridge.go: unknown, expired, another's): nothing ran, and the
+// attempt's outcome is bad_request. The upstream call it names, if any, is
+// its own first round's entry.
+func (g *Gateway) refusedRetry(ctx context.Context, server, tool string, args any) {
+	if g.opts.Audit == nil {
+		return
+	}
+	b, _ := args.(json.RawMessage)
+	g.opts.Audit.Record(ctx, sb.AuditEntry{Time: g.opts.Audit.Now(), Kind: sb.AuditTool, Server: server, Name: tool,
+		Outcome: string(sb.CodeBadRequest)}, b)
 }
 
 // readFrom reads a resource of server, bounded by its call timeout.
