@@ -375,3 +375,27 @@ func TestTraceReachesALegacySSEUpstream(t *testing.T) {
 		t.Errorf("the SSE server's tools/call POSTs carried traceparent %q, want one %q", callHeaders, want)
 	}
 }
+
+// TestCompletionHasAnUpstreamSpan: a completion/complete the gateway sends
+// on to a server has a client span of its own (named by the server's own
+// prompt name), under the span of the client's request, as prompts/get
+// has. (The lists have none: the mirrors answer them, nothing is sent.)
+func TestCompletionHasAnUpstreamSpan(t *testing.T) {
+	rcv, flush := tracing(t)
+	e := newEnv(t, "", stdio(t, "local"))
+	cs := e.connect("/mcp", nil)
+	waitTools(t, cs, "local__echo")
+	const traceID, clientSpan = "c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0", "0c0c0c0c0c0c0c0c"
+	// The test server completes nothing: its error is the span's outcome.
+	_, _ = cs.Complete(context.Background(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "local__greet"},
+		Argument: mcp.CompleteParamsArgument{Name: "name", Value: "A"}, Meta: mcp.Meta{"traceparent": "00-" + traceID + "-" + clientSpan + "-01"}})
+	cs.Close()
+	flush()
+	spans := rcv.Trace(traceID)
+	in := spanNamed(t, spans, "completion/complete")
+	up := spanNamed(t, spans, "completion/complete greet")
+	if in.ParentID != clientSpan || up.ParentID != in.SpanID || up.Kind != "client" || up.Attrs["switchboard.server"] != "local" ||
+		up.Attrs["mcp.method.name"] != "completion/complete" || up.Attrs["switchboard.outcome"] == "" {
+		t.Errorf("the upstream completion span %+v is not a client span of local under the request's %+v", up, in)
+	}
+}
