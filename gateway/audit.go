@@ -92,6 +92,9 @@ func (m *mirror) auditRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		var args []byte
 		switch p := req.GetParams().(type) {
 		case *mcp.CallToolParamsRaw:
+			if (p.Name == SearchToolName || p.Name == CallToolName) && m.searching() {
+				return res, err // search mode's own tools (search.go), not a catalog's
+			}
 			e.Name, args = p.Name, p.Arguments
 			e.Outcome = string(sb.CodeUnknownTool)
 			if o, ok := m.origin(sb.KindTool, p.Name); ok && m.allows(sb.KindTool, o.server, o.name) {
