@@ -125,6 +125,7 @@ func (l *Log) Record(ctx context.Context, e sb.AuditEntry, args []byte) {
 	if l == nil {
 		return
 	}
+	noteRecorded(ctx)
 	if e.Surface == "" {
 		e.Surface, e.Toolset = SurfaceFrom(ctx)
 	}

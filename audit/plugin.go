@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/executor"
@@ -45,6 +46,17 @@ func (i *instrumented) Invoke(ctx context.Context, server, tool string, args any
 	}
 	i.l.Record(ctx, e, argBytes(args))
 	return res, err
+}
+
+// Refused records a call the executor refused before any plugin (a bad
+// address, an unknown server): every call attempt leaves an entry, with
+// its failure's code. Its server and tool are the address's, as given.
+func (i *instrumented) Refused(ctx context.Context, addr string, args any, err error) {
+	server, tool, ok := strings.Cut(addr, "/")
+	if !ok {
+		server, tool = "", addr
+	}
+	i.l.Record(ctx, sb.AuditEntry{Time: i.l.now(), Kind: sb.AuditTool, Server: server, Name: tool, Outcome: Outcome(err)}, argBytes(args))
 }
 
 // argBytes is the arguments of a call as sent: the surfaces pass them

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	sb "github.com/switchboard-mcp/switchboard"
 )
@@ -68,4 +69,33 @@ func SurfaceOf(r *http.Request) (name, toolset string) {
 		return sb.SurfaceToolset, set
 	}
 	return sb.SurfaceAPI, ""
+}
+
+// attemptKey carries the *attempt of a call in its context.
+type attemptKey struct{}
+
+// attempt is one call attempt of a surface, whose entry is owed.
+type attempt struct{ recorded atomic.Bool }
+
+// Attempt returns ctx marked as the context of one call attempt: an entry
+// that Record makes with it (or with a context made from it) is noted, so
+// that the surface can tell, once the attempt has ended, whether anything
+// recorded it (Recorded), and record a failure that came before the
+// executor (an unknown tool) itself.
+func Attempt(ctx context.Context) context.Context {
+	return context.WithValue(ctx, attemptKey{}, &attempt{})
+}
+
+// Recorded reports whether an entry was recorded with ctx, marked by
+// Attempt; false if ctx is not.
+func Recorded(ctx context.Context) bool {
+	a, ok := ctx.Value(attemptKey{}).(*attempt)
+	return ok && a.recorded.Load()
+}
+
+// noteRecorded marks ctx's attempt, if any, as recorded.
+func noteRecorded(ctx context.Context) {
+	if a, ok := ctx.Value(attemptKey{}).(*attempt); ok {
+		a.recorded.Store(true)
+	}
 }

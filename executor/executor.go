@@ -36,6 +36,15 @@ type Plugin interface {
 	Invoke(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions) (*upstream.Result, error)
 }
 
+// Refusals is what a Plugin implements to be told of the calls the
+// executor refuses before any plugin is invoked (a bad address, an
+// unknown server): a record of every call attempt (audit.Log.Instrument)
+// sees them there. Refused is called with the call's context, address,
+// arguments and error.
+type Refusals interface {
+	Refused(ctx context.Context, addr string, args any, err error)
+}
+
 // Errors of address resolution, matched with errors.Is.
 var (
 	ErrBadAddress    = sb.NewError(sb.CodeBadAddress, `tool address must be "server/tool"`)
@@ -95,15 +104,19 @@ func New(plugins ...Plugin) *Executor { return &Executor{plugins: plugins} }
 // sent, with the closest names suggested.
 func (e *Executor) Execute(ctx context.Context, addr string, args any, opts sb.InvokeOptions) (*upstream.Result, error) {
 	server, tool, err := ParseAddress(addr)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		var p Plugin
+		if p, err = e.plugin(addr, server); err == nil {
+			res, err := p.Invoke(ctx, server, tool, args, opts)
+			return kept(addr, res, err)
+		}
 	}
-	p, err := e.plugin(addr, server)
-	if err != nil {
-		return nil, err
+	for _, p := range e.plugins {
+		if r, ok := p.(Refusals); ok {
+			r.Refused(ctx, addr, args, err)
+		}
 	}
-	res, err := p.Invoke(ctx, server, tool, args, opts)
-	return kept(addr, res, err)
+	return nil, err
 }
 
 // kept holds a plugin to its contract, so that no surface has to: a tool's

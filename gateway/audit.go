@@ -55,6 +55,79 @@ func (m *mirror) auditedRequest(r *http.Request) *http.Request {
 	return r.WithContext(m.audited(r.Context()))
 }
 
+// auditRequests is a receiving middleware of a mirror's server, while the
+// gateway keeps an audit log: a tools/call, resources/read or prompts/get
+// that fails before anything records it (a tool, prompt or resource the
+// mirror does not show or its toolset does not allow, which the go-sdk's
+// server or the mirror refuses; a bridged retry whose requestState is
+// refused, which Gateway.call records: refusedRetry) gets an entry of its
+// own, so that every call attempt leaves one. What reaches the executor
+// or the upstream is recorded there, with its own outcome
+// (audit.Log.Instrument, Begin). Its outcome is unknown_tool for a tool
+// not shown or not allowed, not_found for such a prompt or resource.
+func (m *mirror) auditRequests(next mcp.MethodHandler) mcp.MethodHandler {
+	l := m.g.opts.Audit
+	if l == nil {
+		return next
+	}
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		var kind sb.AuditKind
+		switch method {
+		case "tools/call":
+			kind = sb.AuditTool
+		case "resources/read":
+			kind = sb.AuditResource
+		case "prompts/get":
+			kind = sb.AuditPrompt
+		default:
+			return next(ctx, method, req)
+		}
+		ctx = audit.Attempt(m.auditedBy(ctx, req.GetExtra()))
+		start := l.Now()
+		res, err := next(ctx, method, req)
+		if err == nil || audit.Recorded(ctx) {
+			return res, err
+		}
+		e := sb.AuditEntry{Time: start, Kind: kind, Outcome: string(sb.CodeNotFound), Duration: l.Now().Sub(start)}
+		var args []byte
+		switch p := req.GetParams().(type) {
+		case *mcp.CallToolParamsRaw:
+			if (p.Name == SearchToolName || p.Name == CallToolName) && m.searching() {
+				return res, err // search mode's own tools (search.go), not a catalog's
+			}
+			e.Name, args = p.Name, p.Arguments
+			e.Outcome = string(sb.CodeUnknownTool)
+			if o, ok := m.origin(sb.KindTool, p.Name); ok && m.allows(sb.KindTool, o.server, o.name) {
+				// Shown and allowed: it reached Gateway.call, which
+				// records what the executor does not (refusedRetry).
+				return res, err
+			}
+		case *mcp.GetPromptParams:
+			e.Name, args = p.Name, promptArgs(p.Arguments)
+			if o, ok := m.origin(sb.KindPrompt, p.Name); ok {
+				e.Server, e.Name = o.server, o.name
+			}
+		case *mcp.ReadResourceParams:
+			e.Name = p.URI
+		}
+		l.Record(ctx, e, args)
+		return res, err
+	}
+}
+
+// refusedRetry records a bridged retry whose requestState the gateway
+// refused (bridge.go: unknown, expired, another's): nothing ran, and the
+// attempt's outcome is bad_request. The upstream call it names, if any, is
+// its own first round's entry.
+func (g *Gateway) refusedRetry(ctx context.Context, server, tool string, args any) {
+	if g.opts.Audit == nil {
+		return
+	}
+	b, _ := args.(json.RawMessage)
+	g.opts.Audit.Record(ctx, sb.AuditEntry{Time: g.opts.Audit.Now(), Kind: sb.AuditTool, Server: server, Name: tool,
+		Outcome: string(sb.CodeBadRequest)}, b)
+}
+
 // readFrom reads a resource of server, bounded by its call timeout.
 func (m *mirror) readFrom(ctx context.Context, server string, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	cs, ctx, cancel, err := m.client(ctx, server)

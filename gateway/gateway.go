@@ -600,6 +600,9 @@ func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolR
 		raw, err = g.bridgeCall(ctx, req, server, tool, args, opts)
 		var refused *jsonrpc.Error
 		if errors.As(err, &refused) && !errors.Is(err, upstream.ErrServerError) {
+			if refused.Code == jsonrpc.CodeInvalidParams {
+				g.refusedRetry(ctx, server, tool, args)
+			}
 			return nil, refused // a retry's state refused, in the protocol's shape
 		}
 	} else {

@@ -79,11 +79,12 @@ func newEnvRegistry(t *testing.T, token string, ro registry.Options, opts gatewa
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ro.Logger = log
 	reg := registry.New(st, &ro)
-	ex := executor.New(executor.NewMCP(reg))
+	// With opts.Audit, the calls are recorded as serve records them.
+	ex := executor.New(opts.Audit.Instrument(executor.NewMCP(reg)))
 	opts.Executor, opts.Logger = ex, log
 	gw := gateway.New(reg, opts)
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Token: token, Logger: log, MCP: gw.Handler(),
-		Warnings: gw.Warnings, Search: gw.Search}))
+		Warnings: gw.Warnings, Search: gw.Search, Audit: opts.Audit}))
 	if err := reg.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

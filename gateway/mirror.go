@@ -98,7 +98,7 @@ func (g *Gateway) newMirrorOf(only, set string) *mirror {
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
-	m.server.AddReceivingMiddleware(m.traceRequests, g.clients.countSession, m.awaitReady)
+	m.server.AddReceivingMiddleware(m.traceRequests, m.auditRequests, g.clients.countSession, m.awaitReady)
 	m.server.AddSendingMiddleware(m.holdListChanged)
 	return m
 }
@@ -549,7 +549,7 @@ func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
 	}
 }
 
-func (m *mirror) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+func (m *mirror) complete(ctx context.Context, req *mcp.CompleteRequest) (res *mcp.CompleteResult, err error) {
 	p := *req.Params
 	if p.Ref == nil {
 		return nil, fmt.Errorf("completion request without a ref")
@@ -578,12 +578,20 @@ func (m *mirror) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		return nil, fmt.Errorf("unknown completion ref type %q", ref.Type)
 	}
 	p.Ref = &ref
+	target := ref.Name
+	if ref.Type == "ref/resource" {
+		target = ref.URI
+	}
+	ctx, span, meta := upstreamSpan(ctx, "completion/complete", server, target, p.Meta)
+	if span.IsRecording() {
+		defer func() { endSpan(span, requestOutcome(res, err), err) }()
+	}
 	cs, ctx, cancel, err := m.client(ctx, server)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	p.Meta = upstreamMeta(cs, p.Meta)
+	p.Meta = upstreamMeta(cs, meta)
 	return cs.Complete(ctx, &p)
 }
 

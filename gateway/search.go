@@ -349,20 +349,20 @@ func (m *mirror) searchNeedsLists(r *mcp.CallToolRequest) bool {
 // Search finds, among the tools of every connected server, at most limit
 // that match query, best first: what GET /api/v1/tools?search= answers.
 // Names are the servers' own. The aggregate is brought in step with the
-// servers first (an unchanged server costs a comparison), so a server
-// that has just connected is searched at once, not after the change
-// window: the API's other answers read the servers themselves.
-func (g *Gateway) Search(query string, limit int) []api.ToolHit {
-	end := g.batch()
-	for _, name := range g.src.Names() {
-		g.agg.sync(name)
+// servers first (WaitInStep: a server's first attempt is waited for, as
+// a client's first tools/list waits for it, and a change the window still
+// gathers is taken in), so a server that has just connected is searched
+// at once: the API's other answers read the servers themselves. It fails
+// if ctx ends first, or the gateway is closed.
+func (g *Gateway) Search(ctx context.Context, query string, limit int) ([]api.ToolHit, error) {
+	if err := g.WaitInStep(ctx); err != nil {
+		return nil, err
 	}
-	end()
 	out := []api.ToolHit{}
 	for _, h := range g.agg.find(query, limit) {
 		out = append(out, api.ToolHit{Server: h.Tool.Server, Name: h.Tool.Name, Description: h.Tool.Description, Score: h.Score})
 	}
-	return out
+	return out, nil
 }
 
 // searching reports whether the mirror is in search mode.

@@ -8,12 +8,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
 	"github.com/switchboard-mcp/switchboard/toolsearch"
 	"github.com/switchboard-mcp/switchboard/toolsearch/toolsearchtest"
 )
@@ -220,7 +223,7 @@ func TestMCPSearchMode(t *testing.T) {
 			}
 		})
 	}
-	hits := e.gw.Search("adds two numbers", 2)
+	hits := gwSearch(t, e.gw, "adds two numbers", 2)
 	if len(hits) != 2 || hits[0].Name != "add" || hits[1].Name != "add" || hits[0].Server == hits[1].Server {
 		t.Errorf("Gateway.Search = %+v, want add of both servers", hits)
 	}
@@ -323,14 +326,14 @@ func TestSearchFollowsListChanged(t *testing.T) {
 		e := newEnvWith(t, gateway.Options{ResyncInterval: time.Hour}, stdio(t, "alpha"), stdio(t, "beta"))
 		cs := e.connect("/mcp", nil)
 		waitTools(t, cs, "alpha__add", "beta__add")
-		if hits := e.gw.Search("adds two numbers", 2); len(hits) != 2 || hits[0].Name != "add" || hits[1].Name != "add" {
+		if hits := gwSearch(t, e.gw, "adds two numbers", 2); len(hits) != 2 || hits[0].Name != "add" || hits[1].Name != "add" {
 			t.Fatalf("the first search found %+v, want add of both servers", hits)
 		}
 		if got := text(t)(cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "beta__add_tool", Arguments: map[string]any{"name": "frobnicate"}})); got == "" {
 			t.Fatal("add_tool said nothing")
 		}
 		waitFound(t, "beta's frobnicate", func() bool {
-			hits := e.gw.Search("frobnicate", 5)
+			hits := gwSearch(t, e.gw, "frobnicate", 5)
 			return len(hits) == 1 && hits[0].Server == "beta" && hits[0].Name == "frobnicate"
 		})
 	})
@@ -390,4 +393,32 @@ func BenchmarkReindexOneServer(b *testing.B) {
 	for b.Loop() {
 		ix.Set("billing-00", gateway.SearchDocs(tools))
 	}
+}
+
+// gwSearch is gw.Search, which must not fail.
+func gwSearch(t *testing.T, gw *gateway.Gateway, query string, limit int) []api.ToolHit {
+	t.Helper()
+	hits, err := gw.Search(context.Background(), query, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
+}
+
+// Gateway.Search (GET /api/v1/tools?search=) asked while a server's first
+// attempt is still under way waits for it, as a client's first tools/list
+// does (WaitInStep), and finds its tools.
+func TestSearchWaitsForTheFirstAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfgs, so := fleet(t, map[string]testserver.Script{"slowstart": {After: 2 * time.Second}})
+		b := newBubble(t, gateway.Options{}, so, nil, cfgs["slowstart"])
+		start := time.Now()
+		hits := gwSearch(t, b.gw, "echo", 1)
+		if len(hits) != 1 || hits[0].Server != "slowstart" || hits[0].Name != "echo" {
+			t.Errorf("a search during the first attempt found %+v, want slowstart's echo", hits)
+		}
+		if d := time.Since(start); d < 2*time.Second {
+			t.Errorf("the search returned after %v, before the first attempt ended (2 s)", d)
+		}
+	})
 }

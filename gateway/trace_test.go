@@ -1,12 +1,18 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -309,5 +315,87 @@ func TestTraceOfTimeoutsAttemptsAndStatelessCalls(t *testing.T) {
 	}
 	if failed.Attrs["switchboard.outcome"] == "" || failed.Attrs["switchboard.outcome"] == "ok" || failed.Attrs["switchboard.phase"] == "" || !failed.StatusError {
 		t.Errorf("the failed attempt's span %+v", *failed)
+	}
+}
+
+// TestTraceReachesALegacySSEUpstream: a call to a legacy HTTP+SSE server
+// (2024-11-05) sends the upstream span's traceparent as an HTTP header of
+// the POST that carries it, as to a Streamable HTTP server. The go-sdk's
+// SSE server does not hand its handlers the POST's headers, so a proxy of
+// the test's, on loopback in front of the server, keeps the header of
+// each tools/call it passes on.
+func TestTraceReachesALegacySSEUpstream(t *testing.T) {
+	rcv, flush := tracing(t)
+	httpSrv := testserver.StartHTTP(t, "-name", "legacy")
+	target, err := url.Parse(httpSrv.BaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1 // the SSE stream's events as they come
+	var mu sync.Mutex
+	var callHeaders []string // the traceparent header of each tools/call POSTed
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			var msg struct{ Method string }
+			if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+				mu.Lock()
+				callHeaders = append(callHeaders, r.Header.Get("traceparent"))
+				mu.Unlock()
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
+
+	e := newEnv(t, "", &sb.ServerConfig{Name: "legacy", Transport: sb.TransportSSE, URL: front.URL + "/sse"})
+	cs := e.connect("/mcp", nil)
+	waitTools(t, cs, "legacy__echo")
+	const traceID, clientSpan = "cafebabecafebabecafebabecafebabe", "0badf00d0badf00d"
+	params := &mcp.CallToolParams{Name: "legacy__echo", Arguments: map[string]any{"text": "old"},
+		Meta: mcp.Meta{"traceparent": "00-" + traceID + "-" + clientSpan + "-01"}}
+	if got := text(t)(cs.CallTool(context.Background(), params)); got != "old" {
+		t.Fatalf("legacy__echo answered %q", got)
+	}
+	cs.Close()
+	flush()
+
+	out := spanNamed(t, rcv.Trace(traceID), "tools/call echo")
+	wantAttrs(t, out, map[string]string{"switchboard.server": "legacy", "switchboard.transport": string(sb.TransportSSE),
+		"switchboard.outcome": "ok"})
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "00-" + traceID + "-" + out.SpanID + "-01"; len(callHeaders) != 1 || callHeaders[0] != want {
+		t.Errorf("the SSE server's tools/call POSTs carried traceparent %q, want one %q", callHeaders, want)
+	}
+}
+
+// TestCompletionHasAnUpstreamSpan: a completion/complete the gateway sends
+// on to a server has a client span of its own (named by the server's own
+// prompt name), under the span of the client's request, as prompts/get
+// has. (The lists have none: the mirrors answer them, nothing is sent.)
+func TestCompletionHasAnUpstreamSpan(t *testing.T) {
+	rcv, flush := tracing(t)
+	e := newEnv(t, "", stdio(t, "local"))
+	cs := e.connect("/mcp", nil)
+	waitTools(t, cs, "local__echo")
+	const traceID, clientSpan = "c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0", "0c0c0c0c0c0c0c0c"
+	// The test server completes nothing: its error is the span's outcome.
+	_, _ = cs.Complete(context.Background(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "local__greet"},
+		Argument: mcp.CompleteParamsArgument{Name: "name", Value: "A"}, Meta: mcp.Meta{"traceparent": "00-" + traceID + "-" + clientSpan + "-01"}})
+	cs.Close()
+	flush()
+	spans := rcv.Trace(traceID)
+	in := spanNamed(t, spans, "completion/complete")
+	up := spanNamed(t, spans, "completion/complete greet")
+	if in.ParentID != clientSpan || up.ParentID != in.SpanID || up.Kind != "client" || up.Attrs["switchboard.server"] != "local" ||
+		up.Attrs["mcp.method.name"] != "completion/complete" || up.Attrs["switchboard.outcome"] == "" {
+		t.Errorf("the upstream completion span %+v is not a client span of local under the request's %+v", up, in)
 	}
 }

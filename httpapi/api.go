@@ -93,8 +93,9 @@ type Options struct {
 	// server, for its view (gateway.Gateway.Warnings).
 	Warnings func(server string) []string
 	// Search, if set, answers GET /api/v1/tools?search=Q: at most limit
-	// tools, best first (gateway.Gateway.Search).
-	Search func(query string, limit int) []api.ToolHit
+	// tools, best first (gateway.Gateway.Search), or the error that kept it
+	// from searching (ctx, the request's, ended).
+	Search func(ctx context.Context, query string, limit int) ([]api.ToolHit, error)
 	// Audit, if set, records the API requests that change something
 	// (audit.go), marks every request with its surface for the calls it
 	// makes, and is read at GET /api/v1/audit.
@@ -116,7 +117,7 @@ type handler struct {
 	oauth    *oauthclient.Client
 	stats    *stats.Series // nil: no stats routes
 	warnings func(server string) []string
-	search   func(query string, limit int) []api.ToolHit
+	search   func(ctx context.Context, query string, limit int) ([]api.ToolHit, error)
 	audit    *audit.Log
 	// unauthorized is the message of a 401 (see Options.CredentialFile).
 	unauthorized string
@@ -336,7 +337,7 @@ func refuseLoops(in *egress.Instance, next http.Handler) http.Handler {
 // The whole body is read first, so that the limit also counts what follows
 // the JSON value.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := io.ReadAll(http.MaxBytesReader(unwrapped(w), r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -593,7 +594,11 @@ func (a *handler) searchTools(w http.ResponseWriter, r *http.Request) {
 	}
 	hits := []api.ToolHit{}
 	if a.search != nil {
-		hits = a.search(query, limit)
+		var err error
+		if hits, err = a.search(r.Context(), query, limit); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, api.ToolHits{Tools: hits})
 }

@@ -179,8 +179,25 @@ func (w *auditWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Unwrap is for http.ResponseController.
+// Unwrap is for http.ResponseController, and for unwrapped.
 func (w *auditWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// unwrapped is the ResponseWriter of net/http's server under w's wrappers
+// (auditWriter, statusWriter), for http.MaxBytesReader: when a body is
+// over its limit it tells the server so through an unexported method of
+// the server's own writer (requestTooLarge), which closes the connection
+// after the answer, rather than read what follows the limit as the next
+// request; no wrapper can forward an unexported method, and
+// MaxBytesReader does not look beneath one.
+func unwrapped(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
 
 func (w *auditWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
 

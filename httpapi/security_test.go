@@ -30,6 +30,7 @@ import (
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
+	"github.com/switchboard-mcp/switchboard/audit"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/executor"
 	"github.com/switchboard-mcp/switchboard/gateway"
@@ -50,6 +51,7 @@ type secOptions struct {
 	credentialFile string
 	allowedHosts   []string
 	session        upstream.Options
+	audit          *audit.Log
 }
 
 // secEnv is the API as serve builds it (registry over SQLite, metrics,
@@ -82,7 +84,7 @@ func newSecEnv(t *testing.T, o secOptions) *secEnv {
 	ex := executor.New(m.Instrument(series.Instrument(executor.NewMCP(reg))))
 	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, Version: "test"})
 	h := httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Metrics: m, Stats: series, Token: o.token, CredentialFile: o.credentialFile,
-		AllowedHosts: o.allowedHosts, Logger: log, MCP: gw.Handler()})
+		AllowedHosts: o.allowedHosts, Logger: log, MCP: gw.Handler(), Audit: o.audit})
 	srv := httptest.NewServer(h)
 	c, err := client.New(srv.URL, o.token, nil)
 	if err != nil {

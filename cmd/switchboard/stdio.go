@@ -43,7 +43,11 @@ is read when stdio starts.
 
 Every tool call, resource read and prompt get is recorded in the
 database's audit log (surface "stdio", principal "local") unless
---audit=false; "switchboard audit" reads it.`,
+--audit=false; "switchboard audit" reads it.
+
+It exports OpenTelemetry traces as serve does when the OTEL_* environment
+asks for it (OTEL_EXPORTER_OTLP_ENDPOINT, ...): to the collector, never to
+stdout.`,
 		Example: `  # in claude_desktop_config.json:
   # "mcpServers": {"switchboard": {"command": "switchboard", "args": ["stdio", "--db", "sqlite:/home/me/switchboard.db"]}}
   switchboard stdio --db sqlite:./switchboard.db
@@ -67,6 +71,11 @@ database's audit log (surface "stdio", principal "local") unless
 				return err
 			}
 			gwOpts.Logger, gwOpts.Version = log, buildinfo.Read(version).Version
+			stopTraces, err := startTraces(cmd.Context(), log, gwOpts.Version)
+			if err != nil {
+				return err
+			}
+			defer stopTraces()
 			return daemon.Stdio(cmd.Context(), daemon.StdioConfig{DSN: dsn, Toolset: toolset, OAuthKeyFile: oauthKeyFile,
 				AllowedNetworks: nets, SandboxUser: sandboxUser, Audit: auditCfg}, gwOpts)
 		},

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"context"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/otlptest"
+	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/store"
 )
 
 // TestServeExportsTracesFromTheEnvironment: serve, a real process given
@@ -48,5 +55,59 @@ func TestServeExportsTracesFromTheEnvironment(t *testing.T) {
 	}
 	if strings.Contains(plain.Logs(), "traces") {
 		t.Errorf("serve without OTEL_* mentions traces:\n%s", plain.Logs())
+	}
+}
+
+// TestStdioExportsTracesFromTheEnvironment: switchboard stdio, a real
+// process given OTEL_EXPORTER_OTLP_ENDPOINT, exports the span of a call
+// whose _meta carried a traceparent, with the upstream call's span under
+// it, by the time it exits on stdin's close; its stdout carries MCP only
+// (the client reads every message of it).
+func TestStdioExportsTracesFromTheEnvironment(t *testing.T) {
+	rcv := otlptest.Start(t)
+	db := "sqlite:" + filepath.Join(t.TempDir(), "sb.db")
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &sb.ServerConfig{Name: "s", Transport: sb.TransportStdio, Command: testserver.Binary(t), ProtocolVersion: "2025-11-25"}
+	if _, err := st.Create(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	cmd := daemontest.Command(t, "stdio", "--db", db, "--log-level", "info")
+	cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL, "OTEL_SERVICE_NAME=sb-stdio")
+	var stderr testserver.Buffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ide"}, nil).Connect(context.Background(),
+		&mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const traceID, parent = "6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b", "b6b6b6b6b6b6b6b6"
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "s__echo", Arguments: map[string]any{"text": "hi"},
+		Meta: mcp.Meta{"traceparent": "00-" + traceID + "-" + parent + "-01"}})
+	if err != nil || res.IsError {
+		t.Fatalf("s__echo: %+v, %v", res, err)
+	}
+	if err := cs.Close(); err != nil { // stdin closes: stdio flushes its spans and exits
+		t.Logf("closing stdio: %v", err)
+	}
+	var in, out *otlptest.Span
+	spans := rcv.Trace(traceID)
+	for i, s := range spans {
+		switch s.Name {
+		case "tools/call s__echo":
+			in = &spans[i]
+		case "tools/call echo":
+			out = &spans[i]
+		}
+	}
+	if in == nil || out == nil || in.ParentID != parent || out.ParentID != in.SpanID || in.Resource["service.name"] != "sb-stdio" ||
+		in.Attrs["switchboard.principal"] != sb.PrincipalLocal {
+		t.Fatalf("spans of the trace: %+v; stdio's log:\n%s", spans, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "exporting OpenTelemetry traces") {
+		t.Errorf("stdio did not say it exports traces:\n%s", stderr.String())
 	}
 }

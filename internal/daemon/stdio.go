@@ -76,7 +76,10 @@ func Stdio(ctx context.Context, c StdioConfig, gwOpts gateway.Options) error {
 	if err := reg.Load(ctx); err != nil {
 		return err
 	}
-	runErr := served.Run(audit.WithSurface(ctx, sb.SurfaceStdio, c.Toolset), &mcp.StdioTransport{})
+	// The client is the local user: its calls' audit entries and spans
+	// say so.
+	ctx = sb.WithPrincipal(audit.WithSurface(ctx, sb.SurfaceStdio, c.Toolset), sb.Principal{Name: sb.PrincipalLocal})
+	runErr := served.Run(ctx, &mcp.StdioTransport{})
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
 	if err := reg.Shutdown(sctx); err != nil {
