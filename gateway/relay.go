@@ -322,19 +322,33 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 		opts.Input = &sb.InputRound{Capabilities: env.caps}
 	}
 	var fwd *progressForwarder
+	var notify func(sb.Progress)
 	if env.token != nil {
-		fwd = newProgressForwarder(func(p sb.Progress) { sse.event(progressMessage(env.token, p)) })
+		notify = func(p sb.Progress) { sse.event(progressMessage(env.token, p)) }
+	}
+	if notify != nil && s != nil {
+		fwd = newProgressForwarder(notify)
 		opts.OnProgress = fwd.enqueue
 	}
 	var asks *callRequests
-	if s != nil && asksClient(s.ss.InitializeParams()) {
+	if s != nil {
+		// roots/list goes to every client (relay_requests.go).
 		asks = g.serverRequests(ctx, s, sse, &opts)
 	}
 	var args any
 	if len(env.args) > 0 {
 		args = json.RawMessage(env.args)
 	}
-	res, err := g.ex.Execute(ctx, o.server+"/"+o.name, args, opts)
+	var res *upstream.Result
+	var err error
+	if s == nil {
+		// A first call of a 2026-07-28 client: the upstream's requests
+		// become requests for input (bridge.go); the retry is the go-sdk
+		// path's (it has params the relay does not read).
+		res, err = g.bridgeCall(ctx, o.server, o.name, args, opts, nil, notify)
+	} else {
+		res, err = g.ex.Execute(ctx, o.server+"/"+o.name, args, opts)
+	}
 	if span.IsRecording() {
 		endRelaySpan(ctx, span, res, err)
 	}
