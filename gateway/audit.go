@@ -79,6 +79,9 @@ func (m *mirror) getFrom(ctx context.Context, server string, p *mcp.GetPromptPar
 	if newClient && !olderThan2026(cs) {
 		return m.promptBytes(ctx, server, p)
 	}
+	if newClient {
+		return m.bridgePrompt(ctx, server, p)
+	}
 	p.Meta = upstreamMeta(cs, p.Meta)
 	return cs.GetPrompt(ctx, p)
 }

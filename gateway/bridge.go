@@ -216,6 +216,16 @@ func bridged(in *sb.InputRound) bool {
 // request for input. notify, if set, sends the client the call's
 // progress.
 func (g *Gateway) bridgeCall(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions, responses mcp.InputResponseMap, notify func(sb.Progress)) (*upstream.Result, error) {
+	return g.bridge(ctx, server, tool, opts, responses, notify, func(ctx context.Context, opts sb.InvokeOptions) (*upstream.Result, error) {
+		return g.ex.Execute(ctx, server+"/"+tool, args, opts)
+	})
+}
+
+// bridge is bridgeCall for any request that run makes of server with the
+// options it is given: what tells a held request from another is server
+// and what (a tool's name, or the method and name of another request).
+func (g *Gateway) bridge(ctx context.Context, server, tool string, opts sb.InvokeOptions, responses mcp.InputResponseMap, notify func(sb.Progress),
+	run func(context.Context, sb.InvokeOptions) (*upstream.Result, error)) (*upstream.Result, error) {
 	principal, _ := sb.PrincipalFrom(ctx)
 	var b *bridgedCall
 	if state := opts.Input.State; state != "" {
@@ -236,7 +246,7 @@ func (g *Gateway) bridgeCall(ctx context.Context, server, tool string, args any,
 		go func() {
 			defer close(b.done)
 			defer b.cancel()
-			b.raw, b.err = g.ex.Execute(cctx, server+"/"+tool, args, opts)
+			b.raw, b.err = run(cctx, opts)
 		}()
 	}
 	if notify != nil {

@@ -18,13 +18,16 @@ import (
 // call reaches that client as a request for input, and the client's retry
 // with its answer resumes the upstream's request: a go-sdk client of the
 // new protocol, which answers requests for input itself, gets the tool's
-// result, over a stdio upstream and a Streamable HTTP one alike.
+// result, over a stdio upstream, a Streamable HTTP one and a legacy SSE
+// one (always 2025-11-25) alike.
 func TestOldUpstreamsElicitationReachesANewClientAsARequestForInput(t *testing.T) {
 	srv := testserver.StartHTTP(t, "-name", "remote")
+	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only")
 	e := newToolsetEnv(t, stdio(t, "local"),
-		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"})
+		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"},
+		&sb.ServerConfig{Name: "legacy", Transport: sb.TransportSSE, URL: legacy.URL})
 	tok := e.createToken("alice", sb.ScopeMCP)
-	for _, name := range []string{"local", "remote"} {
+	for _, name := range []string{"local", "remote", "legacy"} {
 		t.Run(name, func(t *testing.T) {
 			asked := 0
 			c := mcp.NewClient(&mcp.Implementation{Name: "downstream"}, &mcp.ClientOptions{
@@ -152,15 +155,18 @@ func (e *toolsetEnv) rootsClient(t *testing.T, path, tok, version, uri string) *
 // client that made the call, with its own roots: a 2026-07-28 client gets
 // it as a request for input and answers in its retry, a 2025-11-25 client
 // is sent it on the call's stream; both on the aggregate /mcp and on
-// /mcp/{name}, over a stdio upstream and a Streamable HTTP one. A client
+// /mcp/{name}, over a stdio upstream, a Streamable HTTP one and a legacy
+// SSE one. A client
 // that declared no roots gets no such request, and the upstream gets an
 // error, not an empty list made up for it.
 func TestOldUpstreamsRootsListIsAnsweredByTheClient(t *testing.T) {
 	srv := testserver.StartHTTP(t, "-name", "remote", "-roots")
+	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only", "-roots")
 	e := newToolsetEnv(t, stdio(t, "local", "-roots"),
-		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"})
+		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"},
+		&sb.ServerConfig{Name: "legacy", Transport: sb.TransportSSE, URL: legacy.URL})
 	tok := e.createToken("alice", sb.ScopeMCP)
-	for _, server := range []string{"local", "remote"} {
+	for _, server := range []string{"local", "remote", "legacy"} {
 		for _, ep := range []struct{ path, tool string }{{"/mcp", server + "__roots"}, {"/mcp/" + server, "roots"}} {
 			for _, version := range []string{"2026-07-28", "2025-11-25"} {
 				t.Run(server+ep.path+"/"+version, func(t *testing.T) {
@@ -243,6 +249,58 @@ func TestHeldRootsAndElicitationTakeOnlyTheirOwnAnswers(t *testing.T) {
 	}
 	if a := call(alice, "elicit", `{"message":"name?"}`, retry(again, id, `{"action":"accept","content":{"answer":"Ada"}}`)); !strings.Contains(a.result, "answer: Ada") {
 		t.Errorf("the elicitation's answer: HTTP %d, result %s, error %s; want it", a.status, a.result, a.err)
+	}
+	if n := gateway.HeldCalls(e.gw); n != 0 {
+		t.Errorf("%d calls held at the end", n)
+	}
+}
+
+// A 2025-11-25 upstream's elicitation/create during a 2026-07-28 client's
+// prompts/get reaches that client as a request for input, as during a
+// tool call, on the aggregate /mcp and on /mcp/{name}, over stdio,
+// Streamable HTTP and legacy SSE: a go-sdk client of the new protocol gets the prompt
+// with its answer in it.
+func TestOldUpstreamsElicitationDuringPromptsGetReachesANewClient(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-name", "remote", "-roots")
+	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only", "-roots")
+	e := newToolsetEnv(t, stdio(t, "local", "-roots"),
+		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"},
+		&sb.ServerConfig{Name: "legacy", Transport: sb.TransportSSE, URL: legacy.URL})
+	tok := e.createToken("alice", sb.ScopeMCP)
+	for _, server := range []string{"local", "remote", "legacy"} {
+		for _, ep := range []struct{ path, prefix string }{{"/mcp", server + "__"}, {"/mcp/" + server, ""}} {
+			t.Run(server+ep.path, func(t *testing.T) {
+				asked := 0
+				c := mcp.NewClient(&mcp.Implementation{Name: "downstream"}, &mcp.ClientOptions{
+					ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+						asked++
+						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "hello " + server}}, nil
+					},
+				})
+				cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: e.url + ep.path,
+					HTTPClient: &http.Client{Transport: bearer(tok)}}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cs.Close()
+				if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+					t.Fatalf("negotiated %q, want 2026-07-28", v)
+				}
+				waitTools(t, cs, ep.prefix+"echo")
+				res, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: ep.prefix + "ask_prompt"})
+				got := ""
+				if err != nil {
+					got = "error: " + err.Error()
+				} else if len(res.Messages) == 1 {
+					if tc, ok := res.Messages[0].Content.(*mcp.TextContent); ok {
+						got = tc.Text
+					}
+				}
+				if want := "say: hello " + server + " (accept)"; got != want || asked != 1 {
+					t.Errorf("prompt %q after %d questions; want %q after one", got, asked, want)
+				}
+			})
+		}
 	}
 	if n := gateway.HeldCalls(e.gw); n != 0 {
 		t.Errorf("%d calls held at the end", n)
