@@ -255,12 +255,13 @@ func TestHeldRootsAndElicitationTakeOnlyTheirOwnAnswers(t *testing.T) {
 	}
 }
 
-// A 2025-11-25 upstream's elicitation/create during a 2026-07-28 client's
-// prompts/get reaches that client as a request for input, as during a
-// tool call, on the aggregate /mcp and on /mcp/{name}, over stdio,
-// Streamable HTTP and legacy SSE: a go-sdk client of the new protocol gets the prompt
-// with its answer in it.
-func TestOldUpstreamsElicitationDuringPromptsGetReachesANewClient(t *testing.T) {
+// A 2025-11-25 upstream's elicitation/create during a client's
+// prompts/get is asked of that client, as during a tool call: a
+// 2026-07-28 client gets it as a request for input, a 2025-11-25 one as
+// the request itself; on the aggregate /mcp and on /mcp/{name}, over stdio,
+// Streamable HTTP and legacy SSE: a go-sdk client of either protocol gets
+// the prompt with its answer in it.
+func TestOldUpstreamsElicitationDuringPromptsGetIsAskedOfTheClient(t *testing.T) {
 	srv := testserver.StartHTTP(t, "-name", "remote", "-roots")
 	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only", "-roots")
 	e := newToolsetEnv(t, stdio(t, "local", "-roots"),
@@ -269,37 +270,39 @@ func TestOldUpstreamsElicitationDuringPromptsGetReachesANewClient(t *testing.T) 
 	tok := e.createToken("alice", sb.ScopeMCP)
 	for _, server := range []string{"local", "remote", "legacy"} {
 		for _, ep := range []struct{ path, prefix string }{{"/mcp", server + "__"}, {"/mcp/" + server, ""}} {
-			t.Run(server+ep.path, func(t *testing.T) {
-				asked := 0
-				c := mcp.NewClient(&mcp.Implementation{Name: "downstream"}, &mcp.ClientOptions{
-					ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-						asked++
-						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "hello " + server}}, nil
-					},
-				})
-				cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: e.url + ep.path,
-					HTTPClient: &http.Client{Transport: bearer(tok)}}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cs.Close()
-				if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
-					t.Fatalf("negotiated %q, want 2026-07-28", v)
-				}
-				waitTools(t, cs, ep.prefix+"echo")
-				res, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: ep.prefix + "ask_prompt"})
-				got := ""
-				if err != nil {
-					got = "error: " + err.Error()
-				} else if len(res.Messages) == 1 {
-					if tc, ok := res.Messages[0].Content.(*mcp.TextContent); ok {
-						got = tc.Text
+			for _, version := range []string{"2026-07-28", "2025-11-25"} {
+				t.Run(server+ep.path+"/"+version, func(t *testing.T) {
+					asked := 0
+					c := mcp.NewClient(&mcp.Implementation{Name: "downstream"}, &mcp.ClientOptions{
+						ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+							asked++
+							return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "hello " + server}}, nil
+						},
+					})
+					cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: e.url + ep.path,
+						HTTPClient: &http.Client{Transport: bearer(tok)}}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+					if err != nil {
+						t.Fatal(err)
 					}
-				}
-				if want := "say: hello " + server + " (accept)"; got != want || asked != 1 {
-					t.Errorf("prompt %q after %d questions; want %q after one", got, asked, want)
-				}
-			})
+					defer cs.Close()
+					if v := cs.InitializeResult().ProtocolVersion; v != version {
+						t.Fatalf("negotiated %q, want %s", v, version)
+					}
+					waitTools(t, cs, ep.prefix+"echo")
+					res, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: ep.prefix + "ask_prompt"})
+					got := ""
+					if err != nil {
+						got = "error: " + err.Error()
+					} else if len(res.Messages) == 1 {
+						if tc, ok := res.Messages[0].Content.(*mcp.TextContent); ok {
+							got = tc.Text
+						}
+					}
+					if want := "say: hello " + server + " (accept)"; got != want || asked != 1 {
+						t.Errorf("prompt %q after %d questions; want %q after one", got, asked, want)
+					}
+				})
+			}
 		}
 	}
 	if n := gateway.HeldCalls(e.gw); n != 0 {

@@ -150,3 +150,53 @@ func (m *mirror) bridgePrompt(ctx context.Context, server string, p *mcp.GetProm
 	}
 	return &res, nil
 }
+
+// askingPrompt gets the prompt of p from server, a 2025-11-25 upstream,
+// for ss's client of the same generation: the upstream's requests during
+// it are sent to that client through the go-sdk's server, as during a
+// tool call (Gateway.call).
+func (m *mirror) askingPrompt(ctx context.Context, server string, p *mcp.GetPromptParams, ss *mcp.ServerSession) (*mcp.GetPromptResult, error) {
+	s, ok := m.g.src.Session(server)
+	if !ok || s == nil {
+		return nil, fmt.Errorf("server %q is not available", server)
+	}
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	// Sent with the context of the client's request, which tells the
+	// go-sdk to send them on that request's stream, ending when the
+	// upstream gives up on them (as Gateway.call does).
+	callCtx := ctx
+	onCall := func(upstreamCtx context.Context) (context.Context, context.CancelFunc) {
+		c, cancel := context.WithCancel(callCtx)
+		stop := context.AfterFunc(upstreamCtx, cancel)
+		return c, func() { stop(); cancel() }
+	}
+	opts := sb.InvokeOptions{
+		OnElicitation: func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
+			ctx, done := onCall(ctx)
+			defer done()
+			return askElicitation(ctx, ss, er)
+		},
+		OnSampling: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+			ctx, done := onCall(ctx)
+			defer done()
+			return askSampling(ctx, ss, raw)
+		},
+		OnRoots: func(ctx context.Context) (json.RawMessage, error) {
+			ctx, done := onCall(ctx)
+			defer done()
+			return askRoots(ctx, ss)
+		},
+	}
+	raw, err := s.RequestAsking(ctx, "prompts/get", params, p.Name, opts)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.GetPromptResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("the server's result: %w", err)
+	}
+	return &res, nil
+}
