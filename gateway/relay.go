@@ -211,6 +211,18 @@ func (g *Gateway) serveRelay(w http.ResponseWriter, r *http.Request, s *session,
 	return true
 }
 
+// asksAsOld reports whether server's live session negotiated a version
+// before 2026-07-28, whose requests to the client come as requests during
+// a call (or if it is not connected: the call then fails as it would).
+func (g *Gateway) asksAsOld(ctx context.Context, server string) bool {
+	s, ok := g.src.Session(server)
+	if !ok || s == nil {
+		return false
+	}
+	cs, err := s.Client(ctx)
+	return err == nil && olderThan2026(cs)
+}
+
 // asksClient reports whether the client of p declared that it can be
 // asked for elicitation or sampling: its relayed calls carry the
 // upstream's requests to it (relay_requests.go).
@@ -326,7 +338,13 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 	if env.token != nil {
 		notify = func(p sb.Progress) { sse.event(progressMessage(env.token, p)) }
 	}
-	if notify != nil && s != nil {
+	// A first call of a 2026-07-28 client to a 2025-11-25 upstream is
+	// bridged: the upstream's requests become requests for input
+	// (bridge.go), and the bridge forwards the progress; the retry is the
+	// go-sdk path's (it has params the relay does not read). A 2026-07-28
+	// upstream's own requests for input pass through as its result.
+	bridging := s == nil && g.asksAsOld(ctx, o.server)
+	if notify != nil && !bridging {
 		fwd = newProgressForwarder(notify)
 		opts.OnProgress = fwd.enqueue
 	}
@@ -341,10 +359,7 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 	}
 	var res *upstream.Result
 	var err error
-	if s == nil {
-		// A first call of a 2026-07-28 client: the upstream's requests
-		// become requests for input (bridge.go); the retry is the go-sdk
-		// path's (it has params the relay does not read).
+	if bridging {
 		res, err = g.bridgeCall(ctx, o.server, o.name, args, opts, nil, notify)
 	} else {
 		res, err = g.ex.Execute(ctx, o.server+"/"+o.name, args, opts)
