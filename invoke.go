@@ -42,12 +42,18 @@ type InvokeOptions struct {
 	// Switchboard relays them and never calls a model itself. Time spent in
 	// it counts like time spent in OnElicitation.
 	OnSampling func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// OnRoots, if set, answers the server's roots/list requests during this
+	// call with the caller's roots (a ListRootsResult, as JSON). Without
+	// it the server's request is refused: Switchboard has no roots of its
+	// own, and never makes any up. Time spent in it counts like time spent
+	// in OnElicitation.
+	OnRoots func(ctx context.Context) (json.RawMessage, error)
 	// Input, if set, is the call of a client of the 2026-07-28 protocol,
 	// which answers a server's requests for input itself (SEP-2322). To a
 	// server of that protocol, the call's _meta names the client's
 	// capabilities, and a request for input (resultType "input_required")
 	// is the call's result, for the client to answer and call again: it
-	// is not answered with OnElicitation and OnSampling. A server of an
+	// is not answered with OnElicitation, OnSampling and OnRoots. A server of an
 	// older protocol is called as without it.
 	Input *InputRound
 	// Parked, if set, reports whether the call waits for its caller to

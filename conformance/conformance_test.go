@@ -181,10 +181,7 @@ var knownGaps = map[string]map[string]map[string]string{
 const (
 	gapStatelessUpstream = "the upstream cannot: a stateless server cannot send requests (its tool calls session.CreateMessage or Elicit, which fails directly too); the stateful server of the same code passes"
 	gapCapabilities      = "the 2025-11-25 upstream session declares sampling and elicitation whatever the client declared (one session for every client; a 2026-07-28 upstream is told each call's client's own), so the upstream runs what it must refuse with -32021 (HTTP 400)"
-	gapInputIDs          = "a 2025-11-25 upstream's elicitation/create carries no id of its own: the request for input the client gets names it by the gateway's id (elicit-1), not the upstream's (user_name)"
-	gapRoots             = "the 2025-11-25 upstream's roots/list is answered by Switchboard's upstream session (no roots), not asked of the client"
-	gapMultiple          = "the upstream's three requests (elicitation, sampling, roots/list) are held as they come, under the gateway's ids: the request for input names those that have come, and roots/list is answered by Switchboard"
-	gapPromptBridge      = "prompts/get is not bridged: the 2025-11-25 upstream's elicitation/create during it reaches Switchboard's own client, which has no caller to ask"
+	gapInputIDs          = "a 2025-11-25 upstream's elicitation/create carries no id of its own (the go-sdk server's input id, user_name, stays inside it: it fulfils its request for input with server requests and calls its handler again with the answers under that id): the request for input the client gets names it by the gateway's id (elicitation-1), and only an upstream of 2026-07-28 can name it"
 	// gapEitherWay starts the reason of a gap that passes or fails through
 	// Switchboard from one run to the next (compare).
 	gapEitherWay     = "either way: "
@@ -194,12 +191,9 @@ const (
 // gapsBridgeFrom2025 are the 2026-07-28 scenarios a 2025-11-25 upstream
 // fails through Switchboard, stdio and stateful HTTP alike.
 var gapsBridgeFrom2025 = map[string]string{
-	"server-stateless":                              gapCapabilities,
-	"input-required-result-basic-elicitation":       gapInputIDs,
-	"input-required-result-basic-list-roots":        gapRoots,
-	"input-required-result-multiple-input-requests": gapMultiple,
-	"input-required-result-non-tool-request":        gapPromptBridge,
-	"input-required-result-capability-check":        gapCapabilityRun,
+	"server-stateless":                        gapCapabilities,
+	"input-required-result-basic-elicitation": gapInputIDs,
+	"input-required-result-capability-check":  gapCapabilityRun,
 }
 
 // compare fails unless the same scenarios pass directly and through

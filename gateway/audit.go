@@ -140,10 +140,12 @@ func (m *mirror) readFrom(ctx context.Context, server string, p *mcp.ReadResourc
 	return cs.ReadResource(ctx, &q)
 }
 
-// getFrom gets a prompt of server, bounded by its call timeout.
-// A 2026-07-28 client's get of a 2026-07-28 upstream's prompt goes as
-// bytes, so that a request for input reaches the client (generation.go).
-func (m *mirror) getFrom(ctx context.Context, server string, p *mcp.GetPromptParams, newClient bool) (*mcp.GetPromptResult, error) {
+// getFrom gets a prompt of server, bounded by its call timeout, for the
+// client of ss. A 2026-07-28 client's get of a 2026-07-28 upstream's
+// prompt goes as bytes, so that a request for input reaches the client
+// (generation.go); a 2025-11-25 upstream's requests during it are asked
+// of the client (bridgePrompt, askingPrompt).
+func (m *mirror) getFrom(ctx context.Context, server string, p *mcp.GetPromptParams, newClient bool, ss *mcp.ServerSession) (*mcp.GetPromptResult, error) {
 	cs, ctx, cancel, err := m.client(ctx, server)
 	if err != nil {
 		return nil, err
@@ -151,6 +153,12 @@ func (m *mirror) getFrom(ctx context.Context, server string, p *mcp.GetPromptPar
 	defer cancel()
 	if newClient && !olderThan2026(cs) {
 		return m.promptBytes(ctx, server, p)
+	}
+	if newClient {
+		return m.bridgePrompt(ctx, server, p)
+	}
+	if olderThan2026(cs) && ss != nil {
+		return m.askingPrompt(ctx, server, p, ss)
 	}
 	p.Meta = upstreamMeta(cs, p.Meta)
 	return cs.GetPrompt(ctx, p)

@@ -16,13 +16,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/rawjson"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // A 2026-07-28 client cannot be sent requests (SEP-2322): a server asks it
 // for input by answering its call with a request for input, and the client
 // calls again with the answers. An upstream of 2025-11-25 asks by sending
-// elicitation/create or sampling/createMessage during the call. The
+// elicitation/create, sampling/createMessage or roots/list during the
+// call. The
 // gateway bridges the two: such a client's call runs apart from its
 // request (bridgedCall), and an upstream request of that call is held
 // while the client is answered with a request for input naming it, whose
@@ -38,6 +40,17 @@ import (
 // requests with it. A retry with a state the table does not hold (expired,
 // taken, made up) is refused with -32602, as is one of another principal
 // or call (which leaves the state to its owner).
+//
+// Each request the client is asked has an id of the gateway's, stable
+// across rounds (a request not answered, or answered with another kind
+// of result, is asked again under the same id): the upstream's method and
+// the request's place in the call ("elicitation-1", "sampling-2",
+// "roots-3"). A 2025-11-25 upstream's request carries no id of its own to
+// name it by. An upstream that sends several requests at once (a go-sdk
+// server fulfilling a request for input of its own) sends them one
+// goroutine each: the gateway collects what comes within askSettle of
+// the last one into one request for input, so that the client answers
+// them in one round.
 
 const (
 	// heldTTL is how long a held call waits for its client's retry.
@@ -48,6 +61,10 @@ const (
 	// heldStatePrefix starts the requestState of a held call, which tells
 	// it from an upstream's own (a 2026-07-28 upstream's, passed through).
 	heldStatePrefix = "sb1."
+	// askSettle is how long a request for input waits, after an upstream
+	// request, for another one sent with it; askSettleMax bounds the wait.
+	askSettle    = 50 * time.Millisecond
+	askSettleMax = 500 * time.Millisecond
 )
 
 // heldAsk is an upstream's request held for the client's answer.
@@ -57,11 +74,32 @@ type heldAsk struct {
 	answer chan json.RawMessage // takes one answer
 }
 
+// answers reports whether r is a result of the kind a's request asks for:
+// an elicitation's answer does not answer a sampling request, nor roots
+// an elicitation.
+func (a *heldAsk) answers(r mcp.InputResponse) bool {
+	switch a.req.(type) {
+	case *mcp.ElicitParams:
+		_, ok := r.(*mcp.ElicitResult)
+		return ok
+	case *mcp.CreateMessageParams:
+		switch r.(type) {
+		case *mcp.CreateMessageResult, *mcp.CreateMessageWithToolsResult:
+			return true
+		}
+	case *mcp.ListRootsParams:
+		_, ok := r.(*mcp.ListRootsResult)
+		return ok
+	}
+	return false
+}
+
 // bridgedCall is a 2026-07-28 client's call whose upstream may ask for
 // input.
 type bridgedCall struct {
 	principal, server, tool string
 	caps                    *mcp.ClientCapabilities // what the client declared
+	roots                   bool                    // it declared roots (caps cannot tell)
 
 	asks   chan *heldAsk
 	done   chan struct{} // closed when the call has returned raw and err
@@ -173,9 +211,21 @@ func bridged(in *sb.InputRound) bool {
 }
 
 // bridgeCall runs a 2026-07-28 client's tools/call of server's tool with
-// opts, or resumes the held call its retry names, and returns what comes
-// first: the call's result, or a request for input.
-func (g *Gateway) bridgeCall(ctx context.Context, req *mcp.CallToolRequest, server, tool string, args any, opts sb.InvokeOptions) (*upstream.Result, error) {
+// opts, or resumes the held call its retry names (with the retry's
+// responses), and returns what comes first: the call's result, or a
+// request for input. notify, if set, sends the client the call's
+// progress.
+func (g *Gateway) bridgeCall(ctx context.Context, server, tool string, args any, opts sb.InvokeOptions, responses mcp.InputResponseMap, notify func(sb.Progress)) (*upstream.Result, error) {
+	return g.bridge(ctx, server, tool, opts, responses, notify, func(ctx context.Context, opts sb.InvokeOptions) (*upstream.Result, error) {
+		return g.ex.Execute(ctx, server+"/"+tool, args, opts)
+	})
+}
+
+// bridge is bridgeCall for any request that run makes of server with the
+// options it is given: what tells a held request from another is server
+// and what (a tool's name, or the method and name of another request).
+func (g *Gateway) bridge(ctx context.Context, server, tool string, opts sb.InvokeOptions, responses mcp.InputResponseMap, notify func(sb.Progress),
+	run func(context.Context, sb.InvokeOptions) (*upstream.Result, error)) (*upstream.Result, error) {
 	principal, _ := sb.PrincipalFrom(ctx)
 	var b *bridgedCall
 	if state := opts.Input.State; state != "" {
@@ -183,10 +233,10 @@ func (g *Gateway) bridgeCall(ctx context.Context, req *mcp.CallToolRequest, serv
 		if b, err = g.held.take(state, principal.Name, server, tool); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
-		b.answer(req.Params.InputResponses)
+		b.answer(responses)
 	} else {
 		b = &bridgedCall{principal: principal.Name, server: server, tool: tool, caps: declared(opts.Input.Capabilities),
-			asks: make(chan *heldAsk), done: make(chan struct{})}
+			roots: declaresRoots(opts.Input.Capabilities), asks: make(chan *heldAsk), done: make(chan struct{})}
 		// The upstream is called as for a client of its own generation: a
 		// 2026-07-28 upstream still answers with its own requests for
 		// input, which pass through.
@@ -196,13 +246,11 @@ func (g *Gateway) bridgeCall(ctx context.Context, req *mcp.CallToolRequest, serv
 		go func() {
 			defer close(b.done)
 			defer b.cancel()
-			b.raw, b.err = g.ex.Execute(cctx, server+"/"+tool, args, opts)
+			b.raw, b.err = run(cctx, opts)
 		}()
 	}
-	if tok := req.Params.GetProgressToken(); tok != nil {
-		fwd := newProgressForwarder(func(p sb.Progress) {
-			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message})
-		})
+	if notify != nil {
+		fwd := newProgressForwarder(notify)
 		b.mu.Lock()
 		b.fwd = fwd
 		b.mu.Unlock()
@@ -239,6 +287,14 @@ func declared(raw json.RawMessage) *mcp.ClientCapabilities {
 	return caps
 }
 
+// declaresRoots reports whether the capabilities raw name roots. The
+// go-sdk's ClientCapabilities cannot tell: its Roots is a struct, there
+// whether declared or not.
+func declaresRoots(raw json.RawMessage) bool {
+	_, ok := rawjson.Get(raw, "roots")
+	return ok
+}
+
 // hook sets opts to send the upstream's requests of the call to b, and its
 // progress to the client's current request.
 func (b *bridgedCall) hook(opts *sb.InvokeOptions) {
@@ -247,7 +303,7 @@ func (b *bridgedCall) hook(opts *sb.InvokeOptions) {
 		if err != nil {
 			return sb.ElicitationResponse{}, err
 		}
-		raw, err := b.ask(ctx, "elicit", p)
+		raw, err := b.ask(ctx, "elicitation", p)
 		if err != nil {
 			return sb.ElicitationResponse{}, err
 		}
@@ -264,11 +320,17 @@ func (b *bridgedCall) hook(opts *sb.InvokeOptions) {
 		if p.Messages == nil {
 			p.Messages = []*mcp.SamplingMessage{}
 		}
-		res, err := b.ask(ctx, "sample", &p)
+		res, err := b.ask(ctx, "sampling", &p)
 		if err != nil {
 			return nil, err
 		}
 		return checkSampling(res)
+	}
+	opts.OnRoots = func(ctx context.Context) (json.RawMessage, error) {
+		if !b.roots {
+			return nil, errors.New("client does not support roots")
+		}
+		return b.ask(ctx, "roots", &mcp.ListRootsParams{})
 	}
 	opts.Parked = func() bool {
 		b.mu.Lock()
@@ -306,14 +368,15 @@ func (b *bridgedCall) ask(ctx context.Context, kind string, r mcp.InputRequest) 
 }
 
 // answer hands each request waiting for the client the answer of
-// responses that names it; those not answered wait on.
+// responses that names it, if it is of the kind asked; those not answered
+// wait on, to be asked again.
 func (b *bridgedCall) answer(responses mcp.InputResponseMap) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	left := b.waiting[:0]
 	for _, a := range b.waiting {
 		r, ok := responses[a.id]
-		if !ok || r == nil {
+		if !ok || r == nil || !a.answers(r) {
 			left = append(left, a)
 			continue
 		}
@@ -346,16 +409,29 @@ func (b *bridgedCall) next(ctx context.Context) ([]*heldAsk, error) {
 			return nil, ctx.Err()
 		}
 	}
-	// Requests the upstream sent together are asked together, as far as
-	// they have come.
+	// Requests the upstream sent together are asked together: those
+	// that come within askSettle of the one before.
+	settle := time.NewTimer(askSettle)
+	defer settle.Stop()
+	most := time.NewTimer(askSettleMax)
+	defer most.Stop()
+collect:
 	for {
 		select {
 		case a := <-b.asks:
 			b.hold(a)
-			continue
-		default:
+			settle.Reset(askSettle)
+		case <-settle.C:
+			break collect
+		case <-most.C:
+			break collect
+		case <-b.done:
+			return nil, nil // the upstream gave up on its requests
+		case <-ctx.Done():
+			b.cancel()
+			<-b.done
+			return nil, ctx.Err()
 		}
-		break
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -387,5 +463,8 @@ func inputRequired(asks []*heldAsk, state string) (*upstream.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Marked as the go-sdk's server marks it for a client of 2026-07-28,
+	// for the relay, which writes the bytes as they are.
+	raw = append(raw[:len(raw)-1], `,"resultType":"input_required"}`...)
 	return upstream.NewResult(raw)
 }

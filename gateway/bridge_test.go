@@ -18,13 +18,16 @@ import (
 // call reaches that client as a request for input, and the client's retry
 // with its answer resumes the upstream's request: a go-sdk client of the
 // new protocol, which answers requests for input itself, gets the tool's
-// result, over a stdio upstream and a Streamable HTTP one alike.
+// result, over a stdio upstream, a Streamable HTTP one and a legacy SSE
+// one (always 2025-11-25) alike.
 func TestOldUpstreamsElicitationReachesANewClientAsARequestForInput(t *testing.T) {
 	srv := testserver.StartHTTP(t, "-name", "remote")
+	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only")
 	e := newToolsetEnv(t, stdio(t, "local"),
-		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"})
+		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"},
+		&sb.ServerConfig{Name: "legacy", Transport: sb.TransportSSE, URL: legacy.URL})
 	tok := e.createToken("alice", sb.ScopeMCP)
-	for _, name := range []string{"local", "remote"} {
+	for _, name := range []string{"local", "remote", "legacy"} {
 		t.Run(name, func(t *testing.T) {
 			asked := 0
 			c := mcp.NewClient(&mcp.Implementation{Name: "downstream"}, &mcp.ClientOptions{
@@ -123,6 +126,184 @@ func TestHeldCallsStateIsRefusedToOthersAndAfterExpiry(t *testing.T) {
 	}
 	if a := call(alice, answers(first(alice))); !strings.Contains(a.result, "answer: Ada") {
 		t.Errorf("a new call after the expiry: HTTP %d, result %s, error %s; want the answer", a.status, a.result, a.err)
+	}
+	if n := gateway.HeldCalls(e.gw); n != 0 {
+		t.Errorf("%d calls held at the end", n)
+	}
+}
+
+// rootsClient connects a go-sdk client that offers the root uri to path as
+// tok, in the protocol version given ("" for the newest).
+func (e *toolsetEnv) rootsClient(t *testing.T, path, tok, version, uri string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "downstream"}, nil)
+	c.AddRoots(&mcp.Root{URI: uri, Name: "work"})
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: e.url + path,
+		HTTPClient: &http.Client{Transport: bearer(tok)}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// A 2025-11-25 upstream's roots/list during a call is answered by the
+// client that made the call, with its own roots: a 2026-07-28 client gets
+// it as a request for input and answers in its retry, a 2025-11-25 client
+// is sent it on the call's stream; both on the aggregate /mcp and on
+// /mcp/{name}, over a stdio upstream, a Streamable HTTP one and a legacy
+// SSE one. A client
+// that declared no roots gets no such request, and the upstream gets an
+// error, not an empty list made up for it.
+func TestOldUpstreamsRootsListIsAnsweredByTheClient(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-name", "remote", "-roots")
+	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only", "-roots")
+	e := newToolsetEnv(t, stdio(t, "local", "-roots"),
+		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"},
+		&sb.ServerConfig{Name: "legacy", Transport: sb.TransportSSE, URL: legacy.URL})
+	tok := e.createToken("alice", sb.ScopeMCP)
+	for _, server := range []string{"local", "remote", "legacy"} {
+		for _, ep := range []struct{ path, tool string }{{"/mcp", server + "__roots"}, {"/mcp/" + server, "roots"}} {
+			for _, version := range []string{"2026-07-28", "2025-11-25"} {
+				t.Run(server+ep.path+"/"+version, func(t *testing.T) {
+					uri := "file:///work/" + server + "/" + version
+					cs := e.rootsClient(t, ep.path, tok, version, uri)
+					if v := cs.InitializeResult().ProtocolVersion; v != version {
+						t.Fatalf("negotiated %q, want %s", v, version)
+					}
+					waitTools(t, cs, ep.tool)
+					if got := resultText(cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ep.tool})); got != "roots: "+uri {
+						t.Errorf("result %q, want the client's root %s", got, uri)
+					}
+				})
+			}
+		}
+		t.Run(server+"/no roots declared", func(t *testing.T) {
+			r := newRequest(t, e.url+"/mcp/"+server, "tools/call", "roots", `{"name":"roots","arguments":{}}`, `{"elicitation":{}}`)
+			r.Header.Set("Authorization", "Bearer "+tok)
+			a := send(t, r)
+			if !strings.Contains(a.result, "roots failed") || !strings.Contains(a.result, "does not support roots") {
+				t.Errorf("HTTP %d, result %s, error %s; want the upstream's roots/list refused", a.status, a.result, a.err)
+			}
+		})
+	}
+	if n := gateway.HeldCalls(e.gw); n != 0 {
+		t.Errorf("%d calls held at the end", n)
+	}
+}
+
+// A held call's requestState answers only its own call: another
+// principal's retry with it is refused (-32602) and leaves it to its
+// owner; an answer of another kind than asked (roots for an elicitation)
+// answers nothing, and the request is asked again under the same id.
+func TestHeldRootsAndElicitationTakeOnlyTheirOwnAnswers(t *testing.T) {
+	e := newToolsetEnv(t, stdio(t, "local", "-roots"))
+	alice, bob := e.createToken("alice", sb.ScopeMCP), e.createToken("bob", sb.ScopeMCP)
+	cs, err := e.connectAs("/mcp/local", alice, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	waitTools(t, cs, "roots", "elicit")
+	call := func(tok, tool, args, extra string) statelessAnswer {
+		r := newRequest(t, e.url+"/mcp/local", "tools/call", tool, `{"name":"`+tool+`","arguments":`+args+extra+`}`, `{"elicitation":{},"roots":{}}`)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return send(t, r)
+	}
+	asked := func(a statelessAnswer, method string) (inputRequest, string) {
+		t.Helper()
+		var ir inputRequest
+		if err := json.Unmarshal([]byte(a.result), &ir); err != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 1 {
+			t.Fatalf("HTTP %d, result %s, error %s; want a request for input", a.status, a.result, a.err)
+		}
+		for id, req := range ir.InputRequests {
+			var r struct{ Method string }
+			if json.Unmarshal(req, &r); r.Method != method {
+				t.Fatalf("asked %s, want %s", req, method)
+			}
+			return ir, id
+		}
+		return ir, ""
+	}
+	retry := func(ir inputRequest, id, answer string) string {
+		return `,"inputResponses":{"` + id + `":` + answer + `},"requestState":"` + ir.RequestState + `"`
+	}
+	const roots = `{"roots":[{"uri":"file:///alice"}]}`
+
+	ir, id := asked(call(alice, "roots", `{}`, ""), "roots/list")
+	if a := call(bob, "roots", `{}`, retry(ir, id, roots)); !strings.Contains(a.err, `"code":-32602`) {
+		t.Errorf("bob's retry with alice's state: HTTP %d, result %s, error %s; want -32602", a.status, a.result, a.err)
+	}
+	if a := call(alice, "roots", `{}`, retry(ir, id, roots)); !strings.Contains(a.result, "roots: file:///alice") {
+		t.Errorf("alice's retry: HTTP %d, result %s, error %s; want her root", a.status, a.result, a.err)
+	}
+
+	ir, id = asked(call(alice, "elicit", `{"message":"name?"}`, ""), "elicitation/create")
+	again, againID := asked(call(alice, "elicit", `{"message":"name?"}`, retry(ir, id, roots)), "elicitation/create")
+	if againID != id || again.RequestState == ir.RequestState {
+		t.Errorf("after a roots answer, asked %q under state %q; want %q again under a new state", againID, again.RequestState, id)
+	}
+	if a := call(alice, "elicit", `{"message":"name?"}`, retry(again, id, `{"action":"accept","content":{"answer":"Ada"}}`)); !strings.Contains(a.result, "answer: Ada") {
+		t.Errorf("the elicitation's answer: HTTP %d, result %s, error %s; want it", a.status, a.result, a.err)
+	}
+	if n := gateway.HeldCalls(e.gw); n != 0 {
+		t.Errorf("%d calls held at the end", n)
+	}
+}
+
+// A 2025-11-25 upstream's elicitation/create during a client's
+// prompts/get is asked of that client, as during a tool call: a
+// 2026-07-28 client gets it as a request for input, a 2025-11-25 one as
+// the request itself; on the aggregate /mcp and on /mcp/{name}, over stdio,
+// Streamable HTTP and legacy SSE: a go-sdk client of either protocol gets
+// the prompt with its answer in it.
+func TestOldUpstreamsElicitationDuringPromptsGetIsAskedOfTheClient(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-name", "remote", "-roots")
+	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only", "-roots")
+	e := newToolsetEnv(t, stdio(t, "local", "-roots"),
+		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"},
+		&sb.ServerConfig{Name: "legacy", Transport: sb.TransportSSE, URL: legacy.URL})
+	tok := e.createToken("alice", sb.ScopeMCP)
+	for _, server := range []string{"local", "remote", "legacy"} {
+		for _, ep := range []struct{ path, prefix string }{{"/mcp", server + "__"}, {"/mcp/" + server, ""}} {
+			for _, version := range []string{"2026-07-28", "2025-11-25"} {
+				t.Run(server+ep.path+"/"+version, func(t *testing.T) {
+					asked := 0
+					c := mcp.NewClient(&mcp.Implementation{Name: "downstream"}, &mcp.ClientOptions{
+						ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+							asked++
+							return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "hello " + server}}, nil
+						},
+					})
+					cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: e.url + ep.path,
+						HTTPClient: &http.Client{Transport: bearer(tok)}}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer cs.Close()
+					if v := cs.InitializeResult().ProtocolVersion; v != version {
+						t.Fatalf("negotiated %q, want %s", v, version)
+					}
+					waitTools(t, cs, ep.prefix+"echo")
+					res, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: ep.prefix + "ask_prompt"})
+					got := ""
+					if err != nil {
+						got = "error: " + err.Error()
+					} else if len(res.Messages) == 1 {
+						if tc, ok := res.Messages[0].Content.(*mcp.TextContent); ok {
+							got = tc.Text
+						}
+					}
+					if want := "say: hello " + server + " (accept)"; got != want || asked != 1 {
+						t.Errorf("prompt %q after %d questions; want %q after one", got, asked, want)
+					}
+				})
+			}
+		}
 	}
 	if n := gateway.HeldCalls(e.gw); n != 0 {
 		t.Errorf("%d calls held at the end", n)

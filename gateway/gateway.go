@@ -587,6 +587,11 @@ func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolR
 			defer done()
 			return askSampling(ctx, req.Session, raw)
 		},
+		OnRoots: func(ctx context.Context) (json.RawMessage, error) {
+			ctx, done := onCall(ctx)
+			defer done()
+			return askRoots(ctx, req.Session)
+		},
 		Input: clientInput(req),
 	}
 	var args any
@@ -597,7 +602,13 @@ func (g *Gateway) call(ctx context.Context, from *mcp.Server, req *mcp.CallToolR
 	var err error
 	if bridged(opts.Input) {
 		// The upstream's requests become requests for input (bridge.go).
-		raw, err = g.bridgeCall(ctx, req, server, tool, args, opts)
+		var notify func(sb.Progress)
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			notify = func(p sb.Progress) {
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message})
+			}
+		}
+		raw, err = g.bridgeCall(ctx, server, tool, args, opts, req.Params.InputResponses, notify)
 		var refused *jsonrpc.Error
 		if errors.As(err, &refused) && !errors.Is(err, upstream.ErrServerError) {
 			if refused.Code == jsonrpc.CodeInvalidParams {

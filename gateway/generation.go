@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // A request reaches an upstream in the upstream's own protocol generation,
@@ -94,6 +95,102 @@ func (m *mirror) promptBytes(ctx context.Context, server string, p *mcp.GetPromp
 		return nil, err
 	}
 	raw, err := s.Request(ctx, "prompts/get", params, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.GetPromptResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("the server's result: %w", err)
+	}
+	return &res, nil
+}
+
+// bridgePrompt gets the prompt of p from server, a 2025-11-25 upstream,
+// for a 2026-07-28 client, as bridgeCall calls a tool: the upstream's
+// requests during it become a request for input in the result, and the
+// client's retry (a requestState of the gateway's) resumes them. The
+// held request is told from a tool call's by its method.
+func (m *mirror) bridgePrompt(ctx context.Context, server string, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	s, ok := m.g.src.Session(server)
+	if !ok || s == nil {
+		return nil, fmt.Errorf("server %q is not available", server)
+	}
+	in := &sb.InputRound{State: p.RequestState}
+	if caps, ok := p.Meta[mcp.MetaKeyClientCapabilities]; ok {
+		in.Capabilities, _ = json.Marshal(caps) // decoded JSON: never fails
+	}
+	if !bridged(in) {
+		// An upstream's own state: it is of 2026-07-28 after all.
+		return m.promptBytes(ctx, server, p)
+	}
+	q := mcp.GetPromptParams{Name: p.Name, Arguments: p.Arguments}
+	cs, err := s.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q.Meta = upstreamMeta(cs, p.Meta)
+	params, err := json.Marshal(&q)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := m.g.bridge(ctx, server, "prompts/get "+p.Name, sb.InvokeOptions{Input: in}, p.InputResponses, nil,
+		func(ctx context.Context, opts sb.InvokeOptions) (*upstream.Result, error) {
+			raw, err := s.RequestAsking(ctx, "prompts/get", params, p.Name, opts)
+			if err != nil {
+				return nil, err
+			}
+			return upstream.NewResult(raw)
+		})
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.GetPromptResult
+	if err := json.Unmarshal(raw.Raw, &res); err != nil {
+		return nil, fmt.Errorf("the server's result: %w", err)
+	}
+	return &res, nil
+}
+
+// askingPrompt gets the prompt of p from server, a 2025-11-25 upstream,
+// for ss's client of the same generation: the upstream's requests during
+// it are sent to that client through the go-sdk's server, as during a
+// tool call (Gateway.call).
+func (m *mirror) askingPrompt(ctx context.Context, server string, p *mcp.GetPromptParams, ss *mcp.ServerSession) (*mcp.GetPromptResult, error) {
+	s, ok := m.g.src.Session(server)
+	if !ok || s == nil {
+		return nil, fmt.Errorf("server %q is not available", server)
+	}
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	// Sent with the context of the client's request, which tells the
+	// go-sdk to send them on that request's stream, ending when the
+	// upstream gives up on them (as Gateway.call does).
+	callCtx := ctx
+	onCall := func(upstreamCtx context.Context) (context.Context, context.CancelFunc) {
+		c, cancel := context.WithCancel(callCtx)
+		stop := context.AfterFunc(upstreamCtx, cancel)
+		return c, func() { stop(); cancel() }
+	}
+	opts := sb.InvokeOptions{
+		OnElicitation: func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
+			ctx, done := onCall(ctx)
+			defer done()
+			return askElicitation(ctx, ss, er)
+		},
+		OnSampling: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+			ctx, done := onCall(ctx)
+			defer done()
+			return askSampling(ctx, ss, raw)
+		},
+		OnRoots: func(ctx context.Context) (json.RawMessage, error) {
+			ctx, done := onCall(ctx)
+			defer done()
+			return askRoots(ctx, ss)
+		},
+	}
+	raw, err := s.RequestAsking(ctx, "prompts/get", params, p.Name, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -543,7 +543,7 @@ func (m *mirror) getPrompt(server, name string) mcp.PromptHandler {
 		p := *req.Params
 		p.Name, p.Meta = name, meta
 		done := m.g.opts.Audit.Begin(m.auditedBy(ctx, req.Extra), sb.AuditPrompt, server, name, promptArgs(p.Arguments))
-		res, err = m.getFrom(ctx, server, &p, req.ProtocolVersion() >= "2026-07-28")
+		res, err = m.getFrom(ctx, server, &p, req.ProtocolVersion() >= "2026-07-28", req.Session)
 		done(res, err)
 		return res, err
 	}

@@ -211,6 +211,18 @@ func (g *Gateway) serveRelay(w http.ResponseWriter, r *http.Request, s *session,
 	return true
 }
 
+// asksAsOld reports whether server's live session negotiated a version
+// before 2026-07-28, whose requests to the client come as requests during
+// a call (or if it is not connected: the call then fails as it would).
+func (g *Gateway) asksAsOld(ctx context.Context, server string) bool {
+	s, ok := g.src.Session(server)
+	if !ok || s == nil {
+		return false
+	}
+	cs, err := s.Client(ctx)
+	return err == nil && olderThan2026(cs)
+}
+
 // asksClient reports whether the client of p declared that it can be
 // asked for elicitation or sampling: its relayed calls carry the
 // upstream's requests to it (relay_requests.go).
@@ -322,19 +334,36 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 		opts.Input = &sb.InputRound{Capabilities: env.caps}
 	}
 	var fwd *progressForwarder
+	var notify func(sb.Progress)
 	if env.token != nil {
-		fwd = newProgressForwarder(func(p sb.Progress) { sse.event(progressMessage(env.token, p)) })
+		notify = func(p sb.Progress) { sse.event(progressMessage(env.token, p)) }
+	}
+	// A first call of a 2026-07-28 client to a 2025-11-25 upstream is
+	// bridged: the upstream's requests become requests for input
+	// (bridge.go), and the bridge forwards the progress; the retry is the
+	// go-sdk path's (it has params the relay does not read). A 2026-07-28
+	// upstream's own requests for input pass through as its result.
+	bridging := s == nil && g.asksAsOld(ctx, o.server)
+	if notify != nil && !bridging {
+		fwd = newProgressForwarder(notify)
 		opts.OnProgress = fwd.enqueue
 	}
 	var asks *callRequests
-	if s != nil && asksClient(s.ss.InitializeParams()) {
+	if s != nil {
+		// roots/list goes to every client (relay_requests.go).
 		asks = g.serverRequests(ctx, s, sse, &opts)
 	}
 	var args any
 	if len(env.args) > 0 {
 		args = json.RawMessage(env.args)
 	}
-	res, err := g.ex.Execute(ctx, o.server+"/"+o.name, args, opts)
+	var res *upstream.Result
+	var err error
+	if bridging {
+		res, err = g.bridgeCall(ctx, o.server, o.name, args, opts, nil, notify)
+	} else {
+		res, err = g.ex.Execute(ctx, o.server+"/"+o.name, args, opts)
+	}
 	if span.IsRecording() {
 		endRelaySpan(ctx, span, res, err)
 	}

@@ -16,9 +16,9 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 )
 
-// A relayed call of a client that declared elicitation or sampling carries
-// the upstream's requests to that client (elicitation/create,
-// sampling/createMessage) on the call's own event stream, as the go-sdk
+// A relayed call carries the upstream's requests to its client
+// (elicitation/create and sampling/createMessage if the client declared
+// them, roots/list always) on the call's own event stream, as the go-sdk
 // does for Gateway.call, with ids of the gateway's own, and takes the
 // client's answer from the POST that carries it (serveRelay: the id is
 // one the gateway issued, pending on that session).
@@ -32,6 +32,13 @@ import (
 // primitive properties, as the spec allows), whose defaults are then
 // applied; a sampling answer has at most one content block.
 //
+// roots/list goes to every client: the go-sdk's server cannot tell a
+// client that declared roots from one that did not (ClientCapabilities'
+// Roots is a struct, and every go-sdk client sends it), and
+// ServerSession.ListRoots asks any. A client without roots answers with
+// its own error, which the upstream gets; Switchboard never answers for
+// it.
+//
 // When the upstream gives up on its request (it cancelled it, or its call
 // ended), the client is told with notifications/cancelled on the stream, as
 // the go-sdk tells it.
@@ -42,6 +49,7 @@ import (
 var serverRequestPrefixes = map[string]string{
 	"elicitation/create":     "sb-elicit-",
 	"sampling/createMessage": "sb-sample-",
+	"roots/list":             "sb-roots-",
 }
 
 // elicitParams is the go-sdk's form of an upstream's elicitation request.
@@ -91,6 +99,15 @@ func askElicitation(ctx context.Context, ss *mcp.ServerSession, er sb.Elicitatio
 	return sb.ElicitationResponse{Action: res.Action, Content: res.Content}, nil
 }
 
+// askRoots asks ss's client for its roots, through the go-sdk's server.
+func askRoots(ctx context.Context, ss *mcp.ServerSession) (json.RawMessage, error) {
+	res, err := ss.ListRoots(ctx, &mcp.ListRootsParams{})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
 // askSampling asks ss's client for the completion raw (CreateMessageParams)
 // asks for, and returns the result the go-sdk decoded and checked.
 func askSampling(ctx context.Context, ss *mcp.ServerSession, raw json.RawMessage) (json.RawMessage, error) {
@@ -124,38 +141,51 @@ type callRequests struct {
 func (g *Gateway) serverRequests(ctx context.Context, s *session, sse *sseWriter, opts *sb.InvokeOptions) *callRequests {
 	cr := &callRequests{g: g, s: s, sse: sse}
 	cr.ctx, cr.stop = context.WithCancel(ctx)
-	opts.OnElicitation = func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
-		p, err := elicitParamsFor(er, s.ss.InitializeParams())
-		if err != nil {
-			return sb.ElicitationResponse{}, err
+	if asksClient(s.ss.InitializeParams()) {
+		opts.OnElicitation = func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
+			p, err := elicitParamsFor(er, s.ss.InitializeParams())
+			if err != nil {
+				return sb.ElicitationResponse{}, err
+			}
+			params, err := json.Marshal(p)
+			if err != nil {
+				return sb.ElicitationResponse{}, err
+			}
+			raw, err := cr.ask(ctx, "elicitation/create", params)
+			if err != nil {
+				return sb.ElicitationResponse{}, err
+			}
+			return checkElicitation(er.RequestedSchema, raw)
 		}
-		params, err := json.Marshal(p)
-		if err != nil {
-			return sb.ElicitationResponse{}, err
+		opts.OnSampling = func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+			var p mcp.CreateMessageParams
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			if p.Messages == nil {
+				p.Messages = []*mcp.SamplingMessage{} // as the go-sdk sends it: not null
+			}
+			params, err := json.Marshal(&p)
+			if err != nil {
+				return nil, err
+			}
+			res, err := cr.ask(ctx, "sampling/createMessage", params)
+			if err != nil {
+				return nil, err
+			}
+			return checkSampling(res)
 		}
-		raw, err := cr.ask(ctx, "elicitation/create", params)
-		if err != nil {
-			return sb.ElicitationResponse{}, err
-		}
-		return checkElicitation(er.RequestedSchema, raw)
 	}
-	opts.OnSampling = func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-		var p mcp.CreateMessageParams
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, err
-		}
-		if p.Messages == nil {
-			p.Messages = []*mcp.SamplingMessage{} // as the go-sdk sends it: not null
-		}
-		params, err := json.Marshal(&p)
+	opts.OnRoots = func(ctx context.Context) (json.RawMessage, error) {
+		res, err := cr.ask(ctx, "roots/list", json.RawMessage(`{}`))
 		if err != nil {
 			return nil, err
 		}
-		res, err := cr.ask(ctx, "sampling/createMessage", params)
-		if err != nil {
-			return nil, err
+		var roots mcp.ListRootsResult
+		if err := json.Unmarshal(res, &roots); err != nil {
+			return nil, fmt.Errorf("the client's roots: %w", err)
 		}
-		return checkSampling(res)
+		return res, nil
 	}
 	return cr
 }

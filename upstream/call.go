@@ -70,7 +70,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 	defer c.timer.stop()
 
 	var tok string
-	if opts.OnProgress != nil || opts.ResetTimeoutOnProgress || opts.OnElicitation != nil || opts.OnSampling != nil {
+	if opts.OnProgress != nil || opts.ResetTimeoutOnProgress || opts.OnElicitation != nil || opts.OnSampling != nil || opts.OnRoots != nil {
 		tok = s.calls.add(c)
 		defer s.calls.remove(tok)
 	}
@@ -416,7 +416,15 @@ func (s *Session) fulfil(ctx context.Context, c *call, tool string, raw []byte) 
 			}
 			answers[id] = res
 		case *mcp.ListRootsParams:
-			answers[id] = &mcp.ListRootsResult{Roots: []*mcp.Root{}} // Switchboard offers its upstreams no roots
+			// The caller's roots, never Switchboard's: it has none.
+			if c.opts.OnRoots == nil {
+				return nil, cannot("roots", nil)
+			}
+			res, err := c.listRoots(ctx)
+			if err != nil {
+				return nil, cannot("roots", err)
+			}
+			answers[id] = res
 		default:
 			return nil, cannot(fmt.Sprintf("%T", ir), nil)
 		}

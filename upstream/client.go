@@ -127,6 +127,9 @@ func sharedClient(info *mcp.Implementation) *mcp.Client {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			cs, _ := req.GetSession().(*mcp.ClientSession)
 			if l := linkOf(cs); l != nil {
+				if r, ok := req.(*mcp.ListRootsRequest); ok && method == "roots/list" {
+					return l.session.onListRoots(ctx, r)
+				}
 				return l.session.relayUnvalidatedElicitation(next)(ctx, method, req)
 			}
 			return next(ctx, method, req)

@@ -3,7 +3,10 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"time"
 
+	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/wire"
 )
 
@@ -24,6 +27,38 @@ func (s *Session) Request(ctx context.Context, method string, params json.RawMes
 	raw, err := l.conn.Call(ctx, &wire.Request{Method: method, Params: params, Name: name})
 	if we, ok := wire.AsError(err); ok && we.Kind == wire.KindRPC && we.RPC != nil {
 		return nil, s.scrub(we.RPC)
+	}
+	return raw, err
+}
+
+// RequestAsking is Request for a request whose server may ask its caller
+// for input while it runs (prompts/get, resources/read of a 2025-11-25
+// server: elicitation/create, sampling/createMessage, roots/list): those
+// requests go to opts' handlers as a tool call's do (CallTool), and the
+// request is bounded by the server's call timeout, paused while the
+// caller answers. Only the handlers, Parked and Timeout of opts are used.
+func (s *Session) RequestAsking(ctx context.Context, method string, params json.RawMessage, name string, opts sb.InvokeOptions) (json.RawMessage, error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = time.Duration(s.callTimeout.Load())
+	}
+	l, _, err := s.current(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	c := &call{opts: opts, ctx: ctx}
+	c.timer = newCallTimer(opts.Timeout, func() { cancel(errRequestTimeout) })
+	defer c.timer.stop()
+	tok := s.calls.add(c)
+	defer s.calls.remove(tok)
+	defer c.finish()
+	raw, err := l.conn.Call(ctx, &wire.Request{Method: method, Params: params, Name: name, Tag: tok})
+	if we, ok := wire.AsError(err); ok && we.Kind == wire.KindRPC && we.RPC != nil {
+		return nil, s.scrub(we.RPC)
+	}
+	if err != nil && context.Cause(ctx) == errRequestTimeout {
+		return nil, fmt.Errorf("%s: %s timed out after %s: %w", s.cfg.Name, method, opts.Timeout, err)
 	}
 	return raw, err
 }

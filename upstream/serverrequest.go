@@ -11,9 +11,12 @@ import (
 )
 
 // This file answers the requests a server sends in the middle of a tool
-// call: elicitation (a question for a person) and sampling (a completion
-// from a model). Each goes to the call it belongs to, through that call's
-// InvokeOptions, with the call's request timer paused while it is answered.
+// call: elicitation (a question for a person), sampling (a completion
+// from a model) and roots/list (the caller's roots). Each goes to the call
+// it belongs to, through that call's InvokeOptions, with the call's
+// request timer paused while it is answered. Switchboard has no roots of
+// its own: a roots/list that no call can take is refused, never answered
+// with an empty list the client did not give.
 
 // only returns the one call in flight that accepts a server request
 // (elicitation or sampling), as told by accepts. The protocol does not say
@@ -130,6 +133,40 @@ func (c *call) elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResu
 		return nil, err
 	}
 	return &mcp.ElicitResult{Action: resp.Action, Content: resp.Content}, nil
+}
+
+// onListRoots is the answer to a server's roots/list for every link of the
+// session (sharedClient's receiving middleware: the go-sdk's client would
+// answer it with its own roots, which are none).
+func (s *Session) onListRoots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	var meta mcp.Meta
+	if req.Params != nil {
+		meta = req.Params.Meta
+	}
+	c, err := s.serverRequestCall("roots", meta, func(c *call) bool { return c.opts.OnRoots != nil })
+	if err != nil {
+		return nil, err
+	}
+	return c.listRoots(ctx)
+}
+
+// listRoots asks c's caller for its roots.
+func (c *call) listRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
+	var res mcp.ListRootsResult
+	err := c.during(ctx, func(ctx context.Context) error {
+		out, err := c.opts.OnRoots(ctx)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(out, &res)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.Roots == nil {
+		res.Roots = []*mcp.Root{} // the spec's result has the member: never null
+	}
+	return &res, nil
 }
 
 type elicitInvokedKey struct{}

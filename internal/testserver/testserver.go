@@ -129,6 +129,11 @@ type Options struct {
 	// ListChangedEvery adds a tool dyn_N at this interval, so that clients
 	// receive notifications/tools/list_changed (-list-changed-every).
 	ListChangedEvery time.Duration
+	// Roots registers the tool "roots", which asks the client for its
+	// roots (roots/list) and returns their URIs, and the prompt
+	// "ask_prompt", which asks the client a question (elicitation/create)
+	// and puts the answer in its message (-roots).
+	Roots bool
 	// SpawnChild starts a grandchild "sleep 300" in the server's own process
 	// group (-spawn-child), to prove that killing the group reaps it.
 	SpawnChild bool
@@ -196,6 +201,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.IntVar(&o.DropAfter, "drop-after", 0, "http: forget all sessions after `N` completed tools/call requests")
 	fs.BoolVar(&o.Malformed, "malformed", false, "stdio: invalid JSON line after initialize; http: invalid tools/list response")
 	fs.DurationVar(&o.ListChangedEvery, "list-changed-every", 0, "add a tool dyn_N at this `interval`")
+	fs.BoolVar(&o.Roots, "roots", false, "register the tool roots (asks roots/list) and the prompt ask_prompt (asks elicitation/create)")
 	fs.BoolVar(&o.SpawnChild, "spawn-child", false, "spawn a grandchild 'sleep 300' in the server's process group")
 
 	if err := fs.Parse(args); err != nil {

@@ -162,6 +162,14 @@ func (s *server) newMCPServer() *mcp.Server {
 				return textResource(req.Params.URI, s.opts.Name+": "+req.Params.URI), nil
 			})
 	}
+	if s.opts.Roots {
+		mcp.AddTool(srv, &mcp.Tool{
+			Name:        "roots",
+			Description: "Asks the client for its roots (roots/list) and returns their URIs, comma-separated, or why it could not.",
+			InputSchema: objectSchema(map[string]any{}),
+		}, s.roots)
+		srv.AddPrompt(&mcp.Prompt{Name: "ask_prompt", Description: "Asks the client (elicitation/create) what to say, and says it."}, s.askPrompt)
+	}
 	srv.AddPrompt(&mcp.Prompt{
 		Name:        "greet",
 		Description: "Greets someone.",
@@ -386,6 +394,30 @@ func (s *server) elicit(ctx context.Context, req *mcp.CallToolRequest, in messag
 	default:
 		return textResult("cancelled"), nil, nil
 	}
+}
+
+func (s *server) roots(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	res, err := req.Session.ListRoots(ctx, nil)
+	if err != nil {
+		return textResult("roots failed: " + err.Error()), nil, nil
+	}
+	uris := make([]string, 0, len(res.Roots))
+	for _, r := range res.Roots {
+		uris = append(uris, r.URI)
+	}
+	return textResult("roots: " + strings.Join(uris, ",")), nil, nil
+}
+
+func (s *server) askPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+		Message:         "What should the prompt say?",
+		RequestedSchema: objectSchema(map[string]any{"answer": prop("string", "what to say")}, "answer"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("elicitation failed: %w", err)
+	}
+	return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+		Content: &mcp.TextContent{Text: fmt.Sprintf("say: %v (%s)", res.Content["answer"], res.Action)}}}}, nil
 }
 
 // ask is elicit in the 2026-07-28 protocol's multi-round-trip form
