@@ -122,3 +122,23 @@ func TestDiscoverIsAnsweredFromTheUpstreams(t *testing.T) {
 		}
 	}
 }
+
+// A relayed resources/read keeps the upstream's cache hints (cacheScope
+// "private", ttlMs) for a 2026-07-28 client, on /mcp/NAME and /mcp:
+// Switchboard keeps no result of one principal's for another, and tells
+// the client what the server said.
+func TestResourceReadKeepsTheUpstreamsCacheHints(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-name", "new", "-stateless", "-private-cache")
+	e := newEnv(t, "", &sb.ServerConfig{Name: "new", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2026-07-28"})
+	waitTools(t, e.connect("/mcp/new", nil), "echo")
+	for _, path := range []string{"/mcp/new", "/mcp"} {
+		a := send(t, newRequest(t, e.url+path, "resources/read", "test://hello", `{"uri":"test://hello"}`, plainCaps))
+		var res struct {
+			TTLMs      int    `json:"ttlMs"`
+			CacheScope string `json:"cacheScope"`
+		}
+		if err := json.Unmarshal([]byte(a.result), &res); err != nil || a.status != http.StatusOK || res.CacheScope != "private" || res.TTLMs != 60000 {
+			t.Errorf("%s: HTTP %d, result %s, error %s; want cacheScope private, ttlMs 60000", path, a.status, a.result, a.err)
+		}
+	}
+}

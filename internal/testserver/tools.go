@@ -24,14 +24,18 @@ const maxBigBytes = 256 << 20
 // newMCPServer builds the SDK server with every tool, resource, template and
 // prompt registered, and the observing middleware installed.
 func (s *server) newMCPServer() *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &mcp.ServerOptions{
+	opts := &mcp.ServerOptions{
 		PageSize: s.opts.PageSize,
 		// Accept resource subscriptions, so that updates can be tested.
 		SubscribeHandler:          func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		SupportedProtocolVersions: s.opts.ProtocolVersions,
 		Logger:                    s.sdkLogger(),
-	})
+	}
+	if s.opts.PrivateCache {
+		opts.SetCacheable = func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope, c.TTLMs = "private", 60000 }
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, opts)
 	s.mcp = srv // addEcho registers through s.mcp
 	srv.AddReceivingMiddleware(s.observe)
 
