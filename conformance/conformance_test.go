@@ -180,27 +180,20 @@ var knownGaps = map[string]map[string]map[string]string{
 // The reasons of knownGaps.
 const (
 	gapStatelessUpstream = "the upstream cannot: a stateless server cannot send requests (its tool calls session.CreateMessage or Elicit, which fails directly too); the stateful server of the same code passes"
-	gapCapabilities      = "the 2025-11-25 upstream session declares sampling and elicitation whatever the client declared (one session for every client; a 2026-07-28 upstream is told each call's client's own), so the upstream runs what it must refuse with -32021 (HTTP 400)"
 	gapInputIDs          = "a 2025-11-25 upstream's elicitation/create carries no id of its own (the go-sdk server's input id, user_name, stays inside it: it fulfils its request for input with server requests and calls its handler again with the answers under that id): the request for input the client gets names it by the gateway's id (elicitation-1), and only an upstream of 2026-07-28 can name it"
-	// gapEitherWay starts the reason of a gap that passes or fails through
-	// Switchboard from one run to the next (compare).
-	gapEitherWay     = "either way: "
-	gapCapabilityRun = gapEitherWay + "the 2025-11-25 upstream session declares elicitation for every client, so the upstream asks for elicitation and sampling at once of a client that declared only sampling; the elicitation is refused, and whether the sampling request reaches the client first as a request for input, or the upstream gives up on it first, is a race"
 )
 
 // gapsBridgeFrom2025 are the 2026-07-28 scenarios a 2025-11-25 upstream
 // fails through Switchboard, stdio and stateful HTTP alike.
 var gapsBridgeFrom2025 = map[string]string{
-	"server-stateless":                        gapCapabilities,
 	"input-required-result-basic-elicitation": gapInputIDs,
-	"input-required-result-capability-check":  gapCapabilityRun,
 }
 
 // compare fails unless the same scenarios pass directly and through
 // Switchboard, naming each difference with the reason the suite gave. A
 // scenario in mayGain may pass through Switchboard only; one in gaps may
-// pass directly only, and must, unless its reason starts with gapEitherWay
-// (it passes directly, and either way through Switchboard).
+// pass directly only, and must: a gap that passes through Switchboard in
+// some runs is a defect to find, not an entry.
 func compare(t *testing.T, scenarios []string, baseline string, direct, through results, mayGain, gaps map[string]string) {
 	t.Helper()
 	logSet(t, "passing directly ("+baseline+")", direct)
@@ -222,8 +215,6 @@ func compare(t *testing.T, scenarios []string, baseline string, direct, through 
 			g = missing
 		}
 		switch {
-		case strings.HasPrefix(gaps[name], gapEitherWay) && d.Outcome == outcomePass:
-			notes = append(notes, fmt.Sprintf("  %s: known gap, %s through Switchboard: %s (%s)", name, g.Outcome, gaps[name], g.Note))
 		case gaps[name] != "" && (d.Outcome != outcomePass || g.Outcome == outcomePass):
 			fixed = append(fixed, fmt.Sprintf("  %s: %s directly, %s through Switchboard; known gap: %s", name, d.Outcome, g.Outcome, gaps[name]))
 		case d.Outcome == outcomePass && g.Outcome != outcomePass && gaps[name] != "":

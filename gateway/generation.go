@@ -200,3 +200,98 @@ func (m *mirror) askingPrompt(ctx context.Context, server string, p *mcp.GetProm
 	}
 	return &res, nil
 }
+
+// A 2026-07-28 client learns what a server offers from server/discover
+// (SEP-2575), as an older one does from initialize. The go-sdk's server
+// answers it with the mirror's own capabilities, every kind of them from
+// the start (newMirrorOf): the initialize of a session that lives on has
+// to announce what servers that connect later bring. A discover is asked
+// again by a client that wants to know, so it is answered from the
+// upstreams that are connected: on /mcp/NAME that server's capabilities
+// and identity, on /mcp the union of the servers' (a toolset's endpoint
+// keeps the mirror's own). The list_changed flags stay on: the mirror
+// sends them when a server comes or goes, whatever the server's own.
+
+// discover is a receiving middleware that answers server/discover from
+// the upstreams (upstreamCapabilities).
+func (m *mirror) discover(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "server/discover" || err != nil {
+			return res, err
+		}
+		dr, ok := res.(*mcp.DiscoverResult)
+		if !ok {
+			return res, err
+		}
+		caps, info := m.upstreamCapabilities(ctx)
+		if caps == nil {
+			return res, err // no server connected: the mirror's own
+		}
+		dr.Capabilities = caps
+		if info != nil {
+			meta := dr.GetMeta()
+			if meta == nil {
+				meta = mcp.Meta{}
+			}
+			meta[mcp.MetaKeyServerInfo] = info
+			dr.SetMeta(meta)
+		}
+		return dr, nil
+	}
+}
+
+// upstreamCapabilities returns the union of the capabilities of the
+// connected servers this mirror shows, and on /mcp/NAME that server's
+// identity; nil if none is connected.
+func (m *mirror) upstreamCapabilities(ctx context.Context) (*mcp.ServerCapabilities, *mcp.Implementation) {
+	if m.set != "" {
+		return nil, nil // a toolset's: what it shows is its selection's, not a server's
+	}
+	names := m.g.src.Names()
+	if m.only != "" {
+		names = []string{m.only}
+	}
+	var out *mcp.ServerCapabilities
+	var info *mcp.Implementation
+	for _, name := range names {
+		s, ok := m.g.src.Session(name)
+		if !ok || s == nil || s.Status() != sb.StatusConnected {
+			continue
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel() // connected: Client need not wait
+		cs, err := s.Client(cctx)
+		if err != nil {
+			continue
+		}
+		ir := cs.InitializeResult()
+		if ir == nil || ir.Capabilities == nil {
+			continue
+		}
+		if out == nil {
+			out = &mcp.ServerCapabilities{}
+		}
+		c := ir.Capabilities
+		if c.Tools != nil {
+			out.Tools = &mcp.ToolCapabilities{ListChanged: true}
+		}
+		if c.Prompts != nil {
+			out.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+		}
+		if c.Resources != nil {
+			sub := c.Resources.Subscribe || out.Resources != nil && out.Resources.Subscribe
+			out.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: sub}
+		}
+		if c.Logging != nil {
+			out.Logging = &mcp.LoggingCapabilities{}
+		}
+		if c.Completions != nil {
+			out.Completions = &mcp.CompletionCapabilities{}
+		}
+		if m.only != "" {
+			info = ir.ServerInfo
+		}
+	}
+	return out, info
+}

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +18,11 @@ import (
 func newRequest(t *testing.T, url, method, name, params, caps string) *http.Request {
 	t.Helper()
 	meta := `"_meta":{"io.modelcontextprotocol/clientCapabilities":` + caps + `,"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
-	params = "{" + meta + "," + strings.TrimPrefix(params, "{")
+	if rest := strings.TrimPrefix(params, "{"); rest == "}" {
+		params = "{" + meta + "}"
+	} else {
+		params = "{" + meta + "," + rest
+	}
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
@@ -81,6 +86,59 @@ func TestNewUpstreamsRequestForInputGoesToANewClient(t *testing.T) {
 			`{"name":"ask","arguments":{"message":"name?"},"inputResponses":{"answer":{"action":"accept","content":{"answer":"Bo"}}},"requestState":"asked"}`, caps))
 		if retry.status != http.StatusOK || !strings.Contains(retry.result, `"answer: Bo"`) || !strings.Contains(retry.result, `"resultType":"complete"`) {
 			t.Errorf("caps %s: the retry: HTTP %d, result %s, error %s; want the upstream's answer", caps, retry.status, retry.result, retry.err)
+		}
+	}
+}
+
+// A 2026-07-28 client's server/discover is answered from the upstreams:
+// on /mcp/NAME with that server's capabilities and identity, on /mcp with
+// the union of the connected servers' (the testserver serves no
+// completion, so neither endpoint offers it), not with the mirror's own
+// (which offer everything, and name Switchboard).
+func TestDiscoverIsAnsweredFromTheUpstreams(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-name", "old")
+	e := newEnv(t, "", &sb.ServerConfig{Name: "old", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"})
+	waitTools(t, e.connect("/mcp/old", nil), "echo")
+	for _, path := range []string{"/mcp/old", "/mcp"} {
+		a := send(t, newRequest(t, e.url+path, "server/discover", "", `{}`, plainCaps))
+		var res struct {
+			Meta              map[string]json.RawMessage `json:"_meta"`
+			SupportedVersions []string                   `json:"supportedVersions"`
+			Capabilities      map[string]json.RawMessage `json:"capabilities"`
+		}
+		if err := json.Unmarshal([]byte(a.result), &res); err != nil || a.status != http.StatusOK {
+			t.Fatalf("%s: HTTP %d, result %s, error %s", path, a.status, a.result, a.err)
+		}
+		if _, ok := res.Capabilities["completions"]; ok || res.Capabilities["tools"] == nil || res.Capabilities["prompts"] == nil ||
+			!strings.Contains(string(res.Capabilities["resources"]), `"subscribe":true`) || !slices.Contains(res.SupportedVersions, "2026-07-28") {
+			t.Errorf("%s: discover %s; want the upstream's capabilities (tools, prompts, resources with subscribe, no completions)", path, a.result)
+		}
+		info := string(res.Meta["io.modelcontextprotocol/serverInfo"])
+		if want := `"name":"old"`; path == "/mcp/old" && !strings.Contains(info, want) {
+			t.Errorf("%s: serverInfo %s; want the upstream's (old)", path, info)
+		}
+		if path == "/mcp" && !strings.Contains(info, `"name":"switchboard"`) {
+			t.Errorf("%s: serverInfo %s; want Switchboard's", path, info)
+		}
+	}
+}
+
+// A relayed resources/read keeps the upstream's cache hints (cacheScope
+// "private", ttlMs) for a 2026-07-28 client, on /mcp/NAME and /mcp:
+// Switchboard keeps no result of one principal's for another, and tells
+// the client what the server said.
+func TestResourceReadKeepsTheUpstreamsCacheHints(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-name", "new", "-stateless", "-private-cache")
+	e := newEnv(t, "", &sb.ServerConfig{Name: "new", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2026-07-28"})
+	waitTools(t, e.connect("/mcp/new", nil), "echo")
+	for _, path := range []string{"/mcp/new", "/mcp"} {
+		a := send(t, newRequest(t, e.url+path, "resources/read", "test://hello", `{"uri":"test://hello"}`, plainCaps))
+		var res struct {
+			TTLMs      int    `json:"ttlMs"`
+			CacheScope string `json:"cacheScope"`
+		}
+		if err := json.Unmarshal([]byte(a.result), &res); err != nil || a.status != http.StatusOK || res.CacheScope != "private" || res.TTLMs != 60000 {
+			t.Errorf("%s: HTTP %d, result %s, error %s; want cacheScope private, ttlMs 60000", path, a.status, a.result, a.err)
 		}
 	}
 }

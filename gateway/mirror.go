@@ -98,7 +98,7 @@ func (g *Gateway) newMirrorOf(only, set string) *mirror {
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
-	m.server.AddReceivingMiddleware(m.traceRequests, m.auditRequests, g.clients.countSession, m.awaitReady)
+	m.server.AddReceivingMiddleware(m.traceRequests, m.auditRequests, g.clients.countSession, m.awaitReady, m.discover)
 	m.server.AddSendingMiddleware(m.holdListChanged)
 	return m
 }

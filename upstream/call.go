@@ -45,6 +45,12 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 	if opts.MaxTotalTimeout == 0 {
 		opts.MaxTotalTimeout = time.Duration(s.maxTotalTimeout.Load())
 	}
+	if sub, done, ok := s.forInput(ctx, opts.Input, opts.Timeout); ok {
+		// A 2026-07-28 client whose capabilities are not this session's,
+		// to a server of an older protocol (capset.go).
+		defer done()
+		return sub.CallTool(ctx, name, args, opts)
+	}
 	raw, obj, err := normalizeArgs(args)
 	if err != nil {
 		return nil, &ArgumentError{Server: s.cfg.Name, Tool: name, Message: err.Error()}
@@ -110,12 +116,16 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, opts sb.I
 					meta.newMeta = requestMetaCaps(l.version, &s.opts.ClientInfo, in.Capabilities)
 				}
 			}
-		} else if in := opts.Input; in != nil && (len(in.Responses) > 0 || in.State != "") {
+		} else if in := opts.Input; in != nil {
 			// A server of an older protocol that asks for input in a
 			// result of its own (a go-sdk server does after one round of
 			// its requests) reads the answers of the client's retry from
-			// the params as a newer one does.
-			meta.input = in
+			// the params as a newer one does, and may read the client's
+			// capabilities there (capHint).
+			if len(in.Responses) > 0 || in.State != "" {
+				meta.input = in
+			}
+			meta.newMeta = capHint(in.Capabilities)
 		}
 		if span.IsRecording() {
 			traceLink(rctx, span, l, &meta)

@@ -36,7 +36,7 @@ var errLinkGone = errors.New("the session is closed")
 // connect opens l's MCP session over t with the shared client.
 func (s *Session) connect(ctx context.Context, l *link, t mcp.Transport) (*mcp.ClientSession, error) {
 	l.session = s
-	cs, err := sharedClient(&s.opts.ClientInfo).Connect(context.WithValue(ctx, linkKey{}, l), t, s.sessionOptions())
+	cs, err := sharedClient(&s.opts.ClientInfo, s.caps).Connect(context.WithValue(ctx, linkKey{}, l), t, s.sessionOptions())
 	if err != nil {
 		l.forget()
 		return nil, err
@@ -72,35 +72,26 @@ func requestMetaCaps(version string, info *mcp.Implementation, caps any) []byte 
 	return b[1 : len(b)-1]
 }
 
-// sharedClient returns the client that introduces itself as info.
-func sharedClient(info *mcp.Implementation) *mcp.Client {
+// sharedClient returns the client that introduces itself as info and
+// declares caps (capset.go): the go-sdk declares elicitation and sampling
+// in initialize when their handlers are set, so a set without one is a
+// client without its handler, which refuses the server's request as a
+// client without the capability does.
+func sharedClient(info *mcp.Implementation, caps capSet) *mcp.Client {
 	b, _ := json.Marshal(info) // plain data: never fails
+	key := string(b) + "\x00" + caps.String()
 	clientsMu.Lock()
 	defer clientsMu.Unlock()
-	if c := clients[string(b)]; c != nil {
+	if c := clients[key]; c != nil {
 		return c
 	}
 	impl := *info
-	c := mcp.NewClient(&impl, &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		// No roots: Switchboard has no files to offer its upstreams.
 		Capabilities:               &mcp.ClientCapabilities{},
 		ToolListChangedHandler:     func(_ context.Context, r *mcp.ToolListChangedRequest) { onLink(r.Session, listTools) },
 		ResourceListChangedHandler: func(_ context.Context, r *mcp.ResourceListChangedRequest) { onLink(r.Session, listResources) },
 		PromptListChangedHandler:   func(_ context.Context, r *mcp.PromptListChangedRequest) { onLink(r.Session, listPrompts) },
-		ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			l := linkOf(r.Session)
-			if l == nil {
-				return nil, errLinkGone
-			}
-			return l.session.onElicit(ctx, r)
-		},
-		CreateMessageHandler: func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			l := linkOf(r.Session)
-			if l == nil {
-				return nil, errLinkGone
-			}
-			return l.session.onSample(ctx, r)
-		},
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			if l := linkOf(r.Session); l != nil {
 				l.session.log.Debug("upstream log message", "level", r.Params.Level, "logger", r.Params.Logger)
@@ -112,7 +103,26 @@ func sharedClient(info *mcp.Implementation) *mcp.Client {
 				l.session.notify(r.Params)
 			}
 		},
-	})
+	}
+	if caps&capElicit != 0 {
+		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			l := linkOf(r.Session)
+			if l == nil {
+				return nil, errLinkGone
+			}
+			return l.session.onElicit(ctx, r)
+		}
+	}
+	if caps&capSample != 0 {
+		opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			l := linkOf(r.Session)
+			if l == nil {
+				return nil, errLinkGone
+			}
+			return l.session.onSample(ctx, r)
+		}
+	}
+	c := mcp.NewClient(&impl, opts)
 	c.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		bounded := boundDiscover(next)
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -135,7 +145,7 @@ func sharedClient(info *mcp.Implementation) *mcp.Client {
 			return next(ctx, method, req)
 		}
 	})
-	clients[string(b)] = c
+	clients[key] = c
 	return c
 }
 

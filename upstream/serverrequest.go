@@ -180,7 +180,9 @@ type elicitInvokedKey struct{}
 // go through it, so that it applies their defaults to the answer.
 func (s *Session) relayUnvalidatedElicitation(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "elicitation/create" {
+		if method != "elicitation/create" || s.caps&capElicit == 0 {
+			// A session that declared no elicitation (capset.go) has
+			// the go-sdk refuse it, as a client without the capability.
 			return next(ctx, method, req)
 		}
 		invoked := new(bool)

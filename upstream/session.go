@@ -186,6 +186,10 @@ type Session struct {
 	// Call defaults, changeable without a reconnect (SetCallDefaults).
 	callTimeout     atomic.Int64 // time.Duration
 	maxTotalTimeout atomic.Int64 // time.Duration
+
+	caps        capSet      // what the session declares in initialize (capset.go)
+	parent      *Session    // the server's own session, if this is one of its capability sets'
+	capSessions capSessions // the sessions of other capability sets (capset.go); none for a capability set's own
 }
 
 // New returns a Session for cfg that has not started. cfg must be valid
@@ -209,6 +213,7 @@ func New(cfg *sb.ServerConfig, opts *Options) *Session {
 		retryNow: make(chan struct{}, 1),
 		changed:  make(chan struct{}),
 		subs:     make(map[string]int),
+		caps:     capDefault,
 		m: machine{
 			status: sb.StatusConnecting,
 			p: policy{
@@ -242,6 +247,7 @@ func New(cfg *sb.ServerConfig, opts *Options) *Session {
 func (s *Session) SetCallDefaults(callTimeout, maxTotalTimeout time.Duration) {
 	s.callTimeout.Store(int64(callTimeout))
 	s.maxTotalTimeout.Store(int64(maxTotalTimeout))
+	s.capSessions.each(func(sub *Session) { sub.SetCallDefaults(callTimeout, maxTotalTimeout) })
 }
 
 // Name returns the server's name.
@@ -265,14 +271,7 @@ func (s *Session) Start(ctx context.Context) error {
 	if !s.cfg.IsEnabled() {
 		return ErrDisabled
 	}
-	s.startOnce.Do(func() {
-		close(s.started)
-		if s.runCtx.Err() != nil { // Shutdown came first
-			close(s.done)
-			return
-		}
-		go s.run()
-	})
+	s.launch()
 	if s.runCtx.Err() != nil {
 		return ErrShutdown
 	}
@@ -311,6 +310,18 @@ func (s *Session) Start(ctx context.Context) error {
 	}
 }
 
+// launch starts the lifecycle goroutine, once, without waiting.
+func (s *Session) launch() {
+	s.startOnce.Do(func() {
+		close(s.started)
+		if s.runCtx.Err() != nil { // Shutdown came first
+			close(s.done)
+			return
+		}
+		go s.run()
+	})
+}
+
 func phaseOf(e *sb.ErrorInfo, def sb.Phase) sb.Phase {
 	if e != nil {
 		return e.Phase
@@ -328,6 +339,7 @@ func (s *Session) asError(e *sb.ErrorInfo) error {
 // Restart drops the current connection, if any, and connects again at once
 // with a fresh retry budget. It does not wait.
 func (s *Session) Restart() {
+	s.capSessions.dropAll()
 	select {
 	case s.restart <- struct{}{}:
 	default: // one is pending already
@@ -353,6 +365,7 @@ func (s *Session) RetryNow() {
 // after DefaultShutdownTimeout, or when ctx ends, whichever comes first.
 func (s *Session) Shutdown(ctx context.Context) error {
 	s.runCancel()
+	s.capSessions.closeAll()
 	s.startOnce.Do(func() { close(s.started); close(s.done) }) // never started: nothing to stop
 	timer := time.NewTimer(DefaultShutdownTimeout)
 	defer timer.Stop()

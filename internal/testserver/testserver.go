@@ -72,6 +72,11 @@ type Options struct {
 	// server negotiates (-protocol-versions), e.g. to act as a server that
 	// predates 2026-07-28.
 	ProtocolVersions []string
+	// PrivateCache marks every result that carries cache hints
+	// (server/discover, the lists, resources/read) cacheScope "private"
+	// with a ttlMs of 60000 (-private-cache), as a server whose results
+	// depend on who asks does.
+	PrivateCache bool
 
 	// Faults.
 
@@ -183,6 +188,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.IntVar(&o.Tools, "tools", 0, "register `N` extra echo tools extra_000...")
 	fs.StringVar(&o.Resource, "resource", "", "register one more resource `URI`, whose read answers \"NAME: URI\" with the -name")
 	fs.StringVar(&o.ResourceTemplate, "resource-template", "", "register one more resource `template`, whose reads answer \"NAME: URI\" with the -name")
+	fs.BoolVar(&o.PrivateCache, "private-cache", false, "mark results with cache hints cacheScope private, ttlMs 60000")
 	fs.IntVar(&o.PageSize, "page-size", 0, "page `size` of list results (default: the SDK default)")
 	fs.StringVar(&protocolVersions, "protocol-versions", "", "negotiate only these comma-separated protocol `versions` (default: all the SDK supports)")
 	fs.Var(optionalInt{&o.CrashAfter}, "crash-after", "let `N` tools/call requests through, exit with status 3 on the next one")

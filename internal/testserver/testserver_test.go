@@ -670,8 +670,8 @@ func TestStdioPagination(t *testing.T) {
 		}
 		names = append(names, tool.Name)
 	}
-	if len(names) != 45 || !slices.Contains(names, "extra_000") || !slices.Contains(names, "extra_029") {
-		t.Errorf("all pages: %d tools %v; want 15 built-in + 30 extra", len(names), names)
+	if len(names) != 46 || !slices.Contains(names, "extra_000") || !slices.Contains(names, "extra_029") {
+		t.Errorf("all pages: %d tools %v; want 16 built-in + 30 extra", len(names), names)
 	}
 }
 

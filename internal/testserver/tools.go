@@ -2,6 +2,7 @@ package testserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,14 +24,18 @@ const maxBigBytes = 256 << 20
 // newMCPServer builds the SDK server with every tool, resource, template and
 // prompt registered, and the observing middleware installed.
 func (s *server) newMCPServer() *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &mcp.ServerOptions{
+	opts := &mcp.ServerOptions{
 		PageSize: s.opts.PageSize,
 		// Accept resource subscriptions, so that updates can be tested.
 		SubscribeHandler:          func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		SupportedProtocolVersions: s.opts.ProtocolVersions,
 		Logger:                    s.sdkLogger(),
-	})
+	}
+	if s.opts.PrivateCache {
+		opts.SetCacheable = func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope, c.TTLMs = "private", 60000 }
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, opts)
 	s.mcp = srv // addEcho registers through s.mcp
 	srv.AddReceivingMiddleware(s.observe)
 
@@ -130,6 +135,11 @@ func (s *server) newMCPServer() *mcp.Server {
 		Description: "Returns the server's process id.",
 		InputSchema: objectSchema(map[string]any{}),
 	}, s.pidTool)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "capabilities",
+		Description: "Returns the capabilities the client declared in initialize and those the request names (its _meta's, else the session's), as JSON, and the server's process id.",
+		InputSchema: objectSchema(map[string]any{}),
+	}, s.capabilitiesTool)
 	s.addSandboxProbes()
 	for i := range s.opts.Tools {
 		s.addEcho(fmt.Sprintf("extra_%03d", i), "Extra echo tool (-tools).")
@@ -533,6 +543,22 @@ func (s *server) mixed(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.Call
 
 func (s *server) pidTool(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, any, error) {
 	return textResult(strconv.Itoa(s.pid)), nil, nil
+}
+
+// capabilitiesTool answers {"capabilities": ..., "request": ..., "pid":
+// N}: what the session's client declared in initialize (null without
+// one), what the go-sdk takes for the request's (_meta's first), and the
+// process serving it.
+func (s *server) capabilitiesTool(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+	var caps *mcp.ClientCapabilities
+	if p := req.Session.InitializeParams(); p != nil {
+		caps = p.Capabilities
+	}
+	b, err := json.Marshal(map[string]any{"capabilities": caps, "request": req.ClientCapabilities(), "pid": s.pid})
+	if err != nil {
+		return nil, nil, err
+	}
+	return textResult(string(b)), nil, nil
 }
 
 // addToolsPeriodically implements -list-changed-every.
