@@ -57,8 +57,18 @@ func (s *Session) discover(ctx context.Context, l *link) *failure {
 	// Servers send log messages only once a level is set. "info" lets
 	// Switchboard log them and relay them to its own clients (who filter
 	// further by the level they set) without debug chatter.
+	// Bounded like a probe: a server that never answers it would
+	// otherwise hold the connection for the whole startup timeout (120 s
+	// for stdio), and the calls waiting for it past their own timeout.
 	if r := l.cs.InitializeResult(); r.Capabilities != nil && r.Capabilities.Logging != nil && r.ProtocolVersion < protocol20260728 {
-		if err := l.setLogLevel(ctx, relayLogLevel); err != nil {
+		lctx, cancel := context.WithTimeout(ctx, s.opts.ProbeTimeout)
+		err := l.setLogLevel(lctx, relayLogLevel)
+		unanswered := lctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		switch {
+		case err != nil && unanswered:
+			s.log.Warn("the server did not answer logging/setLevel; connecting without", "timeout", s.opts.ProbeTimeout)
+		case err != nil:
 			s.log.Debug("server refused logging/setLevel", "error", s.redact.String(err.Error()))
 		}
 	}

@@ -61,6 +61,11 @@ type memDialer struct {
 	// corrupt, if set, names a method whose responses the server's side
 	// replaces with a line that is not JSON.
 	corrupt string
+	// swallow, if set, names a method whose requests never reach the
+	// server, which so never answers them; swallowed, if set, is told of
+	// each (buffered by the test, or it blocks the session's write).
+	swallow   string
+	swallowed chan<- string
 
 	mu    sync.Mutex
 	conns []*faultConn
@@ -91,7 +96,8 @@ func (d *memDialer) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &faultConn{Conn: client, peer: server, br: bufio.NewReader(client), corrupt: d.corrupt, ids: map[string]bool{}}
+	c := &faultConn{Conn: client, peer: server, br: bufio.NewReader(client), corrupt: d.corrupt, ids: map[string]bool{},
+		swallow: d.swallow, swallowed: d.swallowed}
 	d.mu.Lock()
 	d.conns = append(d.conns, c)
 	d.mu.Unlock()
@@ -119,6 +125,9 @@ type faultConn struct {
 	br       *bufio.Reader
 	corrupt  string
 	dark     atomic.Bool // the session's messages are swallowed
+
+	swallow   string        // a method whose requests are swallowed (memDialer.swallow)
+	swallowed chan<- string // told the method of each swallowed request; may be nil
 
 	mu      sync.Mutex
 	ids     map[string]bool // raw ids of the session's requests for corrupt
@@ -151,6 +160,17 @@ func (c *faultConn) Write(p []byte) (int, error) {
 	}
 	if c.dark.Load() {
 		return len(p), nil
+	}
+	if c.swallow != "" {
+		var m struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(p, &m) == nil && m.Method == c.swallow {
+			if c.swallowed != nil {
+				c.swallowed <- m.Method
+			}
+			return len(p), nil
+		}
 	}
 	return c.Conn.Write(p)
 }

@@ -92,6 +92,13 @@ func (s *Session) attempt(ctx context.Context) (l *link, wait time.Duration, ret
 		s.update(sb.ReasonAttemptFailed, func(m *machine) { wait, retry = m.attemptFailed(time.Now(), f) })
 		return nil, wait, retry
 	}
+	if ctx.Err() != nil {
+		// Shut down while dialing: the requests the dial does without
+		// (logging/setLevel, resources, prompts, subscriptions) failed
+		// with the context, and it returned a link that nothing may use.
+		l.close(closePolite, shutdownCause())
+		return nil, 0, false
+	}
 
 	s.update(sb.ReasonConnected, func(m *machine) {
 		s.setLink(l)
