@@ -2,8 +2,13 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,13 +79,67 @@ func (p *page) mcpClient() *mcp.ClientSession {
 	return cs
 }
 
-func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) {
-	t.Helper()
+// stallDump is how long an MCP call may run before mcpCall has both ends
+// say where they wait: shortly before stepTimeout fails the call, so that
+// a call that fails leaves its evidence (one of 520 took over 20 s at
+// load 19, and the log said only that it was cancelled). It bounds
+// nothing a passing run needs.
+const stallDump = stepTimeout - 2*time.Second
+
+// mcpCall calls a tool of /mcp through cs, bounded by stepTimeout. A call
+// still running at stallDump fails the test with where it waited: the
+// stacks of this process and serve's (which ends: daemontest.Quit), and
+// the servers' state, written to the test's artifacts directory.
+func (p *page) mcpCall(cs *mcp.ClientSession, name string, args map[string]any) {
+	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
 	defer cancel()
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args}); err != nil {
-		t.Fatalf("calling %s on /mcp: %v", name, err)
+	dumped := make(chan string, 1)
+	watch := time.AfterFunc(stallDump, func() { dumped <- p.dumpStall(name) })
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if watch.Stop() {
+		if err != nil {
+			p.t.Fatalf("calling %s on /mcp: %v", name, err)
+		}
+		return
 	}
+	p.t.Fatalf("calling %s on /mcp: still running after %v (then: %v); where both ends waited: %s", name, stallDump, err, <-dumped)
+}
+
+// dumpStall writes the stacks of this process and of serve, and the
+// servers' views, to files in the artifacts directory, while a call of
+// tool waits; it returns their names. serve is quit for its stacks.
+func (p *page) dumpStall(tool string) string {
+	own := make([]byte, 16<<20)
+	own = own[:runtime.Stack(own, true)]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	views, verr := p.api.Servers(ctx)
+	cancel()
+	state, _ := json.MarshalIndent(views, "", "  ")
+	files := map[string][]byte{
+		"stall-test-stacks.txt":  own,
+		"stall-serve-stacks.txt": []byte(p.d.Quit()),
+		"stall-servers.json":     append(state, fmt.Sprintf("\n%v\n", verr)...),
+	}
+	var names []string
+	for name, b := range files {
+		path := filepath.Join(p.shots, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			p.t.Logf("writing %s: %v", path, err)
+			continue
+		}
+		names = append(names, path)
+	}
+	slices.Sort(names)
+	var calling []string // this process's goroutines of the call
+	for g := range strings.SplitSeq(string(own), "\n\n") {
+		if strings.Contains(g, "modelcontextprotocol/go-sdk") || strings.Contains(g, "net/http.(*persistConn)") {
+			calling = append(calling, g)
+		}
+	}
+	p.t.Logf("a call of %s waited %v; the test's goroutines of the go-sdk and HTTP:\n%s\nserve's stacks (SIGQUIT):\n%s",
+		tool, stallDump, strings.Join(calling, "\n\n"), files["stall-serve-stacks.txt"])
+	return strings.Join(names, ", ")
 }
 
 // TestAuditViewShowsOtherClientsCalls: calls made through the API and by
@@ -96,7 +155,7 @@ func TestAuditViewShowsOtherClientsCalls(t *testing.T) {
 	p.call("work/add", map[string]any{"a": 1, "b": 2})
 	p.call("work/fail", map[string]any{"message": "no"})
 	cs := p.mcpClient()
-	mcpCall(t, cs, "other__echo", map[string]any{"text": "hello"})
+	p.mcpCall(cs, "other__echo", map[string]any{"text": "hello"})
 	p.waitAudit(client.AuditFilter{Server: "other", Tool: "echo"}, 1)
 	p.waitAudit(client.AuditFilter{Server: "work", Tool: "fail"}, 1)
 
@@ -173,8 +232,8 @@ func TestAuditViewShowsOtherClientsCalls(t *testing.T) {
 	top := p.auditRows()[0].ID
 	p.click("#au-follow")
 	p.waitJS("following", `document.getElementById("view-audit").dataset.following === "on"`)
-	mcpCall(t, cs, "work__add", map[string]any{"a": 1, "b": 1}) // not other's: filtered out while followed
-	mcpCall(t, cs, "other__echo", map[string]any{"text": "again"})
+	p.mcpCall(cs, "work__add", map[string]any{"a": 1, "b": 1}) // not other's: filtered out while followed
+	p.mcpCall(cs, "other__echo", map[string]any{"text": "again"})
 	p.waitJS("the new call", fmt.Sprintf(`(+(document.querySelector("#audit-body tr") || {dataset: {}}).dataset.id) > %d`, top))
 	if got := p.auditRows()[0]; got.What != "echo" || got.Surface != "mcp" || got.Outcome != "ok" {
 		t.Errorf("the followed entry reads %+v", got)
@@ -231,7 +290,7 @@ func TestAuditViewKeepsTheNewest500Rows(t *testing.T) {
 	p.waitJS("following", `document.getElementById("view-audit").dataset.following === "on"`)
 	const calls = 520
 	for i := range calls {
-		mcpCall(t, cs, "busy__echo", map[string]any{"text": fmt.Sprint(i)})
+		p.mcpCall(cs, "busy__echo", map[string]any{"text": fmt.Sprint(i)})
 	}
 	p.waitAudit(client.AuditFilter{Server: "busy", Tool: "echo", Limit: calls}, calls)
 	es := p.waitAudit(client.AuditFilter{Limit: 500}, 500) // the newest 500 of the whole log

@@ -331,6 +331,45 @@ func (d *Daemon) Kill() {
 	<-d.done
 }
 
+// ErrQuit is what [Daemon.Stop] returns (wrapped) after [Daemon.Quit].
+var ErrQuit = errors.New("switchboard serve was quit (SIGQUIT) for the stacks of its goroutines")
+
+// Quit sends SIGQUIT to the daemon, on which the Go runtime writes the
+// stack of every goroutine to stderr and exits with status 2 (serve does
+// not catch the signal), waits until it has been reaped (killed after its
+// stop grace), and returns the stacks: what the daemon wrote after the
+// signal. It is for a test that must see where serve waits, at the moment
+// it waits (a call that does not return). Stop, later, returns an error
+// wrapping [ErrQuit]. A daemon stopped or exited already is not
+// signalled, and Quit returns "".
+//
+// The servers serve started end with it (their Pdeathsig); nothing else
+// of its process group is signalled.
+func (d *Daemon) Quit() string {
+	var dump string
+	d.stopOnce.Do(func() {
+		select {
+		case <-d.done:
+			d.stopErr = d.stop()
+			return
+		default:
+		}
+		from := d.log.len()
+		_ = syscall.Kill(d.PID, syscall.SIGQUIT)
+		t := time.NewTimer(d.grace)
+		defer t.Stop()
+		select {
+		case <-d.done:
+		case <-t.C:
+			d.Kill()
+		}
+		lines, _ := d.log.since(from)
+		dump = strings.Join(lines, "\n")
+		d.stopErr = fmt.Errorf("%w (pid %d, %s)", ErrQuit, d.PID, d.cmd.ProcessState)
+	})
+	return dump
+}
+
 // Client returns a client of the daemon's API that sends its credential
 // ([Daemon.Token]); o may be nil (see client.New). The caller closes it.
 func (d *Daemon) Client(o *client.Options) *client.Client {
@@ -519,4 +558,11 @@ func (w *logLines) tail(n int) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return strings.Join(w.lines[max(0, len(w.lines)-n):], "\n")
+}
+
+// len returns how many lines were written.
+func (w *logLines) len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.lines)
 }

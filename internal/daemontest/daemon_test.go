@@ -100,6 +100,31 @@ func TestStartServesOnLoopbackAndStopsCleanly(t *testing.T) {
 	}
 }
 
+// TestQuitReturnsTheStacksOfServe: Quit has serve write where each of its
+// goroutines waits (its HTTP server's accept loop among them) and end;
+// Stop then says so.
+func TestQuitReturnsTheStacksOfServe(t *testing.T) {
+	d := Start(t, Options{})
+	dump := d.Quit()
+	for _, want := range []string{"SIGQUIT: quit", "goroutine ", "net/http.(*Server).Serve("} {
+		if !strings.Contains(dump, want) {
+			t.Errorf("the dump lacks %q:\n%s", want, dump)
+		}
+	}
+	if strings.Contains(dump, "switchboard serving") {
+		t.Error("the dump holds the log from before the signal")
+	}
+	if code := d.ExitCode(); code != 2 {
+		t.Errorf("ExitCode after Quit: %d, want the runtime's 2", code)
+	}
+	if err := d.Stop(); !errors.Is(err, ErrQuit) {
+		t.Errorf("Stop after Quit: %v, want ErrQuit", err)
+	}
+	if again := d.Quit(); again != "" {
+		t.Errorf("a second Quit returned %d bytes", len(again))
+	}
+}
+
 func TestTokenAndUnspecifiedListen(t *testing.T) {
 	d := Start(t, Options{Token: "tok-123", Listen: "0.0.0.0:0"})
 	if !strings.HasPrefix(d.URL, "http://127.0.0.1:") || d.Token != "tok-123" {
