@@ -227,16 +227,29 @@ func (g *Gateway) bridgeCall(ctx context.Context, server, tool string, args any,
 func (g *Gateway) bridge(ctx context.Context, server, tool string, opts sb.InvokeOptions, responses mcp.InputResponseMap, notify func(sb.Progress),
 	run func(context.Context, sb.InvokeOptions) (*upstream.Result, error)) (*upstream.Result, error) {
 	principal, _ := sb.PrincipalFrom(ctx)
+	// The progress of this request goes to its client from the first
+	// notification on: a new call's forwarder is in place before its
+	// upstream call starts (set after, the upstream's first progress
+	// could come first and be dropped: conformance's
+	// tools-call-with-progress got 2 of 3 so at load).
+	var fwd *progressForwarder
+	if notify != nil {
+		fwd = newProgressForwarder(notify)
+		defer fwd.flush()
+	}
 	var b *bridgedCall
 	if state := opts.Input.State; state != "" {
 		var err error
 		if b, err = g.held.take(state, principal.Name, server, tool); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
+		b.mu.Lock()
+		b.fwd = fwd
+		b.mu.Unlock()
 		b.answer(responses)
 	} else {
 		b = &bridgedCall{principal: principal.Name, server: server, tool: tool, caps: declared(opts.Input.Capabilities),
-			roots: declaresRoots(opts.Input.Capabilities), asks: make(chan *heldAsk), done: make(chan struct{})}
+			roots: declaresRoots(opts.Input.Capabilities), asks: make(chan *heldAsk), done: make(chan struct{}), fwd: fwd}
 		// The upstream is called as for a client of its own generation: a
 		// 2026-07-28 upstream still answers with its own requests for
 		// input, which pass through.
@@ -249,16 +262,13 @@ func (g *Gateway) bridge(ctx context.Context, server, tool string, opts sb.Invok
 			b.raw, b.err = run(cctx, opts)
 		}()
 	}
-	if notify != nil {
-		fwd := newProgressForwarder(notify)
-		b.mu.Lock()
-		b.fwd = fwd
-		b.mu.Unlock()
+	if fwd != nil {
+		// Runs before fwd.flush (deferred first): no progress is enqueued
+		// on a forwarder that has flushed.
 		defer func() {
 			b.mu.Lock()
 			b.fwd = nil
 			b.mu.Unlock()
-			fwd.flush()
 		}()
 	}
 	asks, err := b.next(ctx)

@@ -1,9 +1,14 @@
 package gateway
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // A held call is cancelled, and dropped from the table, once heldTTL has
@@ -43,4 +48,29 @@ func TestHeldCallsExpireAndAreBounded(t *testing.T) {
 			t.Fatalf("put accepted past heldMax (%d)", heldMax)
 		}
 	})
+}
+
+// A bridged call's first progress reaches the client even when the
+// upstream sends it at once: the forwarder is in place before the
+// upstream call starts. (Set after, as it was, the first notification was
+// dropped whenever the call's goroutine ran first: conformance's
+// tools-call-with-progress got 2 of 3 at load.)
+func TestABridgedCallsFirstProgressIsForwarded(t *testing.T) {
+	g := &Gateway{}
+	for range 200 {
+		var got []float64
+		_, err := g.bridge(context.Background(), "s", "t", sb.InvokeOptions{Input: &sb.InputRound{}}, nil,
+			func(p sb.Progress) { got = append(got, p.Progress) },
+			func(_ context.Context, opts sb.InvokeOptions) (*upstream.Result, error) {
+				opts.OnProgress(sb.Progress{Progress: 1})
+				opts.OnProgress(sb.Progress{Progress: 2})
+				return upstream.NewResult(json.RawMessage(`{"content":[]}`))
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 {
+			t.Fatalf("the client got progress %v, want [1 2]", got)
+		}
+	}
 }
