@@ -255,10 +255,15 @@ func (s *Session) probe(ctx context.Context, l *link) *failure {
 		// cheapest request every server answers.
 		req = &wire.Request{Method: "tools/list", Params: append(append([]byte(`{"_meta":{`), l.newMeta...), "}}"...)}
 	}
+	// A probe sent while a call is in flight may wait behind it on a
+	// server that runs one request at a time, even if that call has ended
+	// (its own timeout) by the time the probe gives up.
+	busy := s.inflight.Load() > 0
 	_, err := l.conn.Call(pctx, req)
 	if err == nil || ctx.Err() != nil {
 		return nil
 	}
+	busy = busy || s.inflight.Load() > 0
 	we, _ := wire.AsError(err)
 	status := 0
 	if we != nil {
@@ -285,7 +290,7 @@ func (s *Session) probe(ctx context.Context, l *link) *failure {
 		return nil
 	case we != nil && we.Kind == wire.KindRPC:
 		return nil // the server answered, if only to say it has no ping
-	case pctx.Err() != nil && l.proc != nil && s.inflight.Load() > 0:
+	case pctx.Err() != nil && l.proc != nil && busy:
 		// A stdio server that runs one request at a time is busy, not
 		// hung, while a call is in flight; the call has its own timeout.
 		s.log.Warn("health probe got no answer while calls are in flight; not treating the server as hung", "timeout", s.opts.ProbeTimeout)
