@@ -160,11 +160,7 @@ func (e *toolsetEnv) rootsClient(t *testing.T, path, tok, version, uri string) *
 // that declared no roots gets no such request, and the upstream gets an
 // error, not an empty list made up for it.
 func TestOldUpstreamsRootsListIsAnsweredByTheClient(t *testing.T) {
-	srv := testserver.StartHTTP(t, "-name", "remote", "-roots")
-	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only", "-roots")
-	e := newToolsetEnv(t, stdio(t, "local", "-roots"),
-		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"},
-		&sb.ServerConfig{Name: "legacy", Transport: sb.TransportSSE, URL: legacy.URL})
+	e := oldUpstreamsEnv(t)
 	tok := e.createToken("alice", sb.ScopeMCP)
 	for _, server := range []string{"local", "remote", "legacy"} {
 		for _, ep := range []struct{ path, tool string }{{"/mcp", server + "__roots"}, {"/mcp/" + server, "roots"}} {
@@ -262,11 +258,7 @@ func TestHeldRootsAndElicitationTakeOnlyTheirOwnAnswers(t *testing.T) {
 // Streamable HTTP and legacy SSE: a go-sdk client of either protocol gets
 // the prompt with its answer in it.
 func TestOldUpstreamsElicitationDuringPromptsGetIsAskedOfTheClient(t *testing.T) {
-	srv := testserver.StartHTTP(t, "-name", "remote", "-roots")
-	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only", "-roots")
-	e := newToolsetEnv(t, stdio(t, "local", "-roots"),
-		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"},
-		&sb.ServerConfig{Name: "legacy", Transport: sb.TransportSSE, URL: legacy.URL})
+	e := oldUpstreamsEnv(t)
 	tok := e.createToken("alice", sb.ScopeMCP)
 	for _, server := range []string{"local", "remote", "legacy"} {
 		for _, ep := range []struct{ path, prefix string }{{"/mcp", server + "__"}, {"/mcp/" + server, ""}} {
@@ -308,4 +300,17 @@ func TestOldUpstreamsElicitationDuringPromptsGetIsAskedOfTheClient(t *testing.T)
 	if n := gateway.HeldCalls(e.gw); n != 0 {
 		t.Errorf("%d calls held at the end", n)
 	}
+}
+
+// oldUpstreamsEnv is a gateway with one 2025-11-25 testserver (-roots) on
+// each transport: "local" over stdio, "remote" over Streamable HTTP and
+// "legacy" over legacy SSE.
+func oldUpstreamsEnv(t *testing.T) *toolsetEnv {
+	t.Helper()
+	srv := testserver.StartHTTP(t, "-name", "remote", "-roots")
+	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only", "-roots")
+	e := newToolsetEnv(t, stdio(t, "local", "-roots"),
+		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"},
+		&sb.ServerConfig{Name: "legacy", Transport: sb.TransportSSE, URL: legacy.URL})
+	return e
 }

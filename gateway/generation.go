@@ -98,11 +98,7 @@ func (m *mirror) promptBytes(ctx context.Context, server string, p *mcp.GetPromp
 	if err != nil {
 		return nil, err
 	}
-	var res mcp.GetPromptResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("the server's result: %w", err)
-	}
-	return &res, nil
+	return decodePrompt(raw)
 }
 
 // bridgePrompt gets the prompt of p from server, a 2025-11-25 upstream,
@@ -144,11 +140,7 @@ func (m *mirror) bridgePrompt(ctx context.Context, server string, p *mcp.GetProm
 	if err != nil {
 		return nil, err
 	}
-	var res mcp.GetPromptResult
-	if err := json.Unmarshal(raw.Raw, &res); err != nil {
-		return nil, fmt.Errorf("the server's result: %w", err)
-	}
-	return &res, nil
+	return decodePrompt(raw.Raw)
 }
 
 // askingPrompt gets the prompt of p from server, a 2025-11-25 upstream,
@@ -194,11 +186,7 @@ func (m *mirror) askingPrompt(ctx context.Context, server string, p *mcp.GetProm
 	if err != nil {
 		return nil, err
 	}
-	var res mcp.GetPromptResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("the server's result: %w", err)
-	}
-	return &res, nil
+	return decodePrompt(raw)
 }
 
 // A 2026-07-28 client learns what a server offers from server/discover
@@ -294,4 +282,13 @@ func (m *mirror) upstreamCapabilities(ctx context.Context) (*mcp.ServerCapabilit
 		}
 	}
 	return out, info
+}
+
+// decodePrompt decodes a server's prompts/get result.
+func decodePrompt(raw json.RawMessage) (*mcp.GetPromptResult, error) {
+	var res mcp.GetPromptResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("the server's result: %w", err)
+	}
+	return &res, nil
 }
