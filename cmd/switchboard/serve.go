@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -20,7 +19,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/buildinfo"
 	"github.com/switchboard-mcp/switchboard/internal/daemon"
 	"github.com/switchboard-mcp/switchboard/registry"
-	"github.com/switchboard-mcp/switchboard/telemetry"
 )
 
 // Defaults of serve, each mirrored by an environment variable.
@@ -181,21 +179,11 @@ variables; see docs/observability.md.`,
 				return err
 			}
 			gwOpts.Logger, gwOpts.Version = log, buildinfo.Read(version).Version
-			stopTraces, tracing, err := telemetry.Setup(cmd.Context(), os.Getenv, gwOpts.Version, log)
+			stopTraces, err := startTraces(cmd.Context(), log, gwOpts.Version)
 			if err != nil {
 				return err
 			}
-			if tracing {
-				log.Info("exporting OpenTelemetry traces (OTLP over HTTP)")
-			}
-			defer func() {
-				// What is still buffered goes out, within its own bound.
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				if err := stopTraces(ctx); err != nil {
-					log.Warn("flushing traces", "error", err)
-				}
-			}()
+			defer stopTraces()
 			return daemon.Serve(cmd.Context(), log, daemon.Config{Listen: listen, DSN: dsn, Auth: auth, AllowedHosts: hosts,
 				AllowedNetworks: nets, ReplicaID: replica.id, ResyncInterval: replica.resyncInterval, OAuthKeyFile: oauthKeyFile,
 				Sandbox: box, IdleTimeout: conns.idleTimeout, MaxConnsPerAddress: conns.perAddress, Audit: auditCfg}, gwOpts)

@@ -301,13 +301,7 @@ func (d *Daemon) stop() error {
 	select {
 	case <-d.done:
 	default:
-		_ = syscall.Kill(d.PID, syscall.SIGTERM)
-		t := time.NewTimer(d.grace)
-		defer t.Stop()
-		select {
-		case <-d.done:
-		case <-t.C:
-			d.Kill()
+		if !d.signalAndWait(syscall.SIGTERM) {
 			return fmt.Errorf("%w within %v (pid %d); killed", ErrStopTimeout, d.grace, d.PID)
 		}
 	}
@@ -315,6 +309,21 @@ func (d *Daemon) stop() error {
 		return fmt.Errorf("switchboard serve (pid %d) exited with %s", d.PID, st)
 	}
 	return nil
+}
+
+// signalAndWait sends sig to the daemon and waits until it has been
+// reaped; if its stop grace passes first it is killed, and false returned.
+func (d *Daemon) signalAndWait(sig syscall.Signal) bool {
+	_ = syscall.Kill(d.PID, sig)
+	t := time.NewTimer(d.grace)
+	defer t.Stop()
+	select {
+	case <-d.done:
+		return true
+	case <-t.C:
+		d.Kill()
+		return false
+	}
 }
 
 // Kill sends SIGKILL to the daemon's process group, as a crash would, and
@@ -355,14 +364,7 @@ func (d *Daemon) Quit() string {
 		default:
 		}
 		from := d.log.len()
-		_ = syscall.Kill(d.PID, syscall.SIGQUIT)
-		t := time.NewTimer(d.grace)
-		defer t.Stop()
-		select {
-		case <-d.done:
-		case <-t.C:
-			d.Kill()
-		}
+		d.signalAndWait(syscall.SIGQUIT)
 		lines, _ := d.log.since(from)
 		dump = strings.Join(lines, "\n")
 		d.stopErr = fmt.Errorf("%w (pid %d, %s)", ErrQuit, d.PID, d.cmd.ProcessState)
