@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,6 +51,11 @@ type mirror struct {
 	// warnings says, by server, what of it this mirror does not show and
 	// why, as of its last sync (Gateway.Warnings).
 	warnings map[string][]string
+
+	// hints are the cache hints of the lists the mirror serves, as of its
+	// last sync (cachehints.go); read without m.mu, which the go-sdk's
+	// server must not wait for.
+	hints atomic.Pointer[upstream.ListHints]
 }
 
 // origin is what an exposed name stands for.
@@ -63,6 +69,7 @@ type exposure struct {
 	prompts   map[string]*mcp.Prompt
 	resources map[string]*mcp.Resource
 	templates map[string]*mcp.ResourceTemplate
+	hints     upstream.ListHints // the server's lists' cache hints
 }
 
 func (g *Gateway) newMirror(only string) *mirror {
@@ -97,6 +104,7 @@ func (g *Gateway) newMirrorOf(only, set string) *mirror {
 		CompletionHandler:  m.complete,
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
+		SetCacheable:       m.setCacheable,
 	})
 	m.server.AddReceivingMiddleware(m.traceRequests, m.auditRequests, g.clients.countSession, m.awaitReady, m.discover)
 	m.server.AddSendingMiddleware(m.holdListChanged)
@@ -124,8 +132,10 @@ func (m *mirror) sync(server string) {
 	var resources []*mcp.Resource
 	var templates []*mcp.ResourceTemplate
 	var prompts []*mcp.Prompt
+	var hints upstream.ListHints
 	if s, ok := m.g.src.Session(server); ok && s != nil && s.Status() == sb.StatusConnected {
 		tools, resources, templates, prompts = s.Catalog()
+		hints = s.CacheHints()
 	}
 	if m.set != "" {
 		tools, resources, templates, prompts = m.selected(server, tools, resources, templates, prompts)
@@ -141,6 +151,7 @@ func (m *mirror) sync(server string) {
 	next := &exposure{
 		resources: make(map[string]*mcp.Resource),
 		templates: make(map[string]*mcp.ResourceTemplate),
+		hints:     hints,
 	}
 
 	removeTool, addTool := func(name string) { m.server.RemoveTools(name) }, func(name string, t *mcp.Tool) error { return m.addTool(name, server, t) }
@@ -229,6 +240,7 @@ func (m *mirror) sync(server string) {
 		}
 	}
 	m.shown[server] = next
+	m.hints.Store(m.listHints())
 	if m.warnings == nil {
 		m.warnings = make(map[string][]string)
 	}

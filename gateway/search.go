@@ -87,6 +87,7 @@ func (m *mirror) setSearch(on bool) {
 		return
 	}
 	m.search = on
+	m.hints.Store(m.listHints())
 	if on {
 		if m.index == nil {
 			m.index = toolsearch.New()

@@ -17,6 +17,7 @@ type catalog struct {
 	resources []*mcp.Resource
 	templates []*mcp.ResourceTemplate
 	prompts   []*mcp.Prompt
+	hints     ListHints     // the lists' cache hints
 	schemas   *schemaCache  // resolved input schemas of tools, filled on first use
 	infos     []sb.ToolInfo // the tools as RuntimeInfo shows them, made once per listing
 
@@ -98,21 +99,22 @@ func (l *link) list(ctx context.Context, kinds listKind, prev catalog) (listResu
 		caps = &mcp.ServerCapabilities{}
 	}
 	if kinds&listTools != 0 && caps.Tools != nil {
-		tools, cut, err := collect(l.toolPages(ctx))
+		var hint mcp.Cacheable
+		tools, cut, err := collect(l.toolPages(ctx, &hint))
 		if err != nil {
 			return r, err
 		}
 		if cut {
 			r.truncated = append(r.truncated, "tools/list")
 		}
-		r.tools = tools
+		r.tools, r.hints.Tools = tools, hint
 		r.schemas = &schemaCache{}
 		r.toolsShared = nil
 		r.infos = toolInfos(tools, &r.toolsShared)
 	}
 	if kinds&listResources != 0 && caps.Resources != nil {
-		relist(&r, "resources/list", &r.resources, l.resourcePages(ctx))
-		relist(&r, "resources/templates/list", &r.templates, l.templatePages(ctx))
+		relist(ctx, &r, "resources/list", &r.resources, &r.hints.Resources, l.resourcePages)
+		relist(ctx, &r, "resources/templates/list", &r.templates, &r.hints.Templates, l.templatePages)
 		r.resourcesShared = nil
 		for _, res := range r.resources {
 			res.Description = r.resourcesShared.string(res.Description)
@@ -122,7 +124,7 @@ func (l *link) list(ctx context.Context, kinds listKind, prev catalog) (listResu
 		}
 	}
 	if kinds&listPrompts != 0 && caps.Prompts != nil {
-		relist(&r, "prompts/list", &r.prompts, l.promptPages(ctx))
+		relist(ctx, &r, "prompts/list", &r.prompts, &r.hints.Prompts, l.promptPages)
 		r.promptsShared = nil
 		for _, p := range r.prompts {
 			p.Description = r.promptsShared.string(p.Description)
@@ -146,11 +148,14 @@ func collect[T any](seq iter.Seq2[T, error]) (out []T, cut bool, err error) {
 	return out, false, nil
 }
 
-// relist replaces *dst with every page of seq. On failure the previous list
-// stays, so a transient error while refreshing does not make everything
-// disappear; the error is recorded in r.
-func relist[T any](r *listResult, name string, dst *[]T, seq iter.Seq2[T, error]) {
-	v, cut, err := collect(seq)
+// relist replaces *dst with every page of the list pages makes, and *hint
+// with its cache hints. On failure the previous list stays, so a transient
+// error while refreshing does not make everything disappear; the error is
+// recorded in r.
+func relist[T any](ctx context.Context, r *listResult, name string, dst *[]T, hint *mcp.Cacheable,
+	pages func(context.Context, *mcp.Cacheable) iter.Seq2[T, error]) {
+	var h mcp.Cacheable
+	v, cut, err := collect(pages(ctx, &h))
 	if err != nil {
 		r.err = fmt.Errorf("%s: %w", name, err)
 		return
@@ -158,7 +163,7 @@ func relist[T any](r *listResult, name string, dst *[]T, seq iter.Seq2[T, error]
 	if cut {
 		r.truncated = append(r.truncated, name)
 	}
-	*dst = v
+	*dst, *hint = v, h
 }
 
 // toolInfos renders tools for RuntimeInfo. It runs once per listing, not

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	sb "github.com/switchboard-mcp/switchboard"
 )
 
@@ -151,7 +153,7 @@ func TestRawListsAreTheGoSDKs(t *testing.T) {
 	l := listPeerSession(t, p, &logs)
 	ctx := context.Background()
 
-	sdkTools, rawTools, sdkErr, rawErr := both(t, l.cs.Tools(ctx, nil), l.toolPages(ctx))
+	sdkTools, rawTools, sdkErr, rawErr := both(t, l.cs.Tools(ctx, nil), l.toolPages(ctx, nil))
 	if sdkErr != nil || rawErr != nil {
 		t.Fatalf("tools: %v, %v", sdkErr, rawErr)
 	}
@@ -169,17 +171,17 @@ func TestRawListsAreTheGoSDKs(t *testing.T) {
 		}
 	}
 
-	sdkRes, rawRes, sdkErr, rawErr := both(t, l.cs.Resources(ctx, nil), l.resourcePages(ctx))
+	sdkRes, rawRes, sdkErr, rawErr := both(t, l.cs.Resources(ctx, nil), l.resourcePages(ctx, nil))
 	if sdkErr != nil || rawErr != nil || len(rawRes) != 2 {
 		t.Fatalf("resources: %d, %v, %v", len(rawRes), sdkErr, rawErr)
 	}
 	sameJSON(t, "resources", sdkRes, rawRes)
-	sdkTpl, rawTpl, sdkErr, rawErr := both(t, l.cs.ResourceTemplates(ctx, nil), l.templatePages(ctx))
+	sdkTpl, rawTpl, sdkErr, rawErr := both(t, l.cs.ResourceTemplates(ctx, nil), l.templatePages(ctx, nil))
 	if sdkErr != nil || rawErr != nil || len(rawTpl) != 1 {
 		t.Fatalf("templates: %d, %v, %v", len(rawTpl), sdkErr, rawErr)
 	}
 	sameJSON(t, "templates", sdkTpl, rawTpl)
-	sdkPr, rawPr, sdkErr, rawErr := both(t, l.cs.Prompts(ctx, nil), l.promptPages(ctx))
+	sdkPr, rawPr, sdkErr, rawErr := both(t, l.cs.Prompts(ctx, nil), l.promptPages(ctx, nil))
 	if sdkErr != nil || rawErr != nil || len(rawPr) != 1 {
 		t.Fatalf("prompts: %d, %v, %v", len(rawPr), sdkErr, rawErr)
 	}
@@ -207,12 +209,40 @@ func TestRawListErrorsAreTheGoSDKs(t *testing.T) {
 	p.switched = true
 	p.mu.Unlock()
 	ctx := context.Background()
-	_, _, sdkErr, rawErr := both(t, l.cs.Tools(ctx, nil), l.toolPages(ctx))
+	_, _, sdkErr, rawErr := both(t, l.cs.Tools(ctx, nil), l.toolPages(ctx, nil))
 	if sdkErr == nil || rawErr == nil || sdkErr.Error() != rawErr.Error() {
 		t.Errorf("tools/list errors: go-sdk %v, raw %v; want the same", sdkErr, rawErr)
 	}
-	_, _, sdkErr, rawErr = both(t, l.cs.Resources(ctx, nil), l.resourcePages(ctx))
+	_, _, sdkErr, rawErr = both(t, l.cs.Resources(ctx, nil), l.resourcePages(ctx, nil))
 	if sdkErr == nil || rawErr == nil || sdkErr.Error() != rawErr.Error() {
 		t.Errorf("resources/list errors: go-sdk %v, raw %v; want the same", sdkErr, rawErr)
+	}
+}
+
+// TestListsKeepTheirCacheHints: the session keeps the cache hints of each
+// list it read (SEP-2549), its pages folded into one: the shortest ttlMs,
+// private if any page said so; a list that said none has none.
+func TestListsKeepTheirCacheHints(t *testing.T) {
+	p := &listPeer{pages: map[string][]string{
+		"tools/list": {
+			`{"tools":[{"name":"a","inputSchema":{"type":"object"}}],"nextCursor":"1","ttlMs":5000,"cacheScope":"public"}`,
+			`{"tools":[{"name":"b","inputSchema":{"type":"object"}}],"ttlMs":9000,"cacheScope":"private"}`,
+		},
+		"resources/list":           {`{"resources":[{"uri":"test://a","name":"a"}]}`},
+		"resources/templates/list": {`{"resourceTemplates":[],"ttlMs":0,"cacheScope":"public"}`},
+		"prompts/list": {
+			`{"prompts":[{"name":"p"}],"nextCursor":"1","ttlMs":3000,"cacheScope":"public"}`,
+			`{"prompts":[{"name":"q"}],"ttlMs":7000,"cacheScope":"public"}`,
+		},
+	}}
+	l := listPeerSession(t, p, io.Discard)
+	got := l.session.CacheHints()
+	want := ListHints{
+		Tools:     mcp.Cacheable{TTLMs: 5000, CacheScope: "private"},
+		Templates: mcp.Cacheable{TTLMs: 0, CacheScope: "public"},
+		Prompts:   mcp.Cacheable{TTLMs: 3000, CacheScope: "public"},
+	}
+	if got != want {
+		t.Errorf("hints %+v, want %+v", got, want)
 	}
 }

@@ -35,8 +35,9 @@ import (
 
 // rawPages lists method page by page, as the go-sdk's iterators do:
 // decode each result into a new R, yield what page returns, follow the
-// cursor until it is empty.
-func rawPages[R any, T any](ctx context.Context, l *link, method string, page func(*R) ([]T, string)) iter.Seq2[T, error] {
+// cursor until it is empty. The cache hints of the pages read are folded
+// into hint, if not nil (AddCacheHint).
+func rawPages[R any, T any](ctx context.Context, l *link, method string, hint *mcp.Cacheable, page func(*R) ([]T, string, mcp.Cacheable)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		cursor := ""
@@ -46,7 +47,10 @@ func rawPages[R any, T any](ctx context.Context, l *link, method string, page fu
 				yield(zero, err)
 				return
 			}
-			items, next := page(res)
+			items, next, h := page(res)
+			if hint != nil {
+				AddCacheHint(hint, h)
+			}
 			for _, it := range items {
 				if !yield(it, nil) {
 					return
@@ -93,28 +97,56 @@ func (l *link) rawRequest(ctx context.Context, method, cursor string, out any) e
 }
 
 // toolPages lists the server's tools.
-func (l *link) toolPages(ctx context.Context) iter.Seq2[*mcp.Tool, error] {
-	return rawPages(ctx, l, "tools/list", func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) {
-		return l.session.validTools(r.Tools), r.NextCursor
+func (l *link) toolPages(ctx context.Context, hint *mcp.Cacheable) iter.Seq2[*mcp.Tool, error] {
+	return rawPages(ctx, l, "tools/list", hint, func(r *mcp.ListToolsResult) ([]*mcp.Tool, string, mcp.Cacheable) {
+		return l.session.validTools(r.Tools), r.NextCursor, r.Cacheable
 	})
 }
 
-func (l *link) resourcePages(ctx context.Context) iter.Seq2[*mcp.Resource, error] {
-	return rawPages(ctx, l, "resources/list", func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) {
-		return r.Resources, r.NextCursor
+func (l *link) resourcePages(ctx context.Context, hint *mcp.Cacheable) iter.Seq2[*mcp.Resource, error] {
+	return rawPages(ctx, l, "resources/list", hint, func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string, mcp.Cacheable) {
+		return r.Resources, r.NextCursor, r.Cacheable
 	})
 }
 
-func (l *link) templatePages(ctx context.Context) iter.Seq2[*mcp.ResourceTemplate, error] {
-	return rawPages(ctx, l, "resources/templates/list", func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
-		return r.ResourceTemplates, r.NextCursor
+func (l *link) templatePages(ctx context.Context, hint *mcp.Cacheable) iter.Seq2[*mcp.ResourceTemplate, error] {
+	return rawPages(ctx, l, "resources/templates/list", hint, func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string, mcp.Cacheable) {
+		return r.ResourceTemplates, r.NextCursor, r.Cacheable
 	})
 }
 
-func (l *link) promptPages(ctx context.Context) iter.Seq2[*mcp.Prompt, error] {
-	return rawPages(ctx, l, "prompts/list", func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) {
-		return r.Prompts, r.NextCursor
+func (l *link) promptPages(ctx context.Context, hint *mcp.Cacheable) iter.Seq2[*mcp.Prompt, error] {
+	return rawPages(ctx, l, "prompts/list", hint, func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string, mcp.Cacheable) {
+		return r.Prompts, r.NextCursor, r.Cacheable
 	})
+}
+
+// ListHints are the cache hints (SEP-2549: ttlMs, cacheScope) of a
+// server's lists as last listed, every page of a list folded into one
+// (AddCacheHint). A list that carried none (a server of 2025-11-25 or
+// before) has the zero mcp.Cacheable: an empty CacheScope, which a
+// server that sends hints never leaves empty.
+type ListHints struct {
+	Tools, Resources, Templates, Prompts mcp.Cacheable
+}
+
+// AddCacheHint folds the hints c of one result into those of a result
+// made of several (pages of one list, or the lists of several servers),
+// h: the shortest ttlMs, and private if any said so (or said a scope
+// other than public, which no cache may take for public). A c that says
+// nothing (empty CacheScope) changes nothing.
+func AddCacheHint(h *mcp.Cacheable, c mcp.Cacheable) {
+	switch {
+	case c.CacheScope == "":
+		return
+	case h.CacheScope == "":
+		*h = c
+		return
+	}
+	h.TTLMs = min(h.TTLMs, c.TTLMs)
+	if h.CacheScope != c.CacheScope || c.CacheScope != "public" {
+		h.CacheScope = "private"
+	}
 }
 
 // setLogLevel asks the server for log messages of level and up.

@@ -454,6 +454,14 @@ func (s *Session) Catalog() (tools []*mcp.Tool, resources []*mcp.Resource, templ
 	return c.tools, c.resources, c.templates, c.prompts
 }
 
+// CacheHints returns the cache hints of the server's lists, as last
+// listed (Catalog).
+func (s *Session) CacheHints() ListHints {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.catalog.hints
+}
+
 // Client returns the live MCP client session, waiting for a session that is
 // connecting until ctx ends. A session in error fails at once with an
 // *Error (wrapping ErrUnavailable) carrying the last cause and its phase.

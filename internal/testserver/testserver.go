@@ -77,6 +77,10 @@ type Options struct {
 	// with a ttlMs of 60000 (-private-cache), as a server whose results
 	// depend on who asks does.
 	PrivateCache bool
+	// CacheTTL, if positive, is the ttlMs of every result that carries
+	// cache hints (-cache-ttl), cacheScope public unless PrivateCache (whose
+	// ttlMs it replaces).
+	CacheTTL int
 
 	// Faults.
 
@@ -189,6 +193,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.Resource, "resource", "", "register one more resource `URI`, whose read answers \"NAME: URI\" with the -name")
 	fs.StringVar(&o.ResourceTemplate, "resource-template", "", "register one more resource `template`, whose reads answer \"NAME: URI\" with the -name")
 	fs.BoolVar(&o.PrivateCache, "private-cache", false, "mark results with cache hints cacheScope private, ttlMs 60000")
+	fs.IntVar(&o.CacheTTL, "cache-ttl", 0, "mark results with cache hints ttlMs `ms` (cacheScope public unless -private-cache)")
 	fs.IntVar(&o.PageSize, "page-size", 0, "page `size` of list results (default: the SDK default)")
 	fs.StringVar(&protocolVersions, "protocol-versions", "", "negotiate only these comma-separated protocol `versions` (default: all the SDK supports)")
 	fs.Var(optionalInt{&o.CrashAfter}, "crash-after", "let `N` tools/call requests through, exit with status 3 on the next one")

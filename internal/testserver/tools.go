@@ -32,8 +32,15 @@ func (s *server) newMCPServer() *mcp.Server {
 		SupportedProtocolVersions: s.opts.ProtocolVersions,
 		Logger:                    s.sdkLogger(),
 	}
-	if s.opts.PrivateCache {
-		opts.SetCacheable = func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope, c.TTLMs = "private", 60000 }
+	if s.opts.PrivateCache || s.opts.CacheTTL > 0 {
+		scope, ttl := "public", s.opts.CacheTTL
+		if s.opts.PrivateCache {
+			scope = "private"
+			if ttl == 0 {
+				ttl = 60000
+			}
+		}
+		opts.SetCacheable = func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope, c.TTLMs = scope, ttl }
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version}, opts)
 	s.mcp = srv // addEcho registers through s.mcp
