@@ -64,19 +64,3 @@ func TestListsCarryTheUpstreamsCacheHints(t *testing.T) {
 		t.Errorf("2025-11-25 prompts/list: %+v, %v; want %+v", prompts.Cacheable, err, w)
 	}
 }
-
-// A server of 2025-11-25 says no cache hints: its lists keep the go-sdk's
-// default (public, ttlMs 0), on /mcp/NAME and /mcp.
-func TestListsOfAnOldUpstreamHaveTheDefaultHints(t *testing.T) {
-	e := newEnv(t, "", stdio(t, "old"))
-	waitTools(t, e.connect("/mcp", nil), "old__echo")
-	for _, path := range []string{"/mcp/old", "/mcp"} {
-		for _, method := range listMethods {
-			a := send(t, newRequest(t, e.url+path, method, "", `{}`, plainCaps))
-			var got mcp.Cacheable
-			if err := json.Unmarshal([]byte(a.result), &got); err != nil || a.status != http.StatusOK || got != (mcp.Cacheable{CacheScope: "public"}) {
-				t.Errorf("%s %s: HTTP %d, result %.300s, error %s; want ttlMs 0, cacheScope public", path, method, a.status, a.result, a.err)
-			}
-		}
-	}
-}

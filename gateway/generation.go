@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -196,15 +197,22 @@ func (m *mirror) askingPrompt(ctx context.Context, server string, p *mcp.GetProm
 // to announce what servers that connect later bring. A discover is asked
 // again by a client that wants to know, so it is answered from the
 // upstreams that are connected: on /mcp/NAME that server's capabilities
-// and identity, on /mcp the union of the servers' (a toolset's endpoint
-// keeps the mirror's own). The list_changed flags stay on: the mirror
-// sends them when a server comes or goes, whatever the server's own.
+// and identity, on /mcp the union of the servers'. A toolset's endpoint
+// answers what the toolset shows (toolsetCapabilities), and its
+// initialize the same: the kinds it selects are known from the start. The
+// list_changed flags stay on: the mirror sends them when a server comes
+// or goes, whatever the server's own.
 
 // discover is a receiving middleware that answers server/discover from
-// the upstreams (upstreamCapabilities).
+// the upstreams (upstreamCapabilities), and a toolset's initialize as its
+// discover.
 func (m *mirror) discover(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
+		if ir, ok := res.(*mcp.InitializeResult); ok && m.set != "" {
+			ir.Capabilities = m.toolsetCapabilities(ctx)
+			return ir, err
+		}
 		if method != "server/discover" || err != nil {
 			return res, err
 		}
@@ -231,10 +239,11 @@ func (m *mirror) discover(next mcp.MethodHandler) mcp.MethodHandler {
 
 // upstreamCapabilities returns the union of the capabilities of the
 // connected servers this mirror shows, and on /mcp/NAME that server's
-// identity; nil if none is connected.
+// identity; nil if none is connected. A toolset's are its own
+// (toolsetCapabilities), with the mirror's identity.
 func (m *mirror) upstreamCapabilities(ctx context.Context) (*mcp.ServerCapabilities, *mcp.Implementation) {
 	if m.set != "" {
-		return nil, nil // a toolset's: what it shows is its selection's, not a server's
+		return m.toolsetCapabilities(ctx), nil
 	}
 	names := m.g.src.Names()
 	if m.only != "" {
@@ -243,18 +252,8 @@ func (m *mirror) upstreamCapabilities(ctx context.Context) (*mcp.ServerCapabilit
 	var out *mcp.ServerCapabilities
 	var info *mcp.Implementation
 	for _, name := range names {
-		s, ok := m.g.src.Session(name)
-		if !ok || s == nil || s.Status() != sb.StatusConnected {
-			continue
-		}
-		cctx, cancel := context.WithCancel(ctx)
-		cancel() // connected: Client need not wait
-		cs, err := s.Client(cctx)
-		if err != nil {
-			continue
-		}
-		ir := cs.InitializeResult()
-		if ir == nil || ir.Capabilities == nil {
+		ir := connectedInit(ctx, m.g.src, name)
+		if ir == nil {
 			continue
 		}
 		if out == nil {
@@ -268,8 +267,7 @@ func (m *mirror) upstreamCapabilities(ctx context.Context) (*mcp.ServerCapabilit
 			out.Prompts = &mcp.PromptCapabilities{ListChanged: true}
 		}
 		if c.Resources != nil {
-			sub := c.Resources.Subscribe || out.Resources != nil && out.Resources.Subscribe
-			out.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: sub}
+			addResources(out, c.Resources.Subscribe)
 		}
 		if c.Logging != nil {
 			out.Logging = &mcp.LoggingCapabilities{}
@@ -282,6 +280,103 @@ func (m *mirror) upstreamCapabilities(ctx context.Context) (*mcp.ServerCapabilit
 		}
 	}
 	return out, info
+}
+
+// connectedInit returns the initialize result of server if it is
+// connected and declared capabilities; nil otherwise.
+func connectedInit(ctx context.Context, src Source, server string) *mcp.InitializeResult {
+	s, ok := src.Session(server)
+	if !ok || s == nil || s.Status() != sb.StatusConnected {
+		return nil
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel() // connected: Client need not wait
+	cs, err := s.Client(cctx)
+	if err != nil {
+		return nil
+	}
+	ir := cs.InitializeResult()
+	if ir == nil || ir.Capabilities == nil {
+		return nil
+	}
+	return ir
+}
+
+// addResources adds the resources capability to out, with subscribe if
+// sub or if out had it.
+func addResources(out *mcp.ServerCapabilities, sub bool) {
+	sub = sub || out.Resources != nil && out.Resources.Subscribe
+	out.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: sub}
+}
+
+// toolsetCapabilities is what a toolset's endpoint offers: the kinds the
+// toolset selects (tools, and always in search mode, whose two tools are
+// the gateway's; prompts; resources), and of its servers' capabilities
+// those that serve what it shows: subscribe if a server it selects
+// resources of offers it, completions if one it selects prompts or
+// resources of does, logging if any it selects does. Until a server it
+// selects is connected, each kind it shows has what the mirror can give
+// it (subscribe, completions, logging), as the mirror's own capabilities
+// have: a session that begins then must learn of what they bring.
+func (m *mirror) toolsetCapabilities(ctx context.Context) *mcp.ServerCapabilities {
+	ts, _, _ := m.g.toolset(m.set)
+	out := &mcp.ServerCapabilities{}
+	if ts == nil {
+		return out
+	}
+	if len(ts.Tools) > 0 || ts.Mode == sb.ModeSearch {
+		out.Tools = &mcp.ToolCapabilities{ListChanged: true}
+	}
+	if len(ts.Prompts) > 0 {
+		out.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+	}
+	if len(ts.Resources) > 0 {
+		out.Resources = &mcp.ResourceCapabilities{ListChanged: true}
+	}
+	connected := false
+	for _, name := range m.g.src.Names() {
+		if !ts.Servers(name) {
+			continue
+		}
+		ir := connectedInit(ctx, m.g.src, name)
+		if ir == nil {
+			continue
+		}
+		connected = true
+		c := ir.Capabilities
+		prompts, resources := selectsServer(ts.Prompts, name), selectsResourcesOf(ts.Resources, name)
+		if resources && c.Resources != nil && c.Resources.Subscribe {
+			addResources(out, true)
+		}
+		if (prompts || resources) && c.Completions != nil {
+			out.Completions = &mcp.CompletionCapabilities{}
+		}
+		if c.Logging != nil {
+			out.Logging = &mcp.LoggingCapabilities{}
+		}
+	}
+	if !connected {
+		if out.Resources != nil {
+			out.Resources.Subscribe = true
+		}
+		if out.Prompts != nil || out.Resources != nil {
+			out.Completions = &mcp.CompletionCapabilities{}
+		}
+		out.Logging = &mcp.LoggingCapabilities{}
+	}
+	return out
+}
+
+// selectsServer reports whether a selector of sels could pick an item of
+// server.
+func selectsServer(sels []sb.Selector, server string) bool {
+	return slices.ContainsFunc(sels, func(s sb.Selector) bool { return sb.MatchPattern(s.Server, server) })
+}
+
+// selectsResourcesOf reports whether a resource selector of sels could
+// pick a resource of server.
+func selectsResourcesOf(sels []sb.ResourceSelector, server string) bool {
+	return slices.ContainsFunc(sels, func(s sb.ResourceSelector) bool { return sb.MatchPattern(s.Server, server) })
 }
 
 // decodePrompt decodes a server's prompts/get result.

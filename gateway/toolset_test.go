@@ -556,3 +556,71 @@ func TestToolsetResourcePatternRefusesDotSegments(t *testing.T) {
 		}
 	}
 }
+
+// A toolset's endpoint offers what the toolset shows, on either
+// generation alike (initialize of 2025-11-25, server/discover of
+// 2026-07-28): the kinds it selects, with its servers' subscribe and
+// logging (the testserver serves no completion, so none is offered), and
+// its own serverInfo. Its lists carry the hints of the servers whose items
+// they show: tools of alpha (private, 60 s) and beta (public, 0 s) are
+// private, 0 s; prompts and templates only alpha's; resources none.
+func TestToolsetOffersWhatItShows(t *testing.T) {
+	e := newToolsetEnv(t, stdio(t, "alpha", "-private-cache"), stdio(t, "beta"))
+	ctx := context.Background()
+	if _, err := e.toolsets.Create(ctx, &coder); err != nil {
+		t.Fatal(err)
+	}
+	toolsOnly := sb.Toolset{Name: "tools-only", Tools: []sb.Selector{{Server: "alpha", Tool: "echo"}}}
+	if _, err := e.toolsets.Create(ctx, &toolsOnly); err != nil {
+		t.Fatal(err)
+	}
+	tok := e.createToken("bot", sb.ToolsetScope("coder"), sb.ToolsetScope("tools-only"))
+	first, err := e.connectAs("/toolsets/coder/mcp", tok, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTools(t, first, "say", "beta__add") // both servers connected
+
+	want := map[string]*mcp.ServerCapabilities{
+		"coder": {
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Logging:   &mcp.LoggingCapabilities{},
+		},
+		"tools-only": {
+			Tools:   &mcp.ToolCapabilities{ListChanged: true},
+			Logging: &mcp.LoggingCapabilities{},
+		},
+	}
+	for set, w := range want {
+		for _, version := range []string{"2025-11-25", ""} {
+			cs, err := e.connectAs("/toolsets/"+set+"/mcp", tok, version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ir := cs.InitializeResult()
+			got, _ := json.Marshal(ir.Capabilities)
+			wantJSON, _ := json.Marshal(w)
+			if string(got) != string(wantJSON) || ir.ServerInfo == nil || ir.ServerInfo.Name != "switchboard/toolsets/"+set {
+				t.Errorf("%s, version %q (%s): capabilities %s, serverInfo %+v; want %s, switchboard/toolsets/%s",
+					set, version, ir.ProtocolVersion, got, ir.ServerInfo, wantJSON, set)
+			}
+		}
+	}
+
+	for method, w := range map[string]mcp.Cacheable{
+		"tools/list":               {TTLMs: 0, CacheScope: "private"},
+		"prompts/list":             {TTLMs: 60000, CacheScope: "private"},
+		"resources/templates/list": {TTLMs: 60000, CacheScope: "private"},
+		"resources/list":           {TTLMs: 0, CacheScope: "public"},
+	} {
+		req := newRequest(t, e.url+"/toolsets/coder/mcp", method, "", `{}`, plainCaps)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		a := send(t, req)
+		var got mcp.Cacheable
+		if err := json.Unmarshal([]byte(a.result), &got); err != nil || a.status != http.StatusOK || got != w {
+			t.Errorf("%s: HTTP %d, result %.300s, error %s; want ttlMs %d, cacheScope %s", method, a.status, a.result, a.err, w.TTLMs, w.CacheScope)
+		}
+	}
+}
