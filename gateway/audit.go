@@ -128,8 +128,12 @@ func (g *Gateway) refusedRetry(ctx context.Context, server, tool string, args an
 		Outcome: string(sb.CodeBadRequest)}, b)
 }
 
-// readFrom reads a resource of server, bounded by its call timeout.
-func (m *mirror) readFrom(ctx context.Context, server string, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+// readFrom reads a resource of server, bounded by its call timeout, for
+// the client of ss, as getFrom gets a prompt: a 2026-07-28 upstream's read
+// goes as bytes (readBytes) to a 2026-07-28 client; a 2025-11-25 client's
+// read goes through asking, which asks it what the upstream asks, of
+// either generation.
+func (m *mirror) readFrom(ctx context.Context, server string, p *mcp.ReadResourceParams, newClient bool, ss *mcp.ServerSession) (*mcp.ReadResourceResult, error) {
 	cs, ctx, cancel, err := m.client(ctx, server)
 	if err != nil {
 		return nil, err
@@ -137,6 +141,16 @@ func (m *mirror) readFrom(ctx context.Context, server string, p *mcp.ReadResourc
 	defer cancel()
 	q := *p
 	q.Meta = upstreamMeta(cs, q.Meta)
+	switch {
+	case newClient && !olderThan2026(cs):
+		return m.readBytes(ctx, server, &q)
+	case !newClient && ss != nil:
+		raw, err := m.asking(ctx, server, "resources/read", q.URI, &q, ss)
+		if err != nil {
+			return nil, err
+		}
+		return decodeRead(raw)
+	}
 	return cs.ReadResource(ctx, &q)
 }
 
@@ -144,7 +158,8 @@ func (m *mirror) readFrom(ctx context.Context, server string, p *mcp.ReadResourc
 // client of ss. A 2026-07-28 client's get of a 2026-07-28 upstream's
 // prompt goes as bytes, so that a request for input reaches the client
 // (generation.go); a 2025-11-25 upstream's requests during it are asked
-// of the client (bridgePrompt, askingPrompt).
+// of a 2026-07-28 client (bridgePrompt); what either upstream asks is
+// asked of a 2025-11-25 client (asking).
 func (m *mirror) getFrom(ctx context.Context, server string, p *mcp.GetPromptParams, newClient bool, ss *mcp.ServerSession) (*mcp.GetPromptResult, error) {
 	cs, ctx, cancel, err := m.client(ctx, server)
 	if err != nil {
@@ -157,8 +172,13 @@ func (m *mirror) getFrom(ctx context.Context, server string, p *mcp.GetPromptPar
 	if newClient {
 		return m.bridgePrompt(ctx, server, p)
 	}
-	if olderThan2026(cs) && ss != nil {
-		return m.askingPrompt(ctx, server, p, ss)
+	if ss != nil {
+		p.Meta = upstreamMeta(cs, p.Meta)
+		raw, err := m.asking(ctx, server, "prompts/get", p.Name, p, ss)
+		if err != nil {
+			return nil, err
+		}
+		return decodePrompt(raw)
 	}
 	p.Meta = upstreamMeta(cs, p.Meta)
 	return cs.GetPrompt(ctx, p)

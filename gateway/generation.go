@@ -144,16 +144,19 @@ func (m *mirror) bridgePrompt(ctx context.Context, server string, p *mcp.GetProm
 	return decodePrompt(raw.Raw)
 }
 
-// askingPrompt gets the prompt of p from server, a 2025-11-25 upstream,
-// for ss's client of the same generation: the upstream's requests during
-// it are sent to that client through the go-sdk's server, as during a
-// tool call (Gateway.call).
-func (m *mirror) askingPrompt(ctx context.Context, server string, p *mcp.GetPromptParams, ss *mcp.ServerSession) (*mcp.GetPromptResult, error) {
+// asking sends method with params (its item's name, for Mcp-Name) to
+// server for ss's client of 2025-11-25: what the upstream asks, during
+// it (a 2025-11-25 upstream) or as its result (a 2026-07-28 upstream's
+// request for input, sent again with the answers: RequestAsking), is
+// asked of that client through the go-sdk's server, as during a tool call
+// (Gateway.call). It is how prompts/get and resources/read reach an
+// upstream for such a client.
+func (m *mirror) asking(ctx context.Context, server, method, name string, params any, ss *mcp.ServerSession) (json.RawMessage, error) {
 	s, ok := m.g.src.Session(server)
 	if !ok || s == nil {
 		return nil, fmt.Errorf("server %q is not available", server)
 	}
-	params, err := json.Marshal(p)
+	b, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
 	}
@@ -183,11 +186,7 @@ func (m *mirror) askingPrompt(ctx context.Context, server string, p *mcp.GetProm
 			return askRoots(ctx, ss)
 		},
 	}
-	raw, err := s.RequestAsking(ctx, "prompts/get", params, p.Name, opts)
-	if err != nil {
-		return nil, err
-	}
-	return decodePrompt(raw)
+	return s.RequestAsking(ctx, method, b, name, opts)
 }
 
 // A 2026-07-28 client learns what a server offers from server/discover
@@ -377,6 +376,36 @@ func selectsServer(sels []sb.Selector, server string) bool {
 // pick a resource of server.
 func selectsResourcesOf(sels []sb.ResourceSelector, server string) bool {
 	return slices.ContainsFunc(sels, func(s sb.ResourceSelector) bool { return sb.MatchPattern(s.Server, server) })
+}
+
+// readBytes reads the resource of p from server, a 2026-07-28 upstream,
+// for a 2026-07-28 client, as promptBytes gets a prompt: a request for
+// input in the result reaches the client, and the read is not kept by the
+// go-sdk's client, which caches a read for its ttlMs whatever its
+// cacheScope, for every client of the shared session.
+func (m *mirror) readBytes(ctx context.Context, server string, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	s, ok := m.g.src.Session(server)
+	if !ok || s == nil {
+		return nil, fmt.Errorf("server %q is not available", server)
+	}
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.Request(ctx, "resources/read", params, p.URI)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRead(raw)
+}
+
+// decodeRead decodes a server's resources/read result.
+func decodeRead(raw json.RawMessage) (*mcp.ReadResourceResult, error) {
+	var res mcp.ReadResourceResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("the server's result: %w", err)
+	}
+	return &res, nil
 }
 
 // decodePrompt decodes a server's prompts/get result.

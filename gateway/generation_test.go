@@ -1,11 +1,14 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
@@ -139,6 +142,84 @@ func TestResourceReadKeepsTheUpstreamsCacheHints(t *testing.T) {
 		}
 		if err := json.Unmarshal([]byte(a.result), &res); err != nil || a.status != http.StatusOK || res.CacheScope != "private" || res.TTLMs != 60000 {
 			t.Errorf("%s: HTTP %d, result %s, error %s; want cacheScope private, ttlMs 60000", path, a.status, a.result, a.err)
+		}
+	}
+}
+
+// A 2026-07-28 upstream's request for input in answer to resources/read
+// (test://ask) or prompts/get (ask_prompt) is asked of a 2025-11-25 client
+// as elicitation/create, and the request is sent again with its answer,
+// on /mcp/NAME and /mcp, over Streamable HTTP and stdio; a 2025-11-25
+// upstream's elicitation during them ("old") is asked of it as well. Each
+// client is asked once per request.
+func TestUpstreamsQuestionDuringReadOrPromptIsAskedOfAnOldClient(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-name", "remote", "-stateless", "-ask-resource", "-roots")
+	local := stdio(t, "local", "-ask-resource", "-roots")
+	local.ProtocolVersion = "2026-07-28"
+	e := newEnv(t, "", local, stdio(t, "old", "-ask-resource", "-roots"),
+		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2026-07-28"})
+	waitTools(t, e.connect("/mcp", nil), "local__echo", "old__echo", "remote__echo")
+	// On /mcp, test://ask is local's (the first server by name to show it).
+	for path, prompt := range map[string]string{"/mcp/remote": "ask_prompt", "/mcp/local": "ask_prompt", "/mcp/old": "ask_prompt",
+		"/mcp": "remote__ask_prompt"} {
+		asked := 0
+		cs := e.connect(path, &mcp.ClientOptions{
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked++
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "Bo"}}, nil
+			},
+		})
+		res, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "test://ask"})
+		got := ""
+		if err != nil {
+			got = "error: " + err.Error()
+		} else if len(res.Contents) == 1 {
+			got = res.Contents[0].Text
+		}
+		if want := "answer: Bo (accept)"; got != want || asked != 1 {
+			t.Errorf("%s: read %q after %d questions; want %q after one", path, got, asked, want)
+		}
+		asked = 0
+		pr, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: prompt})
+		got = ""
+		if err != nil {
+			got = "error: " + err.Error()
+		} else if len(pr.Messages) == 1 {
+			if tc, ok := pr.Messages[0].Content.(*mcp.TextContent); ok {
+				got = tc.Text
+			}
+		}
+		if want := "say: Bo (accept)"; got != want || asked != 1 {
+			t.Errorf("%s: prompt %s %q after %d questions; want %q after one", path, prompt, got, asked, want)
+		}
+	}
+}
+
+// A 2026-07-28 upstream's request for input in answer to resources/read
+// reaches a 2026-07-28 client as it is, and the client's retry with its
+// answer and the upstream's requestState reaches the upstream, on
+// /mcp/NAME and /mcp: the read goes as bytes, not through the go-sdk's
+// client, which would answer it itself, with nobody to ask.
+func TestNewUpstreamsRequestForInputDuringResourcesReadGoesToANewClient(t *testing.T) {
+	srv := testserver.StartHTTP(t, "-name", "new", "-stateless", "-ask-resource")
+	e := newEnv(t, "", &sb.ServerConfig{Name: "new", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2026-07-28"})
+	waitTools(t, e.connect("/mcp", nil), "new__echo")
+	for _, path := range []string{"/mcp/new", "/mcp"} {
+		first := send(t, newRequest(t, e.url+path, "resources/read", "test://ask", `{"uri":"test://ask"}`, `{"elicitation":{}}`))
+		var asked struct {
+			ResultType    string                     `json:"resultType"`
+			RequestState  string                     `json:"requestState"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		}
+		if err := json.Unmarshal([]byte(first.result), &asked); err != nil || first.status != http.StatusOK ||
+			asked.ResultType != "input_required" || asked.RequestState != "asked" || asked.InputRequests["answer"] == nil {
+			t.Errorf("%s: HTTP %d, result %s, error %s; want the upstream's request for input", path, first.status, first.result, first.err)
+			continue
+		}
+		retry := send(t, newRequest(t, e.url+path, "resources/read", "test://ask",
+			`{"uri":"test://ask","inputResponses":{"answer":{"action":"accept","content":{"answer":"Bo"}}},"requestState":"asked"}`, `{"elicitation":{}}`))
+		if retry.status != http.StatusOK || !strings.Contains(retry.result, `"answer: Bo (accept)"`) {
+			t.Errorf("%s: the retry: HTTP %d, result %s, error %s; want the upstream's answer", path, retry.status, retry.result, retry.err)
 		}
 	}
 }

@@ -537,7 +537,7 @@ func (m *mirror) readResource(server string) mcp.ResourceHandler {
 		done := m.g.opts.Audit.Begin(m.auditedBy(ctx, req.Extra), sb.AuditResource, server, req.Params.URI, nil)
 		p := *req.Params
 		p.Meta = meta
-		res, err = m.readFrom(ctx, server, &p)
+		res, err = m.readFrom(ctx, server, &p, req.ProtocolVersion() >= "2026-07-28", req.Session)
 		done(res, err)
 		return res, err
 	}

@@ -143,6 +143,11 @@ type Options struct {
 	// "ask_prompt", which asks the client a question (elicitation/create)
 	// and puts the answer in its message (-roots).
 	Roots bool
+	// AskResource registers the resource "test://ask", whose read asks the
+	// client a question in the 2026-07-28 protocol's form (a request for
+	// input as the result; a 2025-11-25 client with elicitation/create
+	// during the read) and answers "answer: ..." (-ask-resource).
+	AskResource bool
 	// SpawnChild starts a grandchild "sleep 300" in the server's own process
 	// group (-spawn-child), to prove that killing the group reaps it.
 	SpawnChild bool
@@ -212,6 +217,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.IntVar(&o.DropAfter, "drop-after", 0, "http: forget all sessions after `N` completed tools/call requests")
 	fs.BoolVar(&o.Malformed, "malformed", false, "stdio: invalid JSON line after initialize; http: invalid tools/list response")
 	fs.DurationVar(&o.ListChangedEvery, "list-changed-every", 0, "add a tool dyn_N at this `interval`")
+	fs.BoolVar(&o.AskResource, "ask-resource", false, "register the resource test://ask, whose read asks the client for input")
 	fs.BoolVar(&o.Roots, "roots", false, "register the tool roots (asks roots/list) and the prompt ask_prompt (asks elicitation/create)")
 	fs.BoolVar(&o.SpawnChild, "spawn-child", false, "spawn a grandchild 'sleep 300' in the server's process group")
 

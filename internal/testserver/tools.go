@@ -179,6 +179,9 @@ func (s *server) newMCPServer() *mcp.Server {
 				return textResource(req.Params.URI, s.opts.Name+": "+req.Params.URI), nil
 			})
 	}
+	if s.opts.AskResource {
+		srv.AddResource(&mcp.Resource{URI: "test://ask", Name: "ask", MIMEType: "text/plain"}, askResource)
+	}
 	if s.opts.Roots {
 		mcp.AddTool(srv, &mcp.Tool{
 			Name:        "roots",
@@ -426,15 +429,26 @@ func (s *server) roots(ctx context.Context, req *mcp.CallToolRequest, _ struct{}
 }
 
 func (s *server) askPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+	question := &mcp.ElicitParams{
 		Message:         "What should the prompt say?",
 		RequestedSchema: objectSchema(map[string]any{"answer": prop("string", "what to say")}, "answer"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("elicitation failed: %w", err)
 	}
-	return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
-		Content: &mcp.TextContent{Text: fmt.Sprintf("say: %v (%s)", res.Content["answer"], res.Action)}}}}, nil
+	say := func(res *mcp.ElicitResult) *mcp.GetPromptResult {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+			Content: &mcp.TextContent{Text: fmt.Sprintf("say: %v (%s)", res.Content["answer"], res.Action)}}}}
+	}
+	if ip := req.Session.InitializeParams(); ip == nil || ip.ProtocolVersion < "2026-07-28" {
+		res, err := req.Session.Elicit(ctx, question)
+		if err != nil {
+			return nil, fmt.Errorf("elicitation failed: %w", err)
+		}
+		return say(res), nil
+	}
+	// The 2026-07-28 protocol's form: a request for input as the result.
+	if res, ok := req.Params.InputResponses["answer"].(*mcp.ElicitResult); ok && res != nil && req.Params.RequestState == "asked" {
+		return say(res), nil
+	}
+	return &mcp.GetPromptResult{InputRequests: mcp.InputRequestMap{"answer": question}, RequestState: "asked"}, nil
 }
 
 // ask is elicit in the 2026-07-28 protocol's multi-round-trip form
@@ -457,6 +471,28 @@ func (s *server) ask(_ context.Context, req *mcp.CallToolRequest, in messageArgs
 		}},
 		RequestState: "asked",
 	}, nil, nil
+}
+
+// askResource is ask for a resource read: a request for input as the
+// result, then the answer as the resource's text. A client of 2025-11-25
+// is asked with elicitation/create during the read instead (the go-sdk
+// v1.8.0 refuses a read result without contents on such a session).
+func askResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	question := &mcp.ElicitParams{
+		Message:         "What should the resource say?",
+		RequestedSchema: objectSchema(map[string]any{"answer": prop("string", "what to say")}, "answer"),
+	}
+	if ip := req.Session.InitializeParams(); ip == nil || ip.ProtocolVersion < "2026-07-28" {
+		res, err := req.Session.Elicit(ctx, question)
+		if err != nil {
+			return nil, fmt.Errorf("elicitation failed: %w", err)
+		}
+		return textResource(req.Params.URI, fmt.Sprintf("answer: %v (%s)", res.Content["answer"], res.Action)), nil
+	}
+	if res, ok := req.Params.InputResponses["answer"].(*mcp.ElicitResult); ok && res != nil && req.Params.RequestState == "asked" {
+		return textResource(req.Params.URI, fmt.Sprintf("answer: %v (%s)", res.Content["answer"], res.Action)), nil
+	}
+	return &mcp.ReadResourceResult{InputRequests: mcp.InputRequestMap{"answer": question}, RequestState: "asked"}, nil
 }
 
 func (s *server) addTool(_ context.Context, _ *mcp.CallToolRequest, in nameArgs) (*mcp.CallToolResult, any, error) {
