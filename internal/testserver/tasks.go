@@ -67,16 +67,16 @@ type tasksServer struct {
 
 // task is one task the server keeps.
 type task struct {
-	id                  string
-	status              string // working, input_required, completed, failed, cancelled
-	created, updated    time.Time
-	pollsLeft           int       // slow_compute: tasks/get until it completes
-	deadline            time.Time // slow_compute: when it completes, if set
-	result              json.RawMessage
-	err                 json.RawMessage
-	asks                map[string]json.RawMessage // pending input requests by id
-	answers             map[string]json.RawMessage
-	finish              func(t *task) // called once every ask is answered
+	id               string
+	status           string // working, input_required, completed, failed, cancelled
+	created, updated time.Time
+	pollsLeft        int       // slow_compute: tasks/get until it completes
+	deadline         time.Time // slow_compute: when it completes, if set
+	result           json.RawMessage
+	err              json.RawMessage
+	asks             map[string]json.RawMessage // pending input requests by id
+	answers          map[string]json.RawMessage
+	finish           func(t *task) // called once every ask is answered
 }
 
 // rpcMessage is a JSON-RPC message the tasks server reads.
