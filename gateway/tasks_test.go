@@ -295,3 +295,27 @@ func readBody(t *testing.T, r *http.Request) string {
 	}
 	return string(b)
 }
+
+// A toolset's endpoint passes the tasks of the tools it selects, and
+// advertises the extension for them.
+func TestToolsetPassesTasksOfItsSelection(t *testing.T) {
+	e := newTasksEnv(t)
+	set := sb.Toolset{Name: "jobs", Tools: []sb.Selector{{Server: "alpha", Tool: "slow_compute", As: "compute"}}}
+	if _, err := e.toolsets.Create(t.Context(), &set); err != nil {
+		t.Fatal(err)
+	}
+	tok := e.createToken("jobs-bot", sb.ToolsetScope("jobs"))
+	const path = "/toolsets/jobs/mcp"
+	cs, err := e.connectAs(path, tok, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTools(t, cs, "compute")
+	if a := e.do(tok, path, "server/discover", "", `{}`, plainCaps); !strings.Contains(a.result, `"io.modelcontextprotocol/tasks":{}`) {
+		t.Errorf("discover: HTTP %d, result %s, error %s; want the tasks extension", a.status, a.result, a.err)
+	}
+	task := e.call(tok, path, "compute", `{"polls":1}`, tasksCaps)
+	if got := e.get(tok, path, task.TaskID); got.Status != "completed" {
+		t.Errorf("the toolset's task %+v; want completed", got)
+	}
+}
