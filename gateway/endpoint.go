@@ -117,7 +117,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" && version >= newProtocol {
 		if r.Method == http.MethodPost {
-			if m := e.mirrorFor(r); m != nil && (e.g.serveTasks(w, r, m) || e.g.serveStatelessRelay(w, r, m)) {
+			if m := e.mirrorFor(r); m != nil && (e.g.serveStatelessRelay(w, r, m) || e.g.serveTasks(w, r, m)) {
 				return
 			}
 		}

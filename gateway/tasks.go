@@ -37,7 +37,11 @@ import (
 //     of a 2026-07-28 server that advertises it, goes through relayCall
 //     (the executor, its timeouts and metrics) with the client's
 //     capabilities, and so the extension, in the upstream's _meta; a task
-//     in its result reaches the client with its id namespaced;
+//     in its result reaches the client with its id namespaced. A plain
+//     call is the stateless relay's already (relayCall namespaces its
+//     task alike); this path takes the others that the relay leaves to
+//     the go-sdk, whose CallToolResult cannot carry a task: a client that
+//     can be asked for elicitation or sampling, a retry with its answers;
 //   - tasks/get, tasks/update and tasks/cancel are refused with -32021
 //     (MissingRequiredClientCapability) unless their _meta declares the
 //     extension; else the namespaced id names the server, and the request
@@ -199,16 +203,15 @@ func declaresTasks(meta map[string]json.RawMessage) bool {
 
 // serveTasks serves r, a stateless POST to m, if it is a task's (see
 // above), and reports whether it did; if not, r's body is restored for
-// the go-sdk.
+// the go-sdk. It is asked after the stateless relay, which serves a plain
+// call (a task's too) without it: what is left of tools/call is the
+// go-sdk's path, which reads the body anyway.
 func (g *Gateway) serveTasks(w http.ResponseWriter, r *http.Request, m *mirror) bool {
 	method := r.Header.Get("Mcp-Method")
 	switch method {
 	case "tasks/get", "tasks/update", "tasks/cancel", "tools/call":
 	default:
 		return false
-	}
-	if method == "tools/call" && !m.offersTasks() {
-		return false // the common case, read no further
 	}
 	accept := r.Header.Get("Accept")
 	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
