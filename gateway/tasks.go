@@ -47,6 +47,9 @@ import (
 //     extension; else the namespaced id names the server, and the request
 //     goes to it on its connection (upstream.Session.Request) with the
 //     upstream's own id, and its answer comes back with the client's id.
+//     On an endpoint none of whose servers has the extension they are the
+//     go-sdk's (-32601, as from a server without it), unless they name a
+//     task the gateway gave (its server gone since: a clear error).
 //
 // A namespaced id is SERVER.MAC.ID: the server's name (which has no '.'),
 // a MAC of the principal, the server and the upstream's id under a key of
@@ -235,8 +238,21 @@ func (g *Gateway) serveTasks(w http.ResponseWriter, r *http.Request, m *mirror) 
 	if method == "tools/call" {
 		return g.serveTaskCall(w, r, m, &req, &p)
 	}
+	if !m.offersTasks() && !g.givenTask(r, &p) {
+		return false // an endpoint without tasks: method-not-found, as before
+	}
 	g.serveTaskMethod(w, r, m, &req, &p)
 	return true
+}
+
+// givenTask reports whether p names a task id the gateway gave r's
+// principal, of a server that may since have gone.
+func (g *Gateway) givenTask(r *http.Request, p *taskParams) bool {
+	if p.TaskID == nil || !declaresTasks(p.Meta) {
+		return false
+	}
+	_, _, ok := g.openTaskID(principalName(r), *p.TaskID)
+	return ok
 }
 
 // serveTaskCall serves a tools/call that declares the extension, if its

@@ -202,6 +202,14 @@ func TestTaskIDsAreNamespacedPerServerAndPrincipal(t *testing.T) {
 	if got := e.get(e.alice, "/mcp", b.TaskID); got.Status != "working" {
 		t.Errorf("beta's task after bob's cancel %+v; want still working", got)
 	}
+	// An endpoint without tasks answers as a server without them, unless
+	// the id is one it gave.
+	for _, c := range []struct{ what, caps string }{{"undeclared", plainCaps}, {"declared", tasksCaps}} {
+		ans := e.do(e.alice, "/mcp/plain", "tasks/get", "plain.x.task-1", `{"taskId":"plain.x.task-1"}`, c.caps)
+		if ans.status != http.StatusNotFound || !strings.Contains(ans.err, `"code":-32601`) {
+			t.Errorf("/mcp/plain, %s: HTTP %d, result %s, error %s; want -32601", c.what, ans.status, ans.result, ans.err)
+		}
+	}
 }
 
 // Without the extension declared, tasks/* are refused with -32021 (HTTP
