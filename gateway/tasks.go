@@ -368,7 +368,11 @@ func (g *Gateway) taskMethod(r *http.Request, m *mirror, method string, params j
 	}
 	members["taskId"], _ = json.Marshal(upstreamID) // a string: never fails
 	up, _ := json.Marshal(members)                  // decoded JSON: never fails
-	raw, err := s.Request(r.Context(), method, up, upstreamID)
+	// Bounded as the mirror's other requests to a server are: a link that
+	// died unnoticed is waited for only so long.
+	ctx, cancel := context.WithTimeout(r.Context(), s.Config().CallTimeout())
+	defer cancel()
+	raw, err := s.Request(ctx, method, up, upstreamID)
 	if err != nil {
 		if rpcErr, ok := err.(*jsonrpc.Error); ok {
 			return nil, rpcErr // the server's own answer (an unknown task: -32602)
