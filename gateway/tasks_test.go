@@ -327,3 +327,31 @@ func TestToolsetPassesTasksOfItsSelection(t *testing.T) {
 		t.Errorf("the toolset's task %+v; want completed", got)
 	}
 }
+
+// A server that asks for input before it makes a task (SEP-2322's
+// request for input, then SEP-2663's task on the retry) is passed through
+// both rounds: the request for input reaches the client as it is, and the
+// retry with its answers and the server's requestState reaches the server,
+// whose task comes back namespaced and then completes with the answer.
+func TestATaskAfterARequestForInput(t *testing.T) {
+	e := newTasksEnv(t)
+	for _, caps := range []string{tasksCaps, askingTasksCaps} {
+		first := e.do(e.alice, "/mcp/beta", "tools/call", "test_tool_with_task", `{"name":"test_tool_with_task","arguments":{}}`, caps)
+		var asked struct {
+			ResultType    string                     `json:"resultType"`
+			RequestState  string                     `json:"requestState"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		}
+		if err := json.Unmarshal([]byte(first.result), &asked); err != nil || asked.ResultType != "input_required" || asked.RequestState != "mrtr-1" || asked.InputRequests["user_name"] == nil {
+			t.Fatalf("caps %s: HTTP %d, result %s, error %s; want the server's request for input", caps, first.status, first.result, first.err)
+		}
+		task := e.call(e.alice, "/mcp/beta", "test_tool_with_task",
+			`{},"inputResponses":{"user_name":{"action":"accept","content":{"name":"Alice"}}},"requestState":"mrtr-1"`, caps)
+		if !strings.HasPrefix(task.TaskID, "beta.") {
+			t.Errorf("caps %s: task id %q; want beta's namespace", caps, task.TaskID)
+		}
+		if got := e.get(e.alice, "/mcp/beta", task.TaskID); got.Status != "completed" || !strings.Contains(string(got.Result), "Hello, Alice!") {
+			t.Errorf("caps %s: the task %+v; want completed with the answer", caps, got)
+		}
+	}
+}

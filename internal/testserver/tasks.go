@@ -4,7 +4,8 @@ package testserver
 // raw JSON-RPC server of the 2026-07-28 protocol with the Tasks extension
 // (SEP-2663, io.modelcontextprotocol/tasks), on stdio (a message a line)
 // or over Streamable HTTP (POST /mcp, answered with one JSON body; no
-// sessions, as the protocol has none). It answers server/discover with the
+// sessions, as the protocol has none; an Mcp-Method or Mcp-Name header
+// that is not what the body says is refused with -32020). It answers server/discover with the
 // extension advertised, tools/list, tools/call, and tasks/get, tasks/update
 // and tasks/cancel on tasks it keeps in memory; every other request is
 // method-not-found. Its tools are those the conformance suite's tasks
@@ -18,7 +19,11 @@ package testserver
 //     through tasks/get, and completes with the answer tasks/update brings;
 //   - multi_input (task): asks two questions at once;
 //   - failing_job (task): completes with a tool error (isError);
-//   - protocol_error_job (task): fails with a JSON-RPC error.
+//   - protocol_error_job (task): fails with a JSON-RPC error;
+//   - test_tool_with_task (task): asks for user_name the stateless way
+//     first (a result of resultType input_required, requestState
+//     "mrtr-1"), and the retry with the answer makes a completed task
+//     that greets the name (SEP-2663's composition with SEP-2322).
 //
 // A task is made only for a request whose _meta declares the extension
 // (io.modelcontextprotocol/clientCapabilities.extensions); without it a
@@ -125,6 +130,12 @@ func (ts *tasksServer) runHTTP() (code int, reason string) {
 			http.Error(w, "reading the body", http.StatusBadRequest)
 			return
 		}
+		if mismatch := headerMismatch(r.Header, body); mismatch != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write(mismatch)
+			return
+		}
 		answer := ts.handle(body)
 		if answer == nil {
 			w.WriteHeader(http.StatusAccepted)
@@ -149,6 +160,33 @@ func (ts *tasksServer) runHTTP() (code int, reason string) {
 		_ = srv.Close()
 	}
 	return 0, "signal"
+}
+
+// headerMismatch returns the -32020 (HeaderMismatch) response to a POST
+// whose Mcp-Method or Mcp-Name header (if set) is not what its body says
+// (SEP-2243; SEP-2663 names the taskId in Mcp-Name), nil if they agree.
+func headerMismatch(h http.Header, body []byte) []byte {
+	var m struct {
+		rpcMessage
+		Params struct {
+			Name   string `json:"name"`
+			TaskID string `json:"taskId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil || len(m.ID) == 0 {
+		return nil
+	}
+	name := m.Params.Name
+	if strings.HasPrefix(m.Method, "tasks/") {
+		name = m.Params.TaskID
+	}
+	method, hname := h.Get("Mcp-Method"), h.Get("Mcp-Name")
+	if method != "" && method != m.Method || hname != "" && hname != name {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID,
+			"error": rpcError{Code: -32020, Message: "the Mcp-Method or Mcp-Name header is not what the body says"}})
+		return b
+	}
+	return nil
 }
 
 // handle answers one message: the response to a request, nil for a
@@ -182,6 +220,7 @@ type params struct {
 	Arguments      map[string]any             `json:"arguments"`
 	TaskID         *string                    `json:"taskId"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	RequestState   string                     `json:"requestState"`
 	Meta           map[string]json.RawMessage `json:"_meta"`
 }
 
@@ -307,6 +346,18 @@ func (ts *tasksServer) call(p *params) (map[string]any, *rpcError) {
 			t.result = taskText("answers: "+string(t.answers["first"])+" "+string(t.answers["second"]), false)
 			t.set("completed")
 		}
+	case "test_tool_with_task":
+		answer, ok := p.InputResponses["user_name"]
+		if !ok || p.RequestState != "mrtr-1" {
+			t.ask("user_name", "Your name?")
+			return map[string]any{"resultType": "input_required", "inputRequests": t.asks, "requestState": "mrtr-1"}, nil
+		}
+		var a struct {
+			Content struct{ Name string } `json:"content"`
+		}
+		_ = json.Unmarshal(answer, &a)
+		t.result = taskText("Hello, "+a.Content.Name+"!", false)
+		t.status = "completed"
 	case "failing_job":
 		t.result = taskText("the job failed", true)
 		t.status = "completed"
@@ -434,6 +485,7 @@ var tasksTools = func() []any {
 		tool("multi_input", "A task that asks two questions at once.", map[string]any{}, "required"),
 		tool("failing_job", "A task that completes with a tool error.", map[string]any{}, "required"),
 		tool("protocol_error_job", "A task that fails with a JSON-RPC error.", map[string]any{}, "required"),
+		tool("test_tool_with_task", "Asks for user_name, then makes a task that greets it.", map[string]any{}, "required"),
 	}
 }()
 
