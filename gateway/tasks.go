@@ -238,7 +238,7 @@ func (g *Gateway) serveTasks(w http.ResponseWriter, r *http.Request, m *mirror) 
 	if method == "tools/call" {
 		return g.serveTaskCall(w, r, m, &req, &p)
 	}
-	if !m.offersTasks() && !g.givenTask(r, &p) {
+	if !g.givenTask(r, &p) && !m.offersTasks() {
 		return false // an endpoint without tasks: method-not-found, as before
 	}
 	g.serveTaskMethod(w, r, m, &req, &p)
@@ -288,7 +288,7 @@ func (g *Gateway) taskResult(r *http.Request, server string, raw json.RawMessage
 	if rt, _ := rawjson.Get(raw, "resultType"); string(rt) != `"task"` {
 		return raw
 	}
-	out, err := g.renameTask(raw, func(id string) string { return g.clientTaskID(principalName(r), server, id) })
+	out, err := renameTask(raw, func(id string) string { return g.clientTaskID(principalName(r), server, id) })
 	if err != nil {
 		return raw // the client gets what the server sent, and cannot route it
 	}
@@ -296,7 +296,7 @@ func (g *Gateway) taskResult(r *http.Request, server string, raw json.RawMessage
 }
 
 // renameTask returns the result raw with its taskId replaced by rename's.
-func (g *Gateway) renameTask(raw json.RawMessage, rename func(string) string) (json.RawMessage, error) {
+func renameTask(raw json.RawMessage, rename func(string) string) (json.RawMessage, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil {
 		return nil, err
@@ -382,7 +382,7 @@ func (g *Gateway) taskMethod(r *http.Request, m *mirror, method string, params j
 	if _, ok := rawjson.Get(raw, "taskId"); !ok {
 		return raw, nil // an ack
 	}
-	out, err := g.renameTask(raw, func(string) string { return id })
+	out, err := renameTask(raw, func(string) string { return id })
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %q: the result of server %q: %v", id, server, err)}
 	}
