@@ -47,8 +47,9 @@ import (
 // during such a call (relay_requests.go) and its notifications/cancelled;
 // every other message goes to the session's transport, and so to the
 // go-sdk's server. Requests of protocol 2026-07-28 without a session are
-// stateless (relay_stateless.go): the gateway answers a plain tools/call,
-// the go-sdk's stateless handler the rest.
+// stateless (relay_stateless.go): the gateway answers a plain tools/call
+// and the Tasks extension's requests (tasks.go), the go-sdk's stateless
+// handler the rest.
 type endpoint struct {
 	g *Gateway
 	// mirrorFor is the mirror a new session or a stateless request of r is
@@ -117,7 +118,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" && version >= newProtocol {
 		if r.Method == http.MethodPost {
-			if m := e.mirrorFor(r); m != nil && e.g.serveStatelessRelay(w, r, m) {
+			if m := e.mirrorFor(r); m != nil && (e.g.serveStatelessRelay(w, r, m) || e.g.serveTasks(w, r, m)) {
 				return
 			}
 		}

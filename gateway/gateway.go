@@ -184,6 +184,7 @@ type Gateway struct {
 	served  atomic.Int64  // tools/call requests the relay answered (relay.go)
 	asked   atomic.Uint64 // numbers the gateway's requests to clients (relay_requests.go)
 	held    heldTable     // 2026-07-28 clients' calls waiting for their input (bridge.go)
+	taskKey []byte        // the key of the MACs of namespaced task ids (tasks.go)
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when follow and followToolsets have returned
@@ -217,7 +218,7 @@ func New(src Source, opts Options) *Gateway {
 	opts.MaxTotalTimeout = min(opts.MaxTotalTimeout, sb.MaxInvokeTimeout)
 	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror),
 		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress, opts.MaxSessionsPerPrincipal), done: make(chan struct{}),
-		inStep: make(chan chan struct{})}
+		inStep: make(chan chan struct{}), taskKey: newTaskKey()}
 	g.agg = g.newMirror("")
 	g.agg.setSearch(opts.MCPMode == sb.ModeSearch)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -220,8 +220,16 @@ func (m *mirror) discover(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		}
 		caps, info := m.upstreamCapabilities(ctx)
+		if m.offersTasks() {
+			// A server it shows passes tasks through (tasks.go).
+			if caps == nil {
+				dr.Capabilities = withTasks(dr.Capabilities)
+			} else {
+				caps = withTasks(caps)
+			}
+		}
 		if caps == nil {
-			return res, err // no server connected: the mirror's own
+			return res, err // no server connected (or a toolset's): the mirror's own
 		}
 		dr.Capabilities = caps
 		if info != nil {

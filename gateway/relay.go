@@ -58,6 +58,10 @@ type relayEnvelope struct {
 	// (SEP-2575), raw; other is set if it names one more of them.
 	version, caps, info []byte
 	other               bool
+	// responses and state are a retry's inputResponses and requestState,
+	// for a call of the tasks path (tasks.go), which reads them.
+	responses []byte
+	state     string
 	// traceparent and tracestate are the W3C trace context members of
 	// _meta, raw, if any (telemetry.Extract).
 	traceparent, tracestate []byte
@@ -331,7 +335,7 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 	if s == nil {
 		// A stateless call's client is of the 2026-07-28 protocol
 		// (generation.go).
-		opts.Input = &sb.InputRound{Capabilities: env.caps}
+		opts.Input = &sb.InputRound{Capabilities: env.caps, Responses: env.responses, State: env.state}
 	}
 	var fwd *progressForwarder
 	var notify func(sb.Progress)
@@ -384,7 +388,11 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 	}
 	status := http.StatusOK
 	if (err == nil || te != nil || errors.Is(err, upstream.ErrToolError)) && res != nil {
-		msg = resultResponse(env.id, res.Raw, info)
+		raw := res.Raw
+		if info != nil {
+			raw = g.taskResult(r, o.server, raw) // a task's id is namespaced (tasks.go)
+		}
+		msg = resultResponse(env.id, raw, info)
 	} else {
 		res, err := g.answer(ctx, o.server, o.name, nil, err)
 		msg = encodeResponse(env.id, res, err, info)

@@ -157,7 +157,8 @@ var inputRequiredType = []byte(`"input_required"`)
 // stateless handler sends a result of the 2026-07-28 protocol: with the
 // server's own info (the encoded mcp.Implementation info) in _meta, unless
 // the result names one there already, and "resultType":"complete" (unless
-// it is "input_required": a request for input the upstream sent). A
+// it is "input_required", a request for input the upstream sent, or
+// "task", a task it made). A
 // result without _meta or resultType (the common case) is not copied.
 func statelessResult(result, info []byte) ([][]byte, error) {
 	plain := true
@@ -206,8 +207,8 @@ func reshapeResult(result, info []byte) ([]byte, error) {
 	}
 	members["_meta"] = b
 	// A request for input stays one: it is a 2026-07-28 upstream's, for
-	// the client to answer (generation.go).
-	if rt := members["resultType"]; !bytes.Equal(rt, inputRequiredType) {
+	// the client to answer (generation.go); so does a task (tasks.go).
+	if rt := members["resultType"]; !bytes.Equal(rt, inputRequiredType) && string(rt) != `"task"` {
 		members["resultType"] = json.RawMessage(`"complete"`)
 	}
 	return json.Marshal(members)

@@ -151,6 +151,9 @@ type Options struct {
 	// SpawnChild starts a grandchild "sleep 300" in the server's own process
 	// group (-spawn-child), to prove that killing the group reaps it.
 	SpawnChild bool
+	// Tasks serves the 2026-07-28 protocol with the Tasks extension from
+	// a raw JSON-RPC server instead of the go-sdk's (-tasks; tasks.go).
+	Tasks bool
 }
 
 // usageHeader precedes the flag list in usage output.
@@ -220,6 +223,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.BoolVar(&o.AskResource, "ask-resource", false, "register the resource test://ask, whose read asks the client for input")
 	fs.BoolVar(&o.Roots, "roots", false, "register the tool roots (asks roots/list) and the prompt ask_prompt (asks elicitation/create)")
 	fs.BoolVar(&o.SpawnChild, "spawn-child", false, "spawn a grandchild 'sleep 300' in the server's process group")
+	fs.BoolVar(&o.Tasks, "tasks", false, "serve 2026-07-28 with the io.modelcontextprotocol/tasks extension from a raw JSON-RPC server (tasks.go)")
 
 	if err := fs.Parse(args); err != nil {
 		return o, err // the flag package has printed the error and usage
@@ -241,6 +245,9 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 				if o.Transport != "http" && err == nil {
 					err = fmt.Errorf("-%s requires -transport http", f.Name)
 				}
+			}
+			if o.Tasks && !slices.Contains(tasksFlags, f.Name) && err == nil {
+				err = fmt.Errorf("-%s is not served with -tasks", f.Name)
 			}
 		})
 	}
@@ -435,6 +442,10 @@ func Run(opts Options, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 
+	if opts.Tasks {
+		code, reason := s.runTasks(stdin)
+		return s.exitCode(code, reason)
+	}
 	s.mcp = s.newMCPServer()
 	if opts.ListChangedEvery > 0 {
 		go s.addToolsPeriodically(opts.ListChangedEvery)
