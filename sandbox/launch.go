@@ -26,7 +26,8 @@ import (
 // This file follows one sandboxed process from setup to cleanup. The
 // caller owns the process (it starts and reaps it); a Launch owns what the
 // sandbox adds around it: the workspace, the cgroup, the two fds bwrap
-// reports on and waits on, and the answer to "why did it die?".
+// reports on and waits on (until the server runs), and the answer to "why
+// did it die?".
 //
 //	Prepare ─► prepared ─(caller: Cmd().Start)─► started ─Started─► running ─(caller: Wait)─► Exited ─► AwaitGone ─► Cleanup
 //	   │ probe, workspace, cgroup fail        │ bwrap died before reporting its init,
@@ -206,6 +207,9 @@ func (l *Launch) Started() error {
 
 	l.infoR.SetReadDeadline(time.Now().Add(startTimeout))
 	data, err := io.ReadAll(io.LimitReader(l.infoR, 64<<10))
+	// bwrap reports once: a running server need not hold the pipe.
+	l.infoR.Close()
+	l.infoR = nil
 	var info sandboxInfo
 	if err == nil {
 		err = json.Unmarshal(data, &info)
