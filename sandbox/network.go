@@ -80,8 +80,8 @@ type network struct {
 	resolv                 string // host file bound at /etc/resolv.conf
 	cred                   *syscall.Credential
 
-	slirp *exec.Cmd // once attached
-	exitW *os.File  // slirp4netns exits once this is closed
+	slirp *os.Process // once attached
+	exitW *os.File    // slirp4netns exits once this is closed
 }
 
 // networkFor prepares the network of a launch of p, whose helpers run as
@@ -334,7 +334,7 @@ func (n *network) attach(pid int) error {
 		exitW.Close()
 		return fmt.Errorf("starting slirp4netns (%s): %w", n.slirpBin, err)
 	}
-	n.slirp, n.exitW = cmd, exitW
+	n.slirp, n.exitW = cmd.Process, exitW
 
 	readyR.SetReadDeadline(time.Now().Add(startTimeout))
 	buf := make([]byte, 1)
@@ -466,7 +466,7 @@ func (n *network) stop() {
 		return
 	}
 	n.exitW.Close()
-	n.slirp.Process.Kill()
+	n.slirp.Kill()
 	n.slirp.Wait()
 	n.slirp, n.exitW = nil, nil
 }

@@ -123,7 +123,7 @@ func probe(t *testing.T, rt *Runtime, n *sb.SandboxNetwork, what string) (string
 	}
 	slirp := 0
 	if l.net.slirp != nil {
-		slirp = l.net.slirp.Process.Pid
+		slirp = l.net.slirp.Pid
 	}
 	cmd.Wait()
 	l.AwaitGone(time.Second)
@@ -181,7 +181,7 @@ func netHolder(state string) int {
 		fmt.Println(err)
 		return 1
 	}
-	fmt.Println(l.net.slirp.Process.Pid, cmd.Process.Pid)
+	fmt.Println(l.net.slirp.Pid, cmd.Process.Pid)
 	os.Stdin.Read(make([]byte, 1))
 	return 0
 }

@@ -473,13 +473,17 @@ func (p *process) stop() {
 	// The leader is gone (or unkillable); grandchildren may live on in its
 	// group. Nothing of this server may outlive it.
 	p.signalGroup(syscall.SIGKILL)
-	gone := time.Now().Add(sigkillWait)
-	p.awaitGroupGone(sigkillWait)
 	if p.box != nil {
-		// Processes that left the group die with the sandbox's init; the
-		// workspace of an isolated sandbox goes once they are gone.
-		p.box.AwaitGone(time.Until(gone))
+		// Past bwrap, the group is in the sandbox, whose end its init tells
+		// at once, where a wait on the group reads all of /proc. Processes
+		// that left the group die with the init; the workspace of an
+		// isolated sandbox goes once they are gone.
+		if !p.box.AwaitGone(sigkillWait) {
+			p.awaitGroupGone(sigkillWait) // bwrap never reported the init
+		}
 		p.box.Cleanup()
+	} else {
+		p.awaitGroupGone(sigkillWait)
 	}
 	p.stdout.Close()
 	t := time.NewTimer(sigkillWait)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -47,6 +49,7 @@ func newServeCommand() *cobra.Command {
 		upstreamNets       []string
 		logLevel           string
 		cpuProfile         string
+		memProfile         string
 		sandboxUser        string
 		mcpFlags           endpointFlags
 		sessFlags          sessionFlags
@@ -136,6 +139,10 @@ variables; see docs/observability.md.`,
 				}
 				defer stop()
 			}
+			ctx := cmd.Context()
+			if memProfile != "" {
+				ctx = heapProfileAtStop(ctx, memProfile, log)
+			}
 			// SWITCHBOARD_TOKEN is read here, not as the flag's default: a
 			// default is printed by --help, and a token must never be.
 			token, tokenWarning, err := daemon.TokenFromFlags(token, tokenFile)
@@ -184,7 +191,7 @@ variables; see docs/observability.md.`,
 				return err
 			}
 			defer stopTraces()
-			return daemon.Serve(cmd.Context(), log, daemon.Config{Listen: listen, DSN: dsn, Auth: auth, AllowedHosts: hosts,
+			return daemon.Serve(ctx, log, daemon.Config{Listen: listen, DSN: dsn, Auth: auth, AllowedHosts: hosts,
 				AllowedNetworks: nets, ReplicaID: replica.id, ResyncInterval: replica.resyncInterval, OAuthKeyFile: oauthKeyFile,
 				Sandbox: box, IdleTimeout: conns.idleTimeout, MaxConnsPerAddress: conns.perAddress, Audit: auditCfg}, gwOpts)
 		},
@@ -200,6 +207,7 @@ variables; see docs/observability.md.`,
 		`a Host name requests may carry besides loopback names and the listening address; repeatable, "*" for any (env SWITCHBOARD_ALLOWED_HOSTS, comma-separated)`)
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile (go tool pprof) of the whole run to this file when serve exits; for benchmarks")
+	f.StringVar(&memProfile, "mem-profile", "", "write a heap profile (go tool pprof) to this file on SIGTERM or SIGINT, before serve shuts down: what the running daemon keeps live; for benchmarks")
 	registerUpstreamNetworks(f, &upstreamNets)
 	registerSandboxUser(f, &sandboxUser)
 	mcpFlags.register(f)
@@ -227,6 +235,35 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// heapProfileAtStop returns a context that ends when ctx does, once a
+// heap profile has been written to path: the shutdown that follows frees
+// the servers' sessions, so a profile written at exit would show none.
+func heapProfileAtStop(ctx context.Context, path string, log *slog.Logger) context.Context {
+	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	context.AfterFunc(ctx, func() {
+		defer cancel()
+		if err := writeHeapProfile(path); err != nil {
+			log.Error("--mem-profile: the heap profile was not written", "err", err)
+		}
+	})
+	return inner
+}
+
+// writeHeapProfile writes the heap profile as of a fresh collection, so
+// that its in-use figures are the live heap.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // registerUpstreamNetworks adds --allow-upstream-network, shared by serve

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,5 +113,50 @@ func TestStdioExportsTracesFromTheEnvironment(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "exporting OpenTelemetry traces") {
 		t.Errorf("stdio did not say it exports traces:\n%s", stderr.String())
+	}
+}
+
+// TestServeWritesAHeapProfileAtSIGTERM: serve --mem-profile, a real
+// process running one stdio server, writes a heap profile when SIGTERM
+// arrives, and the profile holds the server's session.
+func TestServeWritesAHeapProfileAtSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "sb.db")
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &sb.ServerConfig{Name: "s", Transport: sb.TransportStdio, Command: testserver.Binary(t)}
+	if _, err := st.Create(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	heap := filepath.Join(dir, "heap.pprof")
+	// Every allocation sampled: the session's are far below the default
+	// rate's 512 KiB.
+	d := daemontest.Start(t, daemontest.Options{DB: db, Args: []string{"--mem-profile", heap}, Env: []string{"GODEBUG=memprofilerate=1"}})
+	if _, err := d.WaitLog(t.Context(), "upstream connected"); err != nil {
+		t.Fatalf("%v; serve's log:\n%s", err, d.Logs())
+	}
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(heap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f) // a profile is gzipped protobuf; its strings are plain inside
+	if err != nil {
+		t.Fatalf("%s is not a profile: %v", heap, err)
+	}
+	data, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"inuse_space", "upstream.New"} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("the heap profile does not mention %s", want)
+		}
 	}
 }
