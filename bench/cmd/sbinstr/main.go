@@ -55,18 +55,19 @@ func main() {
 	testserver := flag.String("testserver", "", "testserver `binary` (default: go build ./internal/testserver/cmd/testserver)")
 	floor := flag.Bool("floor", true, "measure the floor relay too (go build ./bench/cmd/floorrelay)")
 	keep := flag.String("keep", "", "keep the callgrind dumps in `dir`, for callgrind_annotate")
+	gogc := flag.String("gogc", "", "the relays' GOGC (off: no collection, a steadier count of the rest)")
 	flag.Usage = func() {
 		fmt.Fprintln(flag.CommandLine.Output(), "usage: sbinstr [flags] BUILD [BUILD...]   (switchboard binaries)")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := run(flag.Args(), *testserver, *keep, *floor, *protocol, *calls, *warmup, *payload); err != nil {
+	if err := run(flag.Args(), *testserver, *keep, *gogc, *floor, *protocol, *calls, *warmup, *payload); err != nil {
 		fmt.Fprintln(os.Stderr, "sbinstr:", err)
 		os.Exit(1)
 	}
 }
 
-func run(builds []string, testserver, keep string, floor bool, protocol string, calls, warmup, payload int) error {
+func run(builds []string, testserver, keep, gogc string, floor bool, protocol string, calls, warmup, payload int) error {
 	if _, err := exec.LookPath("valgrind"); err != nil {
 		return errors.New("valgrind is not installed (apt-get install valgrind)")
 	}
@@ -80,7 +81,7 @@ func run(builds []string, testserver, keep string, floor bool, protocol string, 
 			return err
 		}
 	}
-	m := &meter{dir: cmp.Or(keep, dir), calls: calls, warmup: warmup, text: payloadText(payload)}
+	m := &meter{dir: cmp.Or(keep, dir), gogc: gogc, calls: calls, warmup: warmup, text: payloadText(payload)}
 	fmt.Printf("instructions per relayed tools/call (callgrind), %d B echo, %d calls after %d warm-up, one at a time\n", payload, calls, warmup)
 	var floorPer float64
 	if floor {
@@ -116,7 +117,7 @@ func run(builds []string, testserver, keep string, floor bool, protocol string, 
 }
 
 type meter struct {
-	dir           string
+	dir, gogc     string
 	calls, warmup int
 	text          string
 	n             int // relays measured so far: names their dumps
@@ -127,7 +128,11 @@ type meter struct {
 // aborts on the signal the Go runtime preempts goroutines with) and
 // without RDTSCP (valgrind does not emulate it).
 func (m *meter) callgrind(prefix string, argv ...string) []string {
-	return append([]string{"env", "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off", "valgrind", "--tool=callgrind", "-q", "--callgrind-out-file=" + filepath.Join(m.dir, prefix+".%p")}, argv...)
+	env := []string{"env", "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off"}
+	if m.gogc != "" {
+		env = append(env, "GOGC="+m.gogc)
+	}
+	return append(append(env, "valgrind", "--tool=callgrind", "-q", "--callgrind-out-file="+filepath.Join(m.dir, prefix+".%p")), argv...)
 }
 
 // build measures one switchboard build's /mcp/NAME in front of testserver.
