@@ -339,8 +339,8 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 	}
 	var fwd *progressForwarder
 	var notify func(sb.Progress)
-	if env.token != nil {
-		notify = func(p sb.Progress) { sse.event(progressMessage(env.token, p)) }
+	if token := env.token; token != nil { // not env: the closure would move it to the heap
+		notify = func(p sb.Progress) { sse.event(progressMessage(token, p)) }
 	}
 	// A first call of a 2026-07-28 client to a 2025-11-25 upstream is
 	// bridged: the upstream's requests become requests for input
@@ -382,8 +382,8 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 		return
 	}
 	var msg [][]byte // the response, in pieces: the result is not copied
-	var te *upstream.ToolError
-	if res == nil && errors.As(err, &te) {
+	te := asToolError(err)
+	if res == nil && te != nil {
 		res = te.Result
 	}
 	status := http.StatusOK
@@ -422,10 +422,25 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 	}
 }
 
+// asToolError returns the *upstream.ToolError of err, if it has one. Apart,
+// so that a call without an error allocates no target for errors.As.
+func asToolError(err error) *upstream.ToolError {
+	if err == nil {
+		return nil
+	}
+	var te *upstream.ToolError
+	errors.As(err, &te)
+	return te
+}
+
+// responseTail ends every response that response and resultResponse
+// piece together. Never written to.
+var responseTail = []byte("}")
+
 // response is a JSON-RPC response with id and a result already encoded,
 // in pieces.
 func response(id, result []byte) [][]byte {
-	return [][]byte{responseHead(id), result, []byte("}")}
+	return [][]byte{responseHead(id), result, responseTail}
 }
 
 // responseHead is a response to the request id up to its result.
@@ -446,7 +461,7 @@ func resultResponse(id, result, info []byte) [][]byte {
 	if err != nil {
 		return errorResponse(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server's result: " + err.Error()})
 	}
-	return append([][]byte{responseHead(id)}, append(shaped, []byte("}"))...)
+	return append([][]byte{responseHead(id)}, append(shaped, responseTail)...)
 }
 
 // encodeResponse encodes a result, or a JSON-RPC error, as the response

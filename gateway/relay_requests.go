@@ -131,16 +131,18 @@ type callRequests struct {
 	mu     sync.Mutex
 	ended  bool
 	active sync.WaitGroup // requests in progress; none begins once ended
+	// ctx ends when the call does (its parent, the call's, or end). Made
+	// by the first request: most calls have none, and need no context.
+	parent context.Context
+	ctx    context.Context
 	stop   context.CancelFunc
-	ctx    context.Context // ends when the call does
 }
 
 // serverRequests returns the carrier of s's server requests for one call
 // that answers on sse, and sets opts to send them through it. The caller
 // calls end before it writes the call's response.
 func (g *Gateway) serverRequests(ctx context.Context, s *session, sse *sseWriter, opts *sb.InvokeOptions) *callRequests {
-	cr := &callRequests{g: g, s: s, sse: sse}
-	cr.ctx, cr.stop = context.WithCancel(ctx)
+	cr := &callRequests{g: g, s: s, sse: sse, parent: ctx}
 	if asksClient(s.ss.InitializeParams()) {
 		opts.OnElicitation = func(ctx context.Context, er sb.ElicitationRequest) (sb.ElicitationResponse, error) {
 			p, err := elicitParamsFor(er, s.ss.InitializeParams())
@@ -294,8 +296,11 @@ var errCallEnded = errors.New("the call this request belongs to has ended")
 func (cr *callRequests) end() {
 	cr.mu.Lock()
 	cr.ended = true
+	stop := cr.stop
 	cr.mu.Unlock()
-	cr.stop()
+	if stop != nil {
+		stop()
+	}
 	cr.active.Wait()
 }
 
@@ -310,12 +315,16 @@ func (cr *callRequests) ask(ctx context.Context, method string, params json.RawM
 		return nil, errCallEnded
 	}
 	cr.active.Add(1)
+	if cr.ctx == nil {
+		cr.ctx, cr.stop = context.WithCancel(cr.parent)
+	}
+	callCtx := cr.ctx
 	cr.mu.Unlock()
 	defer cr.active.Done()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(cr.ctx, cancel)()
+	defer context.AfterFunc(callCtx, cancel)()
 
 	id := serverRequestPrefixes[method] + strconv.FormatUint(cr.g.asked.Add(1), 10)
 	rawID, _ := json.Marshal(id)

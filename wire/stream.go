@@ -49,6 +49,11 @@ type Stream struct {
 	pending map[string]chan reply // Call requests awaiting their answer
 	err     *Error                // why reading stopped; valid once done is closed
 	done    chan struct{}         // closed when reading stops
+	// spare are channels whose answer was taken, for the next Calls: a
+	// channel with room for a reply costs two allocations. Only one whose
+	// answer was received is kept, since route sends at most once to a
+	// channel it found pending, and no later.
+	spare []chan reply
 
 	closeOnce sync.Once
 	closeErr  error
@@ -259,7 +264,6 @@ func (c *Stream) Err() error {
 // Call implements Conn.
 func (c *Stream) Call(ctx context.Context, req *Request) (json.RawMessage, error) {
 	id := c.ids.take()
-	ch := make(chan reply, 1)
 	c.mu.Lock()
 	select {
 	case <-c.done:
@@ -268,8 +272,20 @@ func (c *Stream) Call(ctx context.Context, req *Request) (json.RawMessage, error
 		return nil, err
 	default:
 	}
+	var ch chan reply
+	if n := len(c.spare); n > 0 {
+		ch, c.spare = c.spare[n-1], c.spare[:n-1]
+	} else {
+		ch = make(chan reply, 1)
+	}
 	c.pending[id] = ch
 	c.mu.Unlock()
+	answered := func(r reply) (json.RawMessage, error) {
+		c.mu.Lock()
+		c.spare = append(c.spare, ch)
+		c.mu.Unlock()
+		return r.outcome()
+	}
 	forget := func() {
 		c.mu.Lock()
 		delete(c.pending, id)
@@ -284,7 +300,7 @@ func (c *Stream) Call(ctx context.Context, req *Request) (json.RawMessage, error
 	}
 	select {
 	case r := <-ch:
-		return r.outcome()
+		return answered(r)
 	case <-c.done:
 		forget()
 		select {
