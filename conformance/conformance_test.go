@@ -31,7 +31,7 @@ const connectTimeout = 60 * time.Second
 
 // TestConformanceThroughSwitchboard runs the MCP conformance suite's server
 // scenarios against the Go SDK's everything-server directly, then through
-// Switchboard's /mcp/{name}, and compares them scenario by scenario. Three
+// Switchboard's /mcp/{name}, and compares them scenario by scenario. Four
 // upstreams are compared:
 //
 //   - everything: the everything-server over Streamable HTTP, stateful
@@ -39,13 +39,17 @@ const connectTimeout = 60 * time.Second
 //     client: sampling, elicitation).
 //   - everything-stateless: the same over stateless Streamable HTTP (it
 //     serves 2026-07-28 and cannot send requests).
-//   - everything-stdio: Switchboard runs the everything-server over stdio.
-//     The suite cannot talk stdio; it is the same code, with a session
-//     that can send requests.
+//   - everything-stdio: Switchboard runs the everything-server over stdio,
+//     with no protocol version in its config, which links a stdio server
+//     at 2025-11-25: a session that can send requests. The suite cannot
+//     talk stdio; it is the same code.
+//   - everything-stdio-2026: the same, pinned to 2026-07-28: the server
+//     answers server/discover, and like the stateless server it cannot
+//     send requests during a call (it answers with requests for input).
 //
 // Two releases of the suite run. 0.1.12 (every scenario, no requirement
 // set) compares each upstream with the same server directly (stdio with
-// the stateful one). 0.2.0-alpha.12 runs the required sets of 2025-11-25
+// the server of its generation). 0.2.0-alpha.12 runs the required sets of 2025-11-25
 // and 2026-07-28, and compares every upstream with the direct server of
 // the set's generation (stateful for 2025-11-25, stateless for 2026-07-28):
 // a gateway is to speak each generation to its client whatever the
@@ -126,6 +130,11 @@ func TestConformanceThroughSwitchboard(t *testing.T) {
 			}},
 		{name: "everything-stdio", baseline: "stateful",
 			config: sb.ServerConfig{Transport: sb.TransportStdio, Command: everythingBin}},
+		{name: "everything-stdio-2026", baseline: "stateless",
+			config: sb.ServerConfig{Transport: sb.TransportStdio, Command: everythingBin, ProtocolVersion: "2026-07-28"},
+			mayGain: map[string]string{
+				"server-sse-multiple-streams": "Switchboard's /mcp/{name} gives a session ID whatever the upstream; the stateless server it is compared with gives none, which the suite warns about",
+			}},
 	}
 	for _, v := range variants {
 		v.config.Name = v.name
@@ -170,8 +179,18 @@ var knownGaps = map[string]map[string]map[string]string{
 			"elicitation-sep1034-defaults": gapStatelessUpstream,
 			"elicitation-sep1330-enums":    gapStatelessUpstream,
 		},
+		"everything-stdio-2026": {
+			"tools-call-sampling":          gapNewStdioUpstream,
+			"tools-call-elicitation":       gapNewStdioUpstream,
+			"elicitation-sep1034-defaults": gapNewStdioUpstream,
+			"elicitation-sep1330-enums":    gapNewStdioUpstream,
+		},
 	},
 	"2026-07-28": {
+		// 36 of 37 is the floor of a 2025-11-25 upstream: the stateful
+		// go-sdk HTTP server negotiates at most 2025-11-25, and a stdio
+		// server linked at 2025-11-25 is in the same case; an
+		// elicitation/create carries no key for the request for input.
 		"everything":       gapsBridgeFrom2025,
 		"everything-stdio": gapsBridgeFrom2025,
 	},
@@ -180,6 +199,7 @@ var knownGaps = map[string]map[string]map[string]string{
 // The reasons of knownGaps.
 const (
 	gapStatelessUpstream = "the upstream cannot: a stateless server cannot send requests (its tool calls session.CreateMessage or Elicit, which fails directly too); the stateful server of the same code passes"
+	gapNewStdioUpstream  = "the upstream cannot on the protocol it is linked at: pinned to 2026-07-28, its tool's session.CreateMessage or Elicit fails (the go-sdk refuses server requests during a call on that protocol, as on the stateless server); everything-stdio, the same server linked at 2025-11-25, passes"
 	gapInputIDs          = "a 2025-11-25 upstream's elicitation/create carries no id of its own (the go-sdk server's input id, user_name, stays inside it: it fulfils its request for input with server requests and calls its handler again with the answers under that id): the request for input the client gets names it by the gateway's id (elicitation-1), and only an upstream of 2026-07-28 can name it"
 )
 
