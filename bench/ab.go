@@ -71,7 +71,7 @@ func CompareBuilds(ctx context.Context, cfg ABConfig) (*ABResult, error) {
 		sides = append(sides, s)
 	}
 
-	text := payloadText(cfg.Payload)
+	text := PayloadText(cfg.Payload)
 	args := map[string]any{"text": text}
 	lat := make([]time.Duration, cfg.Calls)
 	for rep := range cfg.Reps {

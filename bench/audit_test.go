@@ -49,7 +49,7 @@ func BenchmarkAuditParallel(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { cs.Close() })
-			text := payloadText(1 << 10)
+			text := PayloadText(1 << 10)
 			args := map[string]any{"text": text}
 			b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
 			b.ReportAllocs()
@@ -158,7 +158,7 @@ func BenchmarkAuditInterleaved(b *testing.B) {
 		cpu   time.Duration
 		calls int
 	}
-	text := payloadText(1 << 10)
+	text := PayloadText(1 << 10)
 	args := map[string]any{"text": text}
 	ctx := context.Background()
 	sides := make([]*side, 2)

@@ -121,7 +121,7 @@ func BenchmarkEndpointInProcess(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { cs.Close() })
-				text := payloadText(size)
+				text := PayloadText(size)
 				args := map[string]any{"text": text}
 				b.ReportAllocs()
 				for b.Loop() {

@@ -229,7 +229,7 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 	lat := make([]time.Duration, max(cfg.Calls, cfg.ConcurrentCalls))
 	var results []*OverheadResult
 	for _, size := range cfg.EndpointPayloads {
-		text := payloadText(size)
+		text := PayloadText(size)
 		args := map[string]any{"text": text}
 		echo := make(map[string]func(context.Context) error, len(sides))
 		for _, s := range sides {
@@ -279,8 +279,8 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 	return results, info, nil
 }
 
-// payloadText returns n bytes of text that JSON needs no escapes for.
-func payloadText(n int) string {
+// PayloadText returns n bytes of text that JSON needs no escapes for.
+func PayloadText(n int) string {
 	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
 	b := make([]byte, n)
 	for i := range b {

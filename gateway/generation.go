@@ -87,6 +87,18 @@ func clientInput(req *mcp.CallToolRequest) *sb.InputRound {
 // would answer it itself, with nobody to ask), and the client's retry with
 // its answers reaches the upstream as it came.
 func (m *mirror) promptBytes(ctx context.Context, server string, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	raw, err := m.requestBytes(ctx, server, "prompts/get", p, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	return decodePrompt(raw)
+}
+
+// requestBytes sends a request of method with params p to server on its
+// upstream connection, as bytes, and returns its result as the server
+// sent it (name says what it is for: the prompt's name, the resource's
+// URI).
+func (m *mirror) requestBytes(ctx context.Context, server, method string, p any, name string) (json.RawMessage, error) {
 	s, ok := m.g.src.Session(server)
 	if !ok || s == nil {
 		return nil, fmt.Errorf("server %q is not available", server)
@@ -95,11 +107,7 @@ func (m *mirror) promptBytes(ctx context.Context, server string, p *mcp.GetPromp
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.Request(ctx, "prompts/get", params, p.Name)
-	if err != nil {
-		return nil, err
-	}
-	return decodePrompt(raw)
+	return s.Request(ctx, method, params, name)
 }
 
 // bridgePrompt gets the prompt of p from server, a 2025-11-25 upstream,
@@ -392,15 +400,7 @@ func selectsResourcesOf(sels []sb.ResourceSelector, server string) bool {
 // go-sdk's client, which caches a read for its ttlMs whatever its
 // cacheScope, for every client of the shared session.
 func (m *mirror) readBytes(ctx context.Context, server string, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
-	s, ok := m.g.src.Session(server)
-	if !ok || s == nil {
-		return nil, fmt.Errorf("server %q is not available", server)
-	}
-	params, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := s.Request(ctx, "resources/read", params, p.URI)
+	raw, err := m.requestBytes(ctx, server, "resources/read", p, p.URI)
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/bench"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/daemontest"
 	"github.com/switchboard-mcp/switchboard/internal/gobuild"
@@ -81,7 +82,7 @@ func run(builds []string, testserver, keep, gogc string, floor bool, protocol st
 			return err
 		}
 	}
-	m := &meter{dir: cmp.Or(keep, dir), gogc: gogc, calls: calls, warmup: warmup, text: payloadText(payload)}
+	m := &meter{dir: cmp.Or(keep, dir), gogc: gogc, calls: calls, warmup: warmup, text: bench.PayloadText(payload)}
 	fmt.Printf("instructions per relayed tools/call (callgrind), %d B echo, %d calls after %d warm-up, one at a time\n", payload, calls, warmup)
 	var floorPer float64
 	if floor {
@@ -291,16 +292,6 @@ func waitConnected(ctx context.Context, api *client.Client, name string) error {
 		}
 	}
 	return fmt.Errorf("%s not connected: %+v (%v)", name, v.Runtime, err)
-}
-
-// payloadText returns n bytes of text that JSON needs no escapes for.
-func payloadText(n int) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = alphabet[i%len(alphabet)]
-	}
-	return string(b)
 }
 
 func shellJoin(argv []string) string {
