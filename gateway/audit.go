@@ -130,9 +130,10 @@ func (g *Gateway) refusedRetry(ctx context.Context, server, tool string, args an
 
 // readFrom reads a resource of server, bounded by its call timeout, for
 // the client of ss, as getFrom gets a prompt: a 2026-07-28 upstream's read
-// goes as bytes (readBytes) to a 2026-07-28 client; a 2025-11-25 client's
-// read goes through asking, which asks it what the upstream asks, of
-// either generation.
+// goes as bytes (readBytes) to a 2026-07-28 client; a 2025-11-25
+// upstream's requests during it are asked of a 2026-07-28 client
+// (bridgeRead); a 2025-11-25 client's read goes through asking, which asks
+// it what the upstream asks, of either generation.
 func (m *mirror) readFrom(ctx context.Context, server string, p *mcp.ReadResourceParams, newClient bool, ss *mcp.ServerSession) (*mcp.ReadResourceResult, error) {
 	cs, ctx, cancel, err := m.client(ctx, server)
 	if err != nil {
@@ -144,6 +145,8 @@ func (m *mirror) readFrom(ctx context.Context, server string, p *mcp.ReadResourc
 	switch {
 	case newClient && !olderThan2026(cs):
 		return m.readBytes(ctx, server, &q)
+	case newClient:
+		return m.bridgeRead(ctx, server, p)
 	case !newClient && ss != nil:
 		raw, err := m.asking(ctx, server, "resources/read", q.URI, &q, ss)
 		if err != nil {

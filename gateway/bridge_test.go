@@ -252,11 +252,11 @@ func TestHeldRootsAndElicitationTakeOnlyTheirOwnAnswers(t *testing.T) {
 }
 
 // A 2025-11-25 upstream's elicitation/create during a client's
-// prompts/get is asked of that client, as during a tool call: a
+// prompts/get or resources/read is asked of that client, as during a tool call: a
 // 2026-07-28 client gets it as a request for input, a 2025-11-25 one as
 // the request itself; on the aggregate /mcp and on /mcp/{name}, over stdio,
 // Streamable HTTP and legacy SSE: a go-sdk client of either protocol gets
-// the prompt with its answer in it.
+// the prompt, or the resource, with its answer in it.
 func TestOldUpstreamsElicitationDuringPromptsGetIsAskedOfTheClient(t *testing.T) {
 	e := oldUpstreamsEnv(t)
 	tok := e.createToken("alice", sb.ScopeMCP)
@@ -293,6 +293,18 @@ func TestOldUpstreamsElicitationDuringPromptsGetIsAskedOfTheClient(t *testing.T)
 					if want := "say: hello " + server + " (accept)"; got != want || asked != 1 {
 						t.Errorf("prompt %q after %d questions; want %q after one", got, asked, want)
 					}
+					// On /mcp, test://ask is legacy's (the first server by name to show it).
+					asked = 0
+					rr, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "test://ask"})
+					got = ""
+					if err != nil {
+						got = "error: " + err.Error()
+					} else if len(rr.Contents) == 1 {
+						got = rr.Contents[0].Text
+					}
+					if want := "answer: hello " + server + " (accept)"; got != want || asked != 1 {
+						t.Errorf("read %q after %d questions; want %q after one", got, asked, want)
+					}
 				})
 			}
 		}
@@ -302,14 +314,14 @@ func TestOldUpstreamsElicitationDuringPromptsGetIsAskedOfTheClient(t *testing.T)
 	}
 }
 
-// oldUpstreamsEnv is a gateway with one 2025-11-25 testserver (-roots) on
-// each transport: "local" over stdio, "remote" over Streamable HTTP and
-// "legacy" over legacy SSE.
+// oldUpstreamsEnv is a gateway with one 2025-11-25 testserver (-roots,
+// -ask-resource) on each transport: "local" over stdio, "remote" over
+// Streamable HTTP and "legacy" over legacy SSE.
 func oldUpstreamsEnv(t *testing.T) *toolsetEnv {
 	t.Helper()
-	srv := testserver.StartHTTP(t, "-name", "remote", "-roots")
-	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only", "-roots")
-	e := newToolsetEnv(t, stdio(t, "local", "-roots"),
+	srv := testserver.StartHTTP(t, "-name", "remote", "-roots", "-ask-resource")
+	legacy := testserver.StartHTTP(t, "-name", "legacy", "-sse-only", "-roots", "-ask-resource")
+	e := newToolsetEnv(t, stdio(t, "local", "-roots", "-ask-resource"),
 		&sb.ServerConfig{Name: "remote", Transport: sb.TransportStreamableHTTP, URL: srv.URL, ProtocolVersion: "2025-11-25"},
 		&sb.ServerConfig{Name: "legacy", Transport: sb.TransportSSE, URL: legacy.URL})
 	return e

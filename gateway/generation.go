@@ -111,36 +111,62 @@ func (m *mirror) requestBytes(ctx context.Context, server, method string, p any,
 }
 
 // bridgePrompt gets the prompt of p from server, a 2025-11-25 upstream,
-// for a 2026-07-28 client, as bridgeCall calls a tool: the upstream's
-// requests during it become a request for input in the result, and the
-// client's retry (a requestState of the gateway's) resumes them. The
-// held request is told from a tool call's by its method.
+// for a 2026-07-28 client (bridgeRequest).
 func (m *mirror) bridgePrompt(ctx context.Context, server string, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	raw, err := m.bridgeRequest(ctx, server, "prompts/get", p.Name, p, &mcp.GetPromptParams{Name: p.Name, Arguments: p.Arguments},
+		p.Meta, p.RequestState, p.InputResponses)
+	if err != nil {
+		return nil, err
+	}
+	return decodePrompt(raw)
+}
+
+// bridgeRead reads the resource of p from server, a 2025-11-25 upstream,
+// for a 2026-07-28 client (bridgeRequest).
+func (m *mirror) bridgeRead(ctx context.Context, server string, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	raw, err := m.bridgeRequest(ctx, server, "resources/read", p.URI, p, &mcp.ReadResourceParams{URI: p.URI},
+		p.Meta, p.RequestState, p.InputResponses)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRead(raw)
+}
+
+// bridgeRequest sends a 2026-07-28 client's request of method for name
+// (a prompts/get or a resources/read, p as the client sent it) to server,
+// a 2025-11-25 upstream, as bridgeCall calls a tool: the upstream's
+// requests during it become a request for input in the result, and the
+// client's retry (a requestState of the gateway's, with its answers)
+// resumes them. The held request is told from a tool call's by its
+// method. q is p without the client's round (meta, state, answers): what
+// the upstream is sent, with meta made the upstream's. A state that is
+// not the gateway's is the upstream's own: p goes to it as bytes.
+func (m *mirror) bridgeRequest(ctx context.Context, server, method, name string, p any, q mcp.Params,
+	meta mcp.Meta, state string, answers mcp.InputResponseMap) (json.RawMessage, error) {
 	s, ok := m.g.src.Session(server)
 	if !ok || s == nil {
 		return nil, fmt.Errorf("server %q is not available", server)
 	}
-	in := &sb.InputRound{State: p.RequestState}
-	if caps, ok := p.Meta[mcp.MetaKeyClientCapabilities]; ok {
+	in := &sb.InputRound{State: state}
+	if caps, ok := meta[mcp.MetaKeyClientCapabilities]; ok {
 		in.Capabilities, _ = json.Marshal(caps) // decoded JSON: never fails
 	}
 	if !bridged(in) {
 		// An upstream's own state: it is of 2026-07-28 after all.
-		return m.promptBytes(ctx, server, p)
+		return m.requestBytes(ctx, server, method, p, name)
 	}
-	q := mcp.GetPromptParams{Name: p.Name, Arguments: p.Arguments}
 	cs, err := s.Client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	q.Meta = upstreamMeta(cs, p.Meta)
-	params, err := json.Marshal(&q)
+	q.SetMeta(upstreamMeta(cs, meta))
+	params, err := json.Marshal(q)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := m.g.bridge(ctx, server, "prompts/get "+p.Name, sb.InvokeOptions{Input: in}, p.InputResponses, nil,
+	res, err := m.g.bridge(ctx, server, method+" "+name, sb.InvokeOptions{Input: in}, answers, nil,
 		func(ctx context.Context, opts sb.InvokeOptions) (*upstream.Result, error) {
-			raw, err := s.RequestAsking(ctx, "prompts/get", params, p.Name, opts)
+			raw, err := s.RequestAsking(ctx, method, params, name, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -149,7 +175,7 @@ func (m *mirror) bridgePrompt(ctx context.Context, server string, p *mcp.GetProm
 	if err != nil {
 		return nil, err
 	}
-	return decodePrompt(raw.Raw)
+	return res.Raw, nil
 }
 
 // asking sends method with params (its item's name, for Mcp-Name) to
