@@ -1,10 +1,13 @@
 package switchboard
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/url"
@@ -198,7 +201,10 @@ type OAuthStore interface {
 // is the additional data, so a grant copied to another server's row does
 // not open. The key's file (created, checked, read) is package
 // internal/oauthkey's.
-type OAuthKey struct{ aead cipher.AEAD }
+type OAuthKey struct {
+	aead cipher.AEAD
+	raw  []byte // for Derive
+}
 
 // OAuthKeySize is the length of a key: AES-256.
 const OAuthKeySize = 32
@@ -216,7 +222,17 @@ func NewOAuthKey(key []byte) (*OAuthKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &OAuthKey{aead: aead}, nil
+	return &OAuthKey{aead: aead, raw: bytes.Clone(key)}, nil
+}
+
+// Derive returns a key of 32 bytes for purpose, made from this one
+// (HMAC-SHA256 of purpose under it): every daemon given the same key file,
+// every replica, derives the same, and it tells nothing of this key nor
+// of a key derived for another purpose.
+func (k *OAuthKey) Derive(purpose string) []byte {
+	h := hmac.New(sha256.New, k.raw)
+	h.Write([]byte("switchboard key for " + purpose))
+	return h.Sum(nil)
 }
 
 // Seal encrypts plaintext for server.

@@ -71,3 +71,24 @@ func TestOAuthConfigValidateAndMask(t *testing.T) {
 		}
 	}
 }
+
+// Derive gives every holder of one key the same key for a purpose, and
+// keys apart from it for another purpose or another key.
+func TestOAuthKeyDerive(t *testing.T) {
+	raw := bytes.Repeat([]byte{1}, OAuthKeySize)
+	k1, err := NewOAuthKey(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, _ := NewOAuthKey(bytes.Clone(raw))
+	k3, _ := NewOAuthKey(bytes.Repeat([]byte{2}, OAuthKeySize))
+	a := k1.Derive("task ids")
+	if len(a) != 32 || !bytes.Equal(a, k2.Derive("task ids")) {
+		t.Errorf("one key derives %x and %x; want the same 32 bytes", a, k2.Derive("task ids"))
+	}
+	for what, other := range map[string][]byte{"another purpose": k1.Derive("other"), "another key": k3.Derive("task ids"), "the key itself": raw} {
+		if bytes.Equal(a, other) {
+			t.Errorf("the derived key equals %s's", what)
+		}
+	}
+}

@@ -126,6 +126,11 @@ type Options struct {
 	// lists search_tools and call_tool instead (search.go). The
 	// per-server endpoints list their tools in either mode.
 	MCPMode string
+	// TaskKey is the key of the MACs in the task ids the gateway gives
+	// (tasks.go): gateways given the same key (replicas of one store, a
+	// restarted daemon) accept each other's ids. If nil, a random key is
+	// made at start, and no id given before it is known.
+	TaskKey []byte
 	// Audit, if set, records the resources/read and prompts/get the
 	// gateway serves, and the surface of every call (audit.go); tools/call
 	// is recorded by the executor's plugin (audit.Log.Instrument).
@@ -218,7 +223,10 @@ func New(src Source, opts Options) *Gateway {
 	opts.MaxTotalTimeout = min(opts.MaxTotalTimeout, sb.MaxInvokeTimeout)
 	g := &Gateway{src: src, ex: opts.Executor, log: opts.Logger, opts: opts, per: make(map[string]*mirror),
 		clients: newClients(opts.MaxSessions, opts.MaxSessionsPerAddress, opts.MaxSessionsPerPrincipal), done: make(chan struct{}),
-		inStep: make(chan chan struct{}), taskKey: newTaskKey()}
+		inStep: make(chan chan struct{}), taskKey: opts.TaskKey}
+	if g.taskKey == nil {
+		g.taskKey = newTaskKey()
+	}
 	g.agg = g.newMirror("")
 	g.agg.setSearch(opts.MCPMode == sb.ModeSearch)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -57,8 +57,10 @@ import (
 // is checked by its MAC, so that one principal cannot reach another's
 // task, nor a made-up id any task, and an id is refused as unknown
 // (-32602, as the SEP says of an id the server does not know) on an
-// endpoint that does not show its server. The key is made at start: a
-// restarted gateway, or another replica, knows no id of before.
+// endpoint that does not show its server. The key is Options.TaskKey
+// (serve derives it from the OAuth key file, which every replica has a
+// copy of, so that replicas and a restarted daemon accept each other's
+// ids), else made at start.
 //
 // A client's notifications/cancelled cancels no task (the SEP says it
 // MUST NOT): it goes, as every notification of a stateless client, to the

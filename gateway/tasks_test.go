@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/gateway"
+	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
 )
 
@@ -353,5 +356,39 @@ func TestATaskAfterARequestForInput(t *testing.T) {
 		if got := e.get(e.alice, "/mcp/beta", task.TaskID); got.Status != "completed" || !strings.Contains(string(got.Result), "Hello, Alice!") {
 			t.Errorf("caps %s: the task %+v; want completed with the answer", caps, got)
 		}
+	}
+}
+
+// Gateways given one Options.TaskKey, replicas of one store, accept each
+// other's task ids: a task made through one is got and cancelled through
+// another; a gateway of another key refuses the id as unknown.
+func TestTaskIDsHoldAcrossGatewaysOfOneKey(t *testing.T) {
+	beta := testserver.StartHTTP(t, "-tasks", "-name", "beta")
+	st := sqlitetest.Store(t, &sb.ServerConfig{Name: "beta", Transport: sb.TransportStreamableHTTP, URL: beta.URL, ProtocolVersion: "2026-07-28"})
+	key := bytes.Repeat([]byte{7}, 32)
+	first := newToolsetEnvOn(t, st, gateway.Options{TaskKey: key})
+	tok := first.createToken("alice", sb.ScopeMCP) // before the others load the tokens
+	replica := newToolsetEnvOn(t, st, gateway.Options{TaskKey: bytes.Clone(key)})
+	other := newToolsetEnvOn(t, st, gateway.Options{TaskKey: bytes.Repeat([]byte{8}, 32)})
+	envs := map[string]*tasksEnv{}
+	for name, e := range map[string]*toolsetEnv{"first": first, "replica": replica, "other": other} {
+		cs, err := e.connectAs("/mcp/beta", tok, "2025-11-25")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitTools(t, cs, "slow_compute")
+		envs[name] = &tasksEnv{toolsetEnv: e, beta: beta, alice: tok}
+	}
+
+	task := envs["first"].call(tok, "/mcp/beta", "slow_compute", `{"polls":5}`, tasksCaps)
+	if got := envs["replica"].get(tok, "/mcp/beta", task.TaskID); got.Status != "working" {
+		t.Errorf("tasks/get through the replica: %+v; want the task, working", got)
+	}
+	if a := envs["other"].task(tok, "/mcp/beta", "tasks/get", task.TaskID, ""); a.status == http.StatusOK || !strings.Contains(a.err, "unknown task") {
+		t.Errorf("tasks/get through a gateway of another key: HTTP %d, result %s, error %s; want unknown task", a.status, a.result, a.err)
+	}
+	ack(t, "tasks/cancel through the replica", envs["replica"].task(tok, "/mcp/beta", "tasks/cancel", task.TaskID, ""))
+	if got := envs["first"].get(tok, "/mcp/beta", task.TaskID); got.Status != "cancelled" {
+		t.Errorf("tasks/get after the replica's cancel: %+v; want cancelled", got)
 	}
 }

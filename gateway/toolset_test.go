@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/httpapi"
 	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/registry"
+	"github.com/switchboard-mcp/switchboard/store/sqlite"
 )
 
 const adminToken = "admin-secret"
@@ -36,8 +37,14 @@ type toolsetEnv struct {
 
 func newToolsetEnv(t *testing.T, servers ...*sb.ServerConfig) *toolsetEnv {
 	t.Helper()
+	return newToolsetEnvOn(t, sqlitetest.Store(t, servers...), gateway.Options{})
+}
+
+// newToolsetEnvOn is newToolsetEnv on the store st (another env's: a
+// replica of it), with the gateway options opts.
+func newToolsetEnvOn(t *testing.T, st *sqlite.Store, opts gateway.Options) *toolsetEnv {
+	t.Helper()
 	ctx := context.Background()
-	st := sqlitetest.Store(t, servers...)
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ts, err := registry.NewToolsets(st, log)
 	if err != nil {
@@ -55,7 +62,8 @@ func newToolsetEnv(t *testing.T, servers ...*sb.ServerConfig) *toolsetEnv {
 	}
 	reg := registry.New(st, &registry.Options{Logger: log, Followers: []registry.Follower{ts, tk}})
 	ex := executor.New(executor.NewMCP(reg))
-	gw := gateway.New(reg, gateway.Options{Executor: ex, Logger: log, ResyncInterval: time.Second, Toolsets: ts})
+	opts.Executor, opts.Logger, opts.ResyncInterval, opts.Toolsets = ex, log, time.Second, ts
+	gw := gateway.New(reg, opts)
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Registry: reg, Executor: ex, Token: adminToken, Logger: log,
 		MCP: gw.Handler(), ToolsetMCP: gw.ToolsetHandler(), Toolsets: ts, Tokens: tk}))
 	if err := reg.Load(ctx); err != nil {

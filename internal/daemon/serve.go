@@ -91,6 +91,10 @@ func Serve(ctx context.Context, log *slog.Logger, sc Config, gwOpts gateway.Opti
 		log.Warn("OAuth tokens cannot be kept: "+err.Error(), "error", err)
 	}
 	sessOpts.OAuth = oauth
+	if oauth != nil && gwOpts.TaskKey == nil {
+		// The task ids one replica gives, another accepts (gateway/tasks.go).
+		gwOpts.TaskKey = oauth.Key.Derive("task ids")
+	}
 	var private []string // no server's derived mounts show the database
 	if f := store.SQLiteFile(sc.DSN); f != "" {
 		if abs, err := filepath.Abs(f); err == nil {
