@@ -54,6 +54,9 @@ type EndpointInfo struct {
 	UpstreamProtocol string `json:"upstream_protocol"`
 	// DaemonRSS is the daemon's VmRSS at the end of the scenario.
 	DaemonRSS uint64 `json:"daemon_rss"`
+	// Problems are the first WARN and ERROR lines of the daemon's log
+	// (a reconnect of an upstream in the middle of a sample, say).
+	Problems []string `json:"problems,omitempty"`
 }
 
 // runEndpoint measures a go-sdk client calling echo through the daemon's
@@ -268,6 +271,7 @@ func runEndpoint(ctx context.Context, cfg *Config) ([]*OverheadResult, *Endpoint
 		}
 	}
 	info.DaemonRSS = rssBytes(d.PID)
+	info.Problems = d.snapshotLog().Problems
 
 	for _, s := range sides {
 		_ = s.cs.Close()

@@ -157,6 +157,10 @@ func checkEndpoint(t *testing.T, cfg *Config, rep *Report) {
 	if rep.EndpointInfo == nil || rep.EndpointInfo.UpstreamProtocol != pinnedProtocol {
 		t.Errorf("endpoint: upstream session info %+v, want protocol %s", rep.EndpointInfo, pinnedProtocol)
 	}
+	var logged []string // what the daemon warned of, to tell a failure's cause
+	if rep.EndpointInfo != nil {
+		logged = rep.EndpointInfo.Problems
+	}
 	for _, o := range rep.Endpoint {
 		for _, side := range endpointSides {
 			ss := o.Samples[side]
@@ -165,12 +169,12 @@ func checkEndpoint(t *testing.T, cfg *Config, rep *Report) {
 			}
 			for _, s := range ss {
 				if s.Calls == 0 || s.Errors != 0 || !finitePositive(s.CallsPerSec()) || s.P99 <= 0 || s.UpstreamCPU <= 0 {
-					t.Errorf("endpoint %d B %s %s: sample without figures or with errors: %+v", o.Payload, o.Mode, side, s)
+					t.Errorf("endpoint %d B %s %s: sample without figures or with errors: %+v; the daemon logged %q", o.Payload, o.Mode, side, s, logged)
 				}
 				// Direct, the daemon only idles; through it, it works.
 				if through := !endpointDirect(side); through != (s.DaemonCPU > s.UpstreamCPU/10) {
-					t.Errorf("endpoint %d B %s %s: the daemon's CPU per call is %s (the testserver's %s)",
-						o.Payload, o.Mode, side, s.DaemonCPU, s.UpstreamCPU)
+					t.Errorf("endpoint %d B %s %s: the daemon's CPU per call is %s (the testserver's %s); p99 %s; the daemon logged %q",
+						o.Payload, o.Mode, side, s.DaemonCPU, s.UpstreamCPU, s.P99, logged)
 				}
 			}
 		}
