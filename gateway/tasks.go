@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -148,10 +149,7 @@ func (m *mirror) offersTasks() bool {
 		return m.g.tasksUpstream(m.only)
 	}
 	m.mu.Lock()
-	servers := make([]string, 0, len(m.shown))
-	for name := range m.shown {
-		servers = append(servers, name)
-	}
+	servers := slices.Collect(maps.Keys(m.shown)) // tasksUpstream must not run under m.mu
 	m.mu.Unlock()
 	for _, name := range servers {
 		if m.g.tasksUpstream(name) {
