@@ -24,6 +24,9 @@ const (
 	AuditTool     AuditKind = "tool"     // a tools/call; Name is the tool
 	AuditResource AuditKind = "resource" // a resources/read; Name is the URI
 	AuditPrompt   AuditKind = "prompt"   // a prompts/get; Name is the prompt
+	// AuditTask is a tasks/update or tasks/cancel of the Tasks extension;
+	// Name is the method and the server's task id, "tasks/cancel t-1".
+	AuditTask AuditKind = "task"
 	// AuditAPI is an API request that changes something (any method but
 	// GET and HEAD); Name is its method and path, "PUT /api/v1/servers/x".
 	AuditAPI AuditKind = "api"

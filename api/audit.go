@@ -21,11 +21,12 @@ type AuditEntry struct {
 	Principal string    `json:"principal"`
 	Surface   string    `json:"surface"`           // mcp, mcp_server, toolset, api, stdio
 	Toolset   string    `json:"toolset,omitempty"` // for surface toolset
-	Kind      string    `json:"kind"`              // tool, resource, prompt, api
+	Kind      string    `json:"kind"`              // tool, resource, prompt, task, api
 	Server    string    `json:"server,omitempty"`
 	Tool      string    `json:"tool,omitempty"`
 	Resource  string    `json:"resource,omitempty"` // the URI read
 	Prompt    string    `json:"prompt,omitempty"`
+	Task      string    `json:"task,omitempty"`    // kind task: "tasks/cancel t-1", the server's task id
 	Request   string    `json:"request,omitempty"` // kind api: "PUT /api/v1/servers/x"
 	// Outcome is "ok" or the failure's code (timeout, tool_error, ...).
 	Outcome      string  `json:"outcome"`

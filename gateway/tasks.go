@@ -14,9 +14,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
 
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/internal/rawjson"
@@ -309,14 +311,37 @@ func renameTask(raw json.RawMessage, rename func(string) string) (json.RawMessag
 	return json.Marshal(members)
 }
 
-// serveTaskMethod serves tasks/get, tasks/update or tasks/cancel.
+// serveTaskMethod serves tasks/get, tasks/update or tasks/cancel. Each
+// has a span of its own (the go-sdk's server, whose middleware traces the
+// other requests, never sees it), and tasks/update and tasks/cancel, which
+// change a task, an entry in the audit log (tasks/get reads, as a GET of
+// the API does, and is not recorded: a client polls it).
 func (g *Gateway) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mirror, req *taskRequest, p *taskParams) {
-	result, rpcErr := g.taskMethod(r, m, req.Method, req.Params, p)
+	r = m.auditedRequest(r)
+	ctx, span := g.taskSpan(r, req.Method, p)
+	var start time.Time
+	if l := g.opts.Audit; l != nil {
+		start = l.Now()
+	}
+	t := g.taskMethod(r.WithContext(ctx), m, req.Method, req.Params, p)
+	if t.server != "" {
+		span.SetAttributes(attribute.String("switchboard.server", t.server))
+	}
+	endSpan(span, string(t.outcome), t.err())
+	if req.Method != "tasks/get" && g.opts.Audit != nil {
+		name := req.Method
+		if t.upstreamID != "" {
+			name += " " + t.upstreamID
+		}
+		l := g.opts.Audit
+		l.Record(r.Context(), sb.AuditEntry{Time: start, Kind: sb.AuditTask, Server: t.server, Name: name,
+			Outcome: string(t.outcome), Duration: l.Now().Sub(start), ResultBytes: int64(len(t.result))}, p.InputResponses)
+	}
 	var msg [][]byte
-	if rpcErr != nil {
-		msg = errorResponse(req.ID, rpcErr)
+	if t.rpcErr != nil {
+		msg = errorResponse(req.ID, t.rpcErr)
 	} else {
-		msg = resultResponse(req.ID, result, m.info)
+		msg = resultResponse(req.ID, t.result, m.info)
 	}
 	n := 0
 	for _, b := range msg {
@@ -324,7 +349,7 @@ func (g *Gateway) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mir
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(n))
-	if status := statelessErrorStatus(rpcErr); status != http.StatusOK {
+	if status := statelessErrorStatus(t.rpcErr); status != http.StatusOK {
 		w.WriteHeader(status)
 	}
 	for _, b := range msg {
@@ -334,57 +359,90 @@ func (g *Gateway) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mir
 	}
 }
 
+// taskAnswer is what a task's request came to: the result for the client
+// or its error, what the audit log and the span record of it (outcome: ok
+// or a code), and the task's server and upstream id once they are known.
+type taskAnswer struct {
+	result             json.RawMessage
+	rpcErr             *jsonrpc.Error
+	outcome            sb.Code
+	server, upstreamID string
+}
+
+// err is t's error, nil if it succeeded.
+func (t *taskAnswer) err() error {
+	if t.rpcErr == nil {
+		return nil
+	}
+	return t.rpcErr
+}
+
+// fail is t failing with code and the JSON-RPC error rpc.
+func (t *taskAnswer) fail(code sb.Code, rpc *jsonrpc.Error) taskAnswer {
+	t.outcome, t.rpcErr = code, rpc
+	return *t
+}
+
 // taskMethod sends a task's request to the server that holds the task,
 // and returns its result for the client.
-func (g *Gateway) taskMethod(r *http.Request, m *mirror, method string, params json.RawMessage, p *taskParams) (json.RawMessage, *jsonrpc.Error) {
+func (g *Gateway) taskMethod(r *http.Request, m *mirror, method string, params json.RawMessage, p *taskParams) taskAnswer {
+	var t taskAnswer
 	if !declaresTasks(p.Meta) {
 		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}})
-		return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
-			Message: method + " needs the client capability " + tasksExtension + ": declare it in _meta." + metaCapabilities + ".extensions"}
+		return t.fail(sb.CodeBadRequest, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
+			Message: method + " needs the client capability " + tasksExtension + ": declare it in _meta." + metaCapabilities + ".extensions"})
 	}
 	if p.TaskID == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": params.taskId is missing"}
+		return t.fail(sb.CodeBadRequest, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": params.taskId is missing"})
 	}
 	id := *p.TaskID
 	if name := r.Header.Get("Mcp-Name"); name != "" && name != id {
-		return nil, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("the Mcp-Name header %q is not the taskId %q", name, id)}
+		return t.fail(sb.CodeBadRequest, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("the Mcp-Name header %q is not the taskId %q", name, id)})
 	}
 	principal := principalName(r)
 	server, upstreamID, ok := g.openTaskID(principal, id)
 	if !ok || !m.showsServer(server) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown task %q: not a task id this endpoint gave", id)}
+		return t.fail(sb.CodeNotFound, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown task %q: not a task id this endpoint gave", id)})
 	}
+	t.server, t.upstreamID = server, upstreamID
 	s, ok := g.src.Session(server)
 	if !ok || s == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %q: its server %q is no longer configured", id, server)}
+		return t.fail(sb.CodeUnknownServer, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %q: its server %q is no longer configured", id, server)})
 	}
 	if st := s.Status(); st != sb.StatusConnected {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("task %q: its server %q is not connected (%s); ask again once it is", id, server, st)}
+		return t.fail(sb.CodeUnavailable, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("task %q: its server %q is not connected (%s); ask again once it is", id, server, st)})
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(params, &members); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": " + err.Error()}
+		return t.fail(sb.CodeBadRequest, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": " + err.Error()})
 	}
 	members["taskId"], _ = json.Marshal(upstreamID) // a string: never fails
-	up, _ := json.Marshal(members)                  // decoded JSON: never fails
 	// Bounded as the mirror's other requests to a server are: a link that
 	// died unnoticed is waited for only so long.
 	ctx, cancel := context.WithTimeout(r.Context(), s.Config().CallTimeout())
 	defer cancel()
+	ctx, span := taskUpstreamSpan(ctx, method, server, upstreamID, members)
+	up, _ := json.Marshal(members) // decoded JSON: never fails
 	raw, err := s.Request(ctx, method, up, upstreamID)
 	if err != nil {
 		if rpcErr, ok := err.(*jsonrpc.Error); ok {
-			return nil, rpcErr // the server's own answer (an unknown task: -32602)
+			endSpan(span, string(sb.CodeServerError), err)
+			return t.fail(sb.CodeServerError, rpcErr) // the server's own answer (an unknown task: -32602)
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %q: %s of server %q: %v", id, method, server, err)}
+		endSpan(span, string(sb.CodeOf(err)), err)
+		return t.fail(sb.CodeOf(err), &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %q: %s of server %q: %v", id, method, server, err)})
 	}
+	endSpan(span, "ok", nil)
+	t.outcome = "ok"
 	if _, ok := rawjson.Get(raw, "taskId"); !ok {
-		return raw, nil // an ack
+		t.result = raw // an ack
+		return t
 	}
 	out, err := renameTask(raw, func(string) string { return id })
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %q: the result of server %q: %v", id, server, err)}
+		return t.fail(sb.CodeServerError, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %q: the result of server %q: %v", id, server, err)})
 	}
-	return out, nil
+	t.result = out
+	return t
 }

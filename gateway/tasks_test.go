@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,11 +35,17 @@ type tasksEnv struct {
 
 func newTasksEnv(t *testing.T) *tasksEnv {
 	t.Helper()
+	return newTasksEnvWith(t, gateway.Options{})
+}
+
+// newTasksEnvWith is newTasksEnv with the gateway options opts.
+func newTasksEnvWith(t *testing.T, opts gateway.Options) *tasksEnv {
+	t.Helper()
 	beta := testserver.StartHTTP(t, "-tasks", "-name", "beta")
-	e := newToolsetEnv(t,
+	e := newToolsetEnvOn(t, sqlitetest.Store(t,
 		&sb.ServerConfig{Name: "alpha", Transport: sb.TransportStdio, Command: testserver.Binary(t), Args: []string{"-tasks", "-name", "alpha"}, ProtocolVersion: "2026-07-28"},
 		&sb.ServerConfig{Name: "beta", Transport: sb.TransportStreamableHTTP, URL: beta.URL, ProtocolVersion: "2026-07-28"},
-		stdio(t, "plain"))
+		stdio(t, "plain")), opts)
 	te := &tasksEnv{toolsetEnv: e, beta: beta, alice: e.createToken("alice", sb.ScopeMCP), bob: e.createToken("bob", sb.ScopeMCP)}
 	cs, err := e.connectAs("/mcp", te.alice, "2025-11-25")
 	if err != nil {
@@ -390,5 +397,74 @@ func TestTaskIDsHoldAcrossGatewaysOfOneKey(t *testing.T) {
 	ack(t, "tasks/cancel through the replica", envs["replica"].task(tok, "/mcp/beta", "tasks/cancel", task.TaskID, ""))
 	if got := envs["first"].get(tok, "/mcp/beta", task.TaskID); got.Status != "cancelled" {
 		t.Errorf("tasks/get after the replica's cancel: %+v; want cancelled", got)
+	}
+}
+
+// tasks/update and tasks/cancel, which change a task, leave an audit entry
+// each, naming the task's server and its own id, with the outcome (a
+// refused one too); tasks/get, which a client polls, leaves none. A
+// task's request has a span, a child of the client's trace, with a span of
+// its request to the server under it, whose trace context the server gets.
+func TestTaskChangesAreAuditedAndTraced(t *testing.T) {
+	rcv, flush := tracing(t)
+	l, entries := auditLog(t)
+	e := newTasksEnvWith(t, gateway.Options{Audit: l})
+
+	asked := e.call(e.alice, "/mcp/alpha", "confirm_delete", `{"filename":"a.txt"}`, tasksCaps)
+	ack(t, "tasks/update", e.task(e.alice, "/mcp/alpha", "tasks/update", asked.TaskID, `,"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}}`))
+	slow := e.call(e.alice, "/mcp", "beta__slow_compute", `{"polls":100}`, tasksCaps)
+	if a := e.task(e.bob, "/mcp", "tasks/cancel", slow.TaskID, ""); a.status != http.StatusBadRequest {
+		t.Errorf("bob's cancel of alice's task: HTTP %d, result %s; want refused", a.status, a.result)
+	}
+	ack(t, "tasks/cancel", e.task(e.alice, "/mcp", "tasks/cancel", slow.TaskID, ""))
+
+	const traceID, parentID = "0123456789abcdef0123456789abcdef", "00f067aa0ba902b7"
+	id, _ := json.Marshal(slow.TaskID)
+	r := newRequest(t, e.url+"/mcp", "tasks/get", slow.TaskID, `{"taskId":`+string(id)+`}`, tasksCaps)
+	r.Header.Set("Authorization", "Bearer "+e.alice)
+	r.Header.Set("traceparent", "00-"+traceID+"-"+parentID+"-01")
+	got := send(t, r)
+	var polled struct {
+		Status string `json:"status"`
+		Meta   struct {
+			Traceparent string `json:"traceparent"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal([]byte(got.result), &polled); err != nil || polled.Status != "cancelled" {
+		t.Fatalf("tasks/get: HTTP %d, result %s, error %s; want the cancelled task", got.status, got.result, got.err)
+	}
+	flush()
+
+	spans := rcv.Trace(traceID)
+	in := spanNamed(t, spans, "tasks/get "+slow.TaskID)
+	out := spanNamed(t, spans, "tasks/get task-1")
+	if in.ParentID != parentID || out.ParentID != in.SpanID {
+		t.Errorf("spans: the request's parent %s (want %s), the upstream request's parent %s (want %s)", in.ParentID, parentID, out.ParentID, in.SpanID)
+	}
+	wantAttrs(t, in, map[string]string{"mcp.method.name": "tasks/get", "mcp.task.id": slow.TaskID, "switchboard.server": "beta",
+		"switchboard.principal": "alice", "switchboard.outcome": "ok"})
+	wantAttrs(t, out, map[string]string{"mcp.method.name": "tasks/get", "mcp.task.id": "task-1", "switchboard.server": "beta"})
+	if want := "00-" + traceID + "-" + out.SpanID + "-01"; polled.Meta.Traceparent != want {
+		t.Errorf("the server got traceparent %q, want %q (the upstream request's span)", polled.Meta.Traceparent, want)
+	}
+
+	var audited []string
+	for _, en := range entries() {
+		if en.Kind != sb.AuditTask {
+			continue
+		}
+		audited = append(audited, strings.Join([]string{en.Principal, en.Surface, en.Server, en.Name, en.Outcome}, " | "))
+		if en.Name == "tasks/update task-1" && (en.ArgsSHA256 == "" || en.RequestBytes == 0) {
+			t.Errorf("the update's entry %+v: want its input responses' size and hash", en)
+		}
+	}
+	slices.Sort(audited)
+	want := []string{
+		"alice | mcp | beta | tasks/cancel task-1 | ok",
+		"alice | mcp_server | alpha | tasks/update task-1 | ok",
+		"bob | mcp |  | tasks/cancel | not_found",
+	}
+	if !slices.Equal(audited, want) {
+		t.Errorf("task entries:\n%s\nwant:\n%s", strings.Join(audited, "\n"), strings.Join(want, "\n"))
 	}
 }

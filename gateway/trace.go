@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/internal/rawjson"
 	"github.com/switchboard-mcp/switchboard/telemetry"
 	"github.com/switchboard-mcp/switchboard/upstream"
 )
@@ -208,4 +210,56 @@ func upstreamSpan(ctx context.Context, method, server, target string, meta mcp.M
 		out[telemetry.Tracestate] = ts
 	}
 	return ctx, span, out
+}
+
+// taskSpan starts the span of a task's request (tasks.go), which the
+// gateway serves before the go-sdk's server, and so before traceRequests.
+func (g *Gateway) taskSpan(r *http.Request, method string, p *taskParams) (context.Context, trace.Span) {
+	ctx := r.Context()
+	if !telemetry.Enabled() {
+		return telemetry.Start(ctx, "", trace.SpanKindServer)
+	}
+	parent, _ := rawjson.String(p.Meta[telemetry.Traceparent])
+	state, _ := rawjson.String(p.Meta[telemetry.Tracestate])
+	ctx = telemetry.ExtractStrings(ctx, r.Header, parent, state)
+	id := ""
+	if p.TaskID != nil {
+		id = *p.TaskID
+	}
+	ctx, span := telemetry.Start(ctx, method+" "+id, trace.SpanKindServer)
+	span.SetAttributes(
+		attribute.String("mcp.method.name", method),
+		attribute.String("mcp.task.id", id),
+		attribute.String("mcp.protocol.version", r.Header.Get("Mcp-Protocol-Version")),
+		attribute.String("url.path", r.URL.Path),
+		attribute.String("switchboard.principal", principalName(r)))
+	return ctx, span
+}
+
+// taskUpstreamSpan starts the span of a task's request to its server, a
+// child of the client's (taskSpan), and sets its trace context in the
+// request's _meta (members' "_meta"), for the server to continue it.
+func taskUpstreamSpan(ctx context.Context, method, server, id string, members map[string]json.RawMessage) (context.Context, trace.Span) {
+	if !telemetry.Enabled() {
+		return telemetry.Start(ctx, "", trace.SpanKindClient)
+	}
+	ctx, span := telemetry.Start(ctx, method+" "+id, trace.SpanKindClient)
+	p, _ := sb.PrincipalFrom(ctx)
+	span.SetAttributes(attribute.String("mcp.method.name", method), attribute.String("mcp.task.id", id),
+		attribute.String("switchboard.server", server), attribute.String("switchboard.principal", p.Name))
+	h := telemetry.Inject(ctx, nil)
+	if h == nil {
+		return ctx, span
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(members["_meta"], &meta) != nil || meta == nil {
+		meta = make(map[string]json.RawMessage, 2)
+	}
+	meta[telemetry.Traceparent], _ = json.Marshal(h.Get(telemetry.Traceparent)) // a string: never fails
+	delete(meta, telemetry.Tracestate)
+	if ts := h.Get(telemetry.Tracestate); ts != "" {
+		meta[telemetry.Tracestate], _ = json.Marshal(ts)
+	}
+	members["_meta"], _ = json.Marshal(meta) // decoded JSON: never fails
+	return ctx, span
 }

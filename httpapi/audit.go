@@ -97,6 +97,8 @@ func auditView(e sb.AuditEntry) api.AuditEntry {
 		v.Resource = e.Name
 	case sb.AuditPrompt:
 		v.Prompt = e.Name
+	case sb.AuditTask:
+		v.Task = e.Name
 	case sb.AuditAPI:
 		v.Request = e.Name
 	default:

@@ -31,6 +31,8 @@ func AuditEntry(w io.Writer, e api.AuditEntry, asJSON bool) error {
 		what = e.Server + " " + e.Resource
 	case "prompt":
 		what = e.Server + " prompt " + e.Prompt
+	case "task":
+		what = e.Server + " " + e.Task
 	case "api":
 		what = e.Request
 	}

@@ -25,6 +25,8 @@ func TestAuditEntry(t *testing.T) {
 			"2026-03-04T05:06:07.008Z  local      toolset:coder timeout             2s  fs file:///a  0B>0B\n"},
 		{api.AuditEntry{Time: at, Principal: "admin", Surface: "mcp", Kind: "prompt", Server: "gh", Prompt: "review", Outcome: "ok"},
 			"2026-03-04T05:06:07.008Z  admin      mcp         ok                  0s  gh prompt review  0B>0B\n"},
+		{api.AuditEntry{Time: at, Principal: "ci", Surface: "mcp", Kind: "task", Server: "gh", Task: "tasks/cancel t-1", Outcome: "ok"},
+			"2026-03-04T05:06:07.008Z  ci         mcp         ok                  0s  gh tasks/cancel t-1  0B>0B\n"},
 		{api.AuditEntry{Time: at, Principal: "admin", Surface: "api", Kind: "api", Request: "PUT /api/v1/servers/x", Outcome: "ok"},
 			"2026-03-04T05:06:07.008Z  admin      api         ok                  0s  PUT /api/v1/servers/x  0B>0B\n"},
 	} {

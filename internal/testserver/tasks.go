@@ -277,7 +277,13 @@ func (ts *tasksServer) serve(method string, raw json.RawMessage) (map[string]any
 		switch method {
 		case "tasks/get":
 			t.poll()
-			return complete(t.detailed()), nil
+			res := complete(t.detailed())
+			if tp, ok := p.Meta["traceparent"]; ok {
+				// The trace context it was sent, for tests of a gateway's
+				// spans to see that the trace reached the server.
+				res["_meta"] = map[string]any{"traceparent": tp}
+			}
+			return res, nil
 		case "tasks/update":
 			t.update(p.InputResponses)
 		case "tasks/cancel":

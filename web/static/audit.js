@@ -119,7 +119,7 @@ function auditCount() {
 // auditWhat is what an entry names, by its kind.
 function auditWhat(e) {
   if (e.kind === 'api') return e.request || '';
-  return e.tool || e.resource || e.prompt || '';
+  return e.tool || e.resource || e.prompt || e.task || '';
 }
 
 function auditBytes(n) {
