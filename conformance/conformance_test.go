@@ -188,9 +188,13 @@ var knownGaps = map[string]map[string]map[string]string{
 	},
 	"2026-07-28": {
 		// 36 of 37 is the floor of a 2025-11-25 upstream: the stateful
-		// go-sdk HTTP server negotiates at most 2025-11-25, and a stdio
-		// server linked at 2025-11-25 is in the same case; an
-		// elicitation/create carries no key for the request for input.
+		// go-sdk HTTP server negotiates at most 2025-11-25 (directly it
+		// passes 6 of the 37), and a stdio server linked at 2025-11-25 is
+		// in the same case; an elicitation/create carries no key for the
+		// request for input. A 2026-07-28 request on that session does
+		// not help: the go-sdk server decides between its own requests
+		// and a request for input by the session's version
+		// (clientSupportsMultiRoundTrip, mcp/mrtr.go), not the request's.
 		"everything":       gapsBridgeFrom2025,
 		"everything-stdio": gapsBridgeFrom2025,
 	},
