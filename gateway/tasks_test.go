@@ -468,3 +468,33 @@ func TestTaskChangesAreAuditedAndTraced(t *testing.T) {
 		t.Errorf("task entries:\n%s\nwant:\n%s", strings.Join(audited, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A server's task ids are its own to choose, and none reaches another
+// task or is cut: an id with the separator in it, an empty one, one with
+// bytes JSON must escape, and one of 16 KiB are each namespaced, and
+// tasks/get and tasks/cancel with the namespaced id reach that task (with
+// the server's id) and answer with the client's id.
+func TestOddTaskIDsOfAServerHoldTheirWay(t *testing.T) {
+	e := newTasksEnv(t)
+	for _, id := range []string{"a.b.c", "", "quote\" \\ \u00e9 \u2028 </script>", strings.Repeat("x", 16<<10)} {
+		for _, path := range []string{"/mcp/beta", "/mcp/alpha"} {
+			tool := "slow_compute"
+			args, _ := json.Marshal(map[string]any{"polls": 100, "task_id": id})
+			task := e.call(e.alice, path, tool, string(args), tasksCaps)
+			server := strings.TrimPrefix(path, "/mcp/")
+			prefix, rest, _ := strings.Cut(task.TaskID, ".")
+			_, got, _ := strings.Cut(rest, ".")
+			if prefix != server || got != id {
+				t.Errorf("%s, server id of %d bytes: client id %.80q; want %s.MAC.<the server's id>", path, len(id), task.TaskID, server)
+				continue
+			}
+			if got := e.get(e.alice, path, task.TaskID); got.Status != "working" || got.TaskID != task.TaskID {
+				t.Errorf("%s, server id of %d bytes: tasks/get %+v", path, len(id), got)
+			}
+			ack(t, "tasks/cancel", e.task(e.alice, path, "tasks/cancel", task.TaskID, ""))
+			if got := e.get(e.alice, path, task.TaskID); got.Status != "cancelled" {
+				t.Errorf("%s, server id of %d bytes: after tasks/cancel %+v", path, len(id), got)
+			}
+		}
+	}
+}

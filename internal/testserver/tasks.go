@@ -380,6 +380,9 @@ func (ts *tasksServer) call(p *params) (map[string]any, *rpcError) {
 	defer ts.mu.Unlock()
 	ts.next++
 	t.id = "task-" + strconv.Itoa(ts.next)
+	if id, ok := p.Arguments["task_id"].(string); ok {
+		t.id = id // the caller's: a test of a server's odd ids
+	}
 	t.created = time.Now().UTC()
 	t.updated = t.created
 	if t.status == "" {
@@ -486,7 +489,7 @@ var tasksTools = func() []any {
 	num := map[string]any{"type": "integer"}
 	return []any{
 		tool("greet", "Says hello to name.", map[string]any{"name": str}, ""),
-		tool("slow_compute", "A task that completes after polls tasks/get or seconds of time.", map[string]any{"polls": num, "seconds": num, "label": str}, "optional"),
+		tool("slow_compute", "A task that completes after polls tasks/get or seconds of time; task_id chooses its id.", map[string]any{"polls": num, "seconds": num, "label": str, "task_id": str}, "optional"),
 		tool("confirm_delete", "A task that asks to confirm the deletion of filename.", map[string]any{"filename": str}, "required"),
 		tool("multi_input", "A task that asks two questions at once.", map[string]any{}, "required"),
 		tool("failing_job", "A task that completes with a tool error.", map[string]any{}, "required"),
