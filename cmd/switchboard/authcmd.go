@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/browser"
 	"github.com/switchboard-mcp/switchboard/internal/render"
@@ -116,31 +115,15 @@ func (of *oauthFlags) register(f *pflag.FlagSet, secretNote string) {
 	f.StringArrayVar(&of.scopes, "oauth-scope", nil, "remote server: a scope to request (repeat; default: what the server asks for)")
 }
 
-// apply sets the oauth block of cfg from the --oauth flags given, keeping
-// what they do not mention (server edit changes one field at a time).
-func (of *oauthFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
-	f := cmd.Flags()
-	if !slices.ContainsFunc([]string{"oauth", "oauth-grant", "oauth-client-id", "oauth-client-secret", "oauth-scope"}, f.Changed) {
+// edit returns the change of the oauth block the --oauth flags given ask
+// for, keeping what they do not mention (server edit changes one field at
+// a time); nil if none was given.
+func (of *oauthFlags) edit(cmd *cobra.Command) *client.OAuthEdit {
+	if !slices.ContainsFunc([]string{"oauth", "oauth-grant", "oauth-client-id", "oauth-client-secret", "oauth-scope"}, cmd.Flags().Changed) {
 		return nil
 	}
-	if cfg.Transport == sb.TransportStdio {
-		return fmt.Errorf("--oauth and --oauth-* are for --url servers")
-	}
-	if cfg.OAuth == nil {
-		cfg.OAuth = &sb.OAuthConfig{}
-	}
-	o := cfg.OAuth
-	for flag, set := range map[string]func(){
-		"oauth-grant":         func() { o.Grant = of.grant },
-		"oauth-client-id":     func() { o.ClientID = of.clientID },
-		"oauth-client-secret": func() { o.ClientSecret = of.secret },
-		"oauth-scope":         func() { o.Scopes = of.scopes },
-	} {
-		if f.Changed(flag) {
-			set()
-		}
-	}
-	return nil
+	return &client.OAuthEdit{Grant: ifChanged(cmd, "oauth-grant", &of.grant), ClientID: ifChanged(cmd, "oauth-client-id", &of.clientID),
+		ClientSecret: ifChanged(cmd, "oauth-client-secret", &of.secret), Scopes: ifChanged(cmd, "oauth-scope", &of.scopes)}
 }
 
 // registerOAuthKeyFlag adds --oauth-key-file, shared by serve and stdio.

@@ -63,7 +63,7 @@ func (sf *serverFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 	if cfg.Env, cfg.Headers, err = sf.pairs(); err != nil {
 		return err
 	}
-	if err := sf.oauth.apply(cmd, cfg); err != nil {
+	if err := sf.oauth.edit(cmd).Apply(cfg); err != nil {
 		return err
 	}
 	return sf.applySandbox(cfg)
