@@ -269,20 +269,20 @@ returns at once.`,
 					}
 					cfg = &v.ServerConfig
 				}
-				aw, err := wf.watch(cmd, c, args[0])
+				w, err := wf.watch(cmd, c, args[0])
 				if err != nil {
 					return err
 				}
-				defer aw.close()
+				defer w.Close()
 				if err := c.RestartServer(cmd.Context(), args[0]); err != nil {
 					return err
 				}
 				out, asJSON := cmd.OutOrStdout(), jsonOutput(cmd)
-				if aw != nil {
+				if w != nil {
 					if !asJSON {
 						fmt.Fprintf(out, "restarting %s\n", args[0])
 					}
-					return aw.finish(cmd.Context(), out, asJSON, args[0], cfg, nil)
+					return w.Finish(cmd.Context(), out, asJSON, args[0], cfg, nil)
 				}
 				if asJSON {
 					return render.JSON(out, api.RestartResponse{Status: api.StatusRestarting})
