@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/switchboard-mcp/switchboard/client"
-	"github.com/switchboard-mcp/switchboard/internal/browser"
 	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
@@ -58,39 +57,7 @@ where every user of the host could read it and complete the flow first.`,
 				fmt.Fprintf(out, "forgot the OAuth tokens of %s\n", name)
 				return nil
 			}
-			start, err := c.StartAuth(cmd.Context(), name)
-			if err != nil {
-				return err
-			}
-			if jsonOutput(cmd) && noWait {
-				return render.JSON(out, start)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Open this URL in a browser and approve (before %s):\n\n", start.ExpiresAt.Local().Format("15:04"))
-			fmt.Fprintf(out, "%s\n", start.AuthorizationURL)
-			if open {
-				page, err := browser.Open(start.AuthorizationURL)
-				if err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "\ncould not open a browser (%v); open the URL yourself\n", err)
-				}
-				defer page.Remove(cmd.Context())
-			}
-			if noWait {
-				return nil
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "\nwaiting for the approval...\n")
-			st, err := c.WaitAuthorized(cmd.Context(), name, start.ExpiresAt)
-			if err != nil {
-				return err
-			}
-			if jsonOutput(cmd) {
-				return render.JSON(out, st)
-			}
-			fmt.Fprintf(out, "%s is authorized", name)
-			if len(st.Scopes) > 0 {
-				fmt.Fprintf(out, " (scopes %v)", st.Scopes)
-			}
-			fmt.Fprintln(out)
-			return nil
+			return render.Authorize(cmd.Context(), c, out, cmd.ErrOrStderr(), name, open, noWait, jsonOutput(cmd))
 		}),
 	}
 	f := cmd.Flags()
