@@ -117,7 +117,7 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 	if sf.noSandbox && (changed("mount") || changed("allow")) {
 		return nil, fmt.Errorf("--mount and --allow shape the sandbox, which --no-sandbox turns off; give one or the other")
 	}
-	if err := checkAllow(sf.allow); err != nil {
+	if err := client.CheckAllow(sf.allow); err != nil {
 		return nil, err
 	}
 	if err := checkDurations(cmd, "startup-timeout", "call-timeout", "max-total"); err != nil {
@@ -127,7 +127,7 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := sf.parseMounts()
+	mounts, err := client.ParseMounts(sf.mounts)
 	if err != nil {
 		return nil, err
 	}
