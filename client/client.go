@@ -58,6 +58,38 @@ func Env() (addr, token string) {
 	return addr, token
 }
 
+// Target returns the daemon's address and token as a command gives them,
+// each "" when not given: addr, and token or the token in tokenFile
+// (ReadTokenFile; not both); else as the environment does (Env), except
+// that a credential file that cannot be trusted is an error, not a silent
+// 401. Its errors name the flags.
+func Target(addr, token, tokenFile string) (string, string, error) {
+	if addr == "" {
+		addr = os.Getenv(EnvAddr)
+	}
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	var err error
+	if tokenFile != "" {
+		if token != "" {
+			return "", "", errors.New("--token and --token-file: pass one or the other")
+		}
+		if token, err = ReadTokenFile(tokenFile); err != nil {
+			return "", "", fmt.Errorf("--token-file: %w", err)
+		}
+	}
+	if token == "" {
+		token = os.Getenv(EnvToken)
+	}
+	if token == "" {
+		if token, err = CredentialFor(addr); err != nil {
+			return "", "", err
+		}
+	}
+	return addr, token, nil
+}
+
 // DialTimeout bounds connecting to the daemon with the default HTTP
 // client.
 const DialTimeout = 10 * time.Second

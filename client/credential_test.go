@@ -156,3 +156,45 @@ func TestCredentialForLoopbackOnly(t *testing.T) {
 		t.Errorf("CredentialFor with a world-readable file: %q %v", tok, err)
 	}
 }
+
+// Target takes what the command was given first, then the environment,
+// then this user's credential file for a daemon on loopback.
+func TestTargetTakesTheFlagsThenTheEnvironment(t *testing.T) {
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	t.Setenv(client.EnvAddr, "")
+	t.Setenv(client.EnvToken, "")
+	if addr, tok, err := client.Target("", "", ""); addr != client.DefaultAddr || tok != "" || err != nil {
+		t.Errorf("Target() with nothing given: %q %q %v", addr, tok, err)
+	}
+	path, _ := client.CredentialPath()
+	own, _, err := client.LoadOrCreateCredential(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, tok, err := client.Target("127.0.0.1:1", "", ""); tok != own || err != nil {
+		t.Errorf("Target on loopback: %q %v; want the credential", tok, err)
+	}
+	t.Setenv(client.EnvAddr, "http://10.0.0.1:9")
+	t.Setenv(client.EnvToken, "from-env")
+	if addr, tok, err := client.Target("", "", ""); addr != "http://10.0.0.1:9" || tok != "from-env" || err != nil {
+		t.Errorf("Target from the environment: %q %q %v", addr, tok, err)
+	}
+	file := filepath.Join(t.TempDir(), "tok")
+	if err := os.WriteFile(file, []byte("from-file-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if addr, tok, err := client.Target("127.0.0.1:2", "", file); addr != "127.0.0.1:2" || tok != "from-file-0123456789abcdef" || err != nil {
+		t.Errorf("Target with --token-file: %q %q %v", addr, tok, err)
+	}
+	if _, _, err := client.Target("", "x", file); err == nil || !strings.Contains(err.Error(), "pass one or the other") {
+		t.Errorf("Target with --token and --token-file: %v", err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(client.EnvToken, "")
+	if _, _, err := client.Target("127.0.0.1:1", "", ""); !errors.Is(err, client.ErrUntrustedCredential) {
+		t.Errorf("Target with a world-readable credential file: %v", err)
+	}
+}

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/pflag"
 
-	"github.com/switchboard-mcp/switchboard/audit"
 	"github.com/switchboard-mcp/switchboard/internal/daemon"
 )
 
@@ -30,11 +27,5 @@ func (af *auditFlags) register(f *pflag.FlagSet) {
 }
 
 func (af *auditFlags) config() (daemon.AuditConfig, error) {
-	switch {
-	case af.days < 0:
-		return daemon.AuditConfig{}, fmt.Errorf("--audit-retention-days %d: must not be negative", af.days)
-	case af.maxRows < 0:
-		return daemon.AuditConfig{}, fmt.Errorf("--audit-max-rows %d: must not be negative", af.maxRows)
-	}
-	return daemon.AuditConfig{Off: !af.on, Retention: audit.Retention{MaxAge: audit.Days(af.days), MaxRows: af.maxRows}}, nil
+	return daemon.AuditFrom(af.on, af.days, af.maxRows)
 }

@@ -8,9 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
-	"github.com/switchboard-mcp/switchboard/internal/browser"
 	"github.com/switchboard-mcp/switchboard/internal/render"
 )
 
@@ -59,39 +57,7 @@ where every user of the host could read it and complete the flow first.`,
 				fmt.Fprintf(out, "forgot the OAuth tokens of %s\n", name)
 				return nil
 			}
-			start, err := c.StartAuth(cmd.Context(), name)
-			if err != nil {
-				return err
-			}
-			if jsonOutput(cmd) && noWait {
-				return render.JSON(out, start)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Open this URL in a browser and approve (before %s):\n\n", start.ExpiresAt.Local().Format("15:04"))
-			fmt.Fprintf(out, "%s\n", start.AuthorizationURL)
-			if open {
-				page, err := browser.Open(start.AuthorizationURL)
-				if err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "\ncould not open a browser (%v); open the URL yourself\n", err)
-				}
-				defer page.Remove(cmd.Context())
-			}
-			if noWait {
-				return nil
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "\nwaiting for the approval...\n")
-			st, err := c.WaitAuthorized(cmd.Context(), name, start.ExpiresAt)
-			if err != nil {
-				return err
-			}
-			if jsonOutput(cmd) {
-				return render.JSON(out, st)
-			}
-			fmt.Fprintf(out, "%s is authorized", name)
-			if len(st.Scopes) > 0 {
-				fmt.Fprintf(out, " (scopes %v)", st.Scopes)
-			}
-			fmt.Fprintln(out)
-			return nil
+			return render.Authorize(cmd.Context(), c, out, cmd.ErrOrStderr(), name, open, noWait, jsonOutput(cmd))
 		}),
 	}
 	f := cmd.Flags()
@@ -116,31 +82,15 @@ func (of *oauthFlags) register(f *pflag.FlagSet, secretNote string) {
 	f.StringArrayVar(&of.scopes, "oauth-scope", nil, "remote server: a scope to request (repeat; default: what the server asks for)")
 }
 
-// apply sets the oauth block of cfg from the --oauth flags given, keeping
-// what they do not mention (server edit changes one field at a time).
-func (of *oauthFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
-	f := cmd.Flags()
-	if !slices.ContainsFunc([]string{"oauth", "oauth-grant", "oauth-client-id", "oauth-client-secret", "oauth-scope"}, f.Changed) {
+// edit returns the change of the oauth block the --oauth flags given ask
+// for, keeping what they do not mention (server edit changes one field at
+// a time); nil if none was given.
+func (of *oauthFlags) edit(cmd *cobra.Command) *client.OAuthEdit {
+	if !slices.ContainsFunc([]string{"oauth", "oauth-grant", "oauth-client-id", "oauth-client-secret", "oauth-scope"}, cmd.Flags().Changed) {
 		return nil
 	}
-	if cfg.Transport == sb.TransportStdio {
-		return fmt.Errorf("--oauth and --oauth-* are for --url servers")
-	}
-	if cfg.OAuth == nil {
-		cfg.OAuth = &sb.OAuthConfig{}
-	}
-	o := cfg.OAuth
-	for flag, set := range map[string]func(){
-		"oauth-grant":         func() { o.Grant = of.grant },
-		"oauth-client-id":     func() { o.ClientID = of.clientID },
-		"oauth-client-secret": func() { o.ClientSecret = of.secret },
-		"oauth-scope":         func() { o.Scopes = of.scopes },
-	} {
-		if f.Changed(flag) {
-			set()
-		}
-	}
-	return nil
+	return &client.OAuthEdit{Grant: ifChanged(cmd, "oauth-grant", &of.grant), ClientID: ifChanged(cmd, "oauth-client-id", &of.clientID),
+		ClientSecret: ifChanged(cmd, "oauth-client-secret", &of.secret), Scopes: ifChanged(cmd, "oauth-scope", &of.scopes)}
 }
 
 // registerOAuthKeyFlag adds --oauth-key-file, shared by serve and stdio.

@@ -6,7 +6,6 @@ package main
 // errors what a person at a terminal needs to fix them.
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -45,36 +44,14 @@ func clientFrom(cmd *cobra.Command) (*client.Client, error) {
 }
 
 // daemonFrom returns the daemon's address and token as the command's
-// flags (--token, or --token-file's), the environment and, for a daemon
-// on loopback, this user's
-// credential file give them (client.CredentialFor). A credential file that
-// cannot be trusted is an error, not a silent 401.
+// flags (--addr, --token, --token-file), the environment and, for a
+// daemon on loopback, this user's credential file give them
+// (client.Target).
 func daemonFrom(cmd *cobra.Command) (addr, token string, err error) {
 	addr, _ = cmd.Flags().GetString("addr")
-	if addr == "" {
-		addr = os.Getenv(client.EnvAddr)
-	}
-	if addr == "" {
-		addr = client.DefaultAddr
-	}
 	token, _ = cmd.Flags().GetString("token")
-	if file, _ := cmd.Flags().GetString("token-file"); file != "" {
-		if token != "" {
-			return "", "", errors.New("--token and --token-file: pass one or the other")
-		}
-		if token, err = client.ReadTokenFile(file); err != nil {
-			return "", "", fmt.Errorf("--token-file: %w", err)
-		}
-	}
-	if token == "" {
-		token = os.Getenv(client.EnvToken)
-	}
-	if token == "" {
-		if token, err = client.CredentialFor(addr); err != nil {
-			return "", "", err
-		}
-	}
-	return addr, token, nil
+	file, _ := cmd.Flags().GetString("token-file")
+	return client.Target(addr, token, file)
 }
 
 // withClient runs fn with the command's client, closing it afterwards,

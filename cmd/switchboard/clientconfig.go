@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,12 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/clientconfig"
 	"github.com/switchboard-mcp/switchboard/internal/daemon"
 	"github.com/switchboard-mcp/switchboard/internal/render"
-	"github.com/switchboard-mcp/switchboard/store"
 )
 
 func newClientConfigCommand() *cobra.Command {
@@ -61,62 +58,27 @@ what a toolset is there to prevent, so it is refused here.`,
   SWITCHBOARD_TOKEN="$(switchboard token create coder-bot --scope toolset:coder -o json | jq -r .token)" switchboard client-config claude-code --toolset coder`,
 		Args: clientArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			which := args[0]
-			var (
-				snippet any
-				notes   []string
-			)
-			if toolset != "" && !sb.IsName(toolset) {
-				return fmt.Errorf("--toolset %q is not a toolset name (lowercase letters, digits and '-')", toolset)
-			}
-			if which == "claude" {
-				s, err := clientconfig.Stdio(dsn, toolset)
-				if err != nil {
-					return err
-				}
-				snippet = s
-				notes = append(notes, "Claude Desktop starts local servers as commands, so this runs \"switchboard stdio\" on "+store.Redact(s.MCPServers[clientconfig.EntryName(toolset)].Env["SWITCHBOARD_DB"])+
-					": it needs no daemon and no credential, and runs that database's servers itself")
-			} else {
-				addr, token, err := daemonFrom(cmd)
-				if err != nil {
-					return err
-				}
-				if toolset != "" && !tokenGiven(cmd) {
-					return fmt.Errorf("--toolset %s: pass a token of that toolset with --token or SWITCHBOARD_TOKEN (make one with: switchboard token create AGENT --scope toolset:%s); "+
-						"the daemon's own credential reaches every server, which a toolset is there to prevent", toolset, toolset)
-				}
-				if own, _ := client.CredentialFor(addr); toolset != "" && own != "" && token == own {
-					return fmt.Errorf("--toolset %s: the token given is the daemon's own credential, which reaches every server; pass a token of that toolset (switchboard token create AGENT --scope toolset:%s)", toolset, toolset)
-				}
-				c, err := client.New(addr, "", nil)
-				if err != nil {
-					return fmt.Errorf("--addr: %w", err)
-				}
-				c.Close()
-				if token == "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: no credential for %s (no --token or SWITCHBOARD_TOKEN, and, for a daemon on loopback, no %s): the snippet sends none, which only a daemon started with --%s accepts\n",
-						c.BaseURL(), render.CredentialHint(), daemon.InsecureNoAuthFlag)
-				}
-				snippet, notes = clientconfig.HTTPSnippet(which, c.BaseURL(), toolset, token, embed, tokenGiven(cmd), render.CredentialHint())
-			}
-			b, err := json.MarshalIndent(snippet, "", "  ")
+			s, err := clientconfig.Make(clientconfig.Request{Client: args[0], Toolset: toolset, DSN: dsn,
+				Daemon: func() (string, string, error) { return daemonFrom(cmd) }, CredentialFile: render.CredentialHint(), TokenGiven: tokenGiven(cmd), Embed: embed})
 			if err != nil {
 				return err
 			}
-			b = append(b, '\n')
+			if s.NoCredential {
+				fmt.Fprintf(cmd.ErrOrStderr(), "switchboard: no credential for %s (no --token or SWITCHBOARD_TOKEN, and, for a daemon on loopback, no %s): the snippet sends none, which only a daemon started with --%s accepts\n",
+					s.BaseURL, render.CredentialHint(), daemon.InsecureNoAuthFlag)
+			}
 			if write != "" {
-				if err := clientconfig.WriteFile(write, b); errors.Is(err, fs.ErrExist) {
+				if err := clientconfig.WriteFile(write, s.JSON); errors.Is(err, fs.ErrExist) {
 					return fmt.Errorf("--write %s: the file exists; merge the snippet into it by hand (print it without --write)", write)
 				} else if err != nil {
 					return fmt.Errorf("--write: %w", err)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "# wrote %s (mode 0600)\n", write)
 			} else {
-				cmd.OutOrStdout().Write(b)
+				cmd.OutOrStdout().Write(s.JSON)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "# for %s\n", clientconfig.Clients[which])
-			for _, n := range notes {
+			fmt.Fprintf(cmd.ErrOrStderr(), "# for %s\n", clientconfig.Clients[args[0]])
+			for _, n := range s.Notes {
 				fmt.Fprintf(cmd.ErrOrStderr(), "# %s\n", n)
 			}
 			return nil

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,7 +69,7 @@ waits for the new connection attempt and prints its outcome.`,
 				return wf.change(cmd, c, args[0], nil, true,
 					func() (sb.ServerView, error) {
 						v, err := c.EditServer(cmd.Context(), args[0], edit)
-						return v, editError(err)
+						return v, client.EditError(err)
 					},
 					func(v *sb.ServerView, waiting bool) string {
 						if waiting {
@@ -118,7 +117,7 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 	if sf.noSandbox && (changed("mount") || changed("allow")) {
 		return nil, fmt.Errorf("--mount and --allow shape the sandbox, which --no-sandbox turns off; give one or the other")
 	}
-	if err := checkAllow(sf.allow); err != nil {
+	if err := client.CheckAllow(sf.allow); err != nil {
 		return nil, err
 	}
 	if err := checkDurations(cmd, "startup-timeout", "call-timeout", "max-total"); err != nil {
@@ -128,7 +127,7 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := sf.parseMounts()
+	mounts, err := client.ParseMounts(sf.mounts)
 	if err != nil {
 		return nil, err
 	}
@@ -143,69 +142,35 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 		}
 		given.Command, given.Cwd = p.Command, p.Cwd
 	}
+	transport := sb.Transport(sf.transport)
+	e := &client.ServerEdit{
+		Command:         ifChanged(cmd, "command", &given.Command),
+		URL:             ifChanged(cmd, "url", &given.URL),
+		Transport:       ifChanged(cmd, "transport", &transport),
+		Args:            ifChanged(cmd, "arg", &given.Args),
+		Cwd:             ifChanged(cmd, "cwd", &given.Cwd),
+		ProtocolVersion: ifChanged(cmd, "protocol", &given.ProtocolVersion),
+		Mounts:          ifChanged(cmd, "mount", &mounts),
+		Allow:           ifChanged(cmd, "allow", &sf.allow),
+		NoSandbox:       ifChanged(cmd, "no-sandbox", &sf.noSandbox),
+		Env:             env,
+		Headers:         headers,
+		UnsetEnv:        ef.unsetEnv,
+		UnsetHeaders:    ef.unsetHeaders,
+		OAuth:           sf.oauth.edit(cmd),
+		StartupTimeout:  ifChanged(cmd, "startup-timeout", &ef.startup),
+		CallTimeout:     ifChanged(cmd, "call-timeout", &ef.call),
+		MaxTotalTimeout: ifChanged(cmd, "max-total", &ef.maxTotal),
+	}
+	if ef.clearArgs {
+		e.Args = new([]string)
+	}
+	if ef.clearAllow {
+		e.Allow = new([]string)
+	}
 	return func(cfg *sb.ServerConfig) error {
-		switch {
-		case changed("command"):
-			if !cfg.IsStdio() {
-				cfg.Transport, cfg.URL, cfg.Headers = sb.TransportStdio, "", nil
-			}
-			cfg.Command = given.Command
-		case changed("url"):
-			if cfg.IsStdio() {
-				cfg.Transport, cfg.Command, cfg.Args, cfg.Env, cfg.Cwd = sb.TransportRemote, "", nil, nil, ""
-			}
-			cfg.URL = given.URL
-		}
-		if changed("transport") {
-			cfg.Transport = sb.Transport(sf.transport)
-		}
-		if changed("arg") {
-			cfg.Args = given.Args
-		}
-		if ef.clearArgs {
-			cfg.Args = nil
-		}
-		if changed("cwd") {
-			cfg.Cwd = given.Cwd
-		}
-		if changed("protocol") {
-			cfg.ProtocolVersion = given.ProtocolVersion
-		}
-		if changed("mount") {
-			// The mounts given replace the config's own; the derived
-			// ones are the daemon's to work out again.
-			if cfg.Sandbox == nil {
-				cfg.Sandbox = &sb.SandboxConfig{}
-			}
-			cfg.Sandbox.Mounts = mounts
-		}
-		if changed("allow") || ef.clearAllow {
-			if err := editAllow(cfg, sf.allow); err != nil {
-				return err
-			}
-		}
-		if changed("no-sandbox") {
-			if err := editNoSandbox(cfg, sf.noSandbox); err != nil {
-				return err
-			}
-		}
-		if err := setPairs(&cfg.Env, env, ef.unsetEnv, "--unset-env", "env variable"); err != nil {
+		if err := e.Apply(cfg); err != nil {
 			return err
-		}
-		if err := setPairs(&cfg.Headers, headers, ef.unsetHeaders, "--unset-header", "header"); err != nil {
-			return err
-		}
-		if err := sf.oauth.apply(cmd, cfg); err != nil {
-			return err
-		}
-		if changed("startup-timeout") {
-			cfg.StartupTimeoutMS = ef.startup.Milliseconds()
-		}
-		if changed("call-timeout") {
-			cfg.CallTimeoutMS = ef.call.Milliseconds()
-		}
-		if changed("max-total") {
-			cfg.MaxTotalTimeoutMS = ef.maxTotal.Milliseconds()
 		}
 		if changed("command") {
 			render.WarnCommand(cmd.ErrOrStderr(), cfg)
@@ -214,68 +179,11 @@ func (ef *editFlags) edit(cmd *cobra.Command, sf *serverFlags, given *sb.ServerC
 	}, nil
 }
 
-// editAllow replaces the network allowlist of cfg's sandbox with allow;
-// an empty allow removes it.
-func editAllow(cfg *sb.ServerConfig, allow []string) error {
-	if !cfg.IsStdio() {
-		return fmt.Errorf("--allow and --clear-allow are for stdio servers; a remote server runs elsewhere")
-	}
-	if len(allow) == 0 {
-		if cfg.Sandbox != nil && cfg.Sandbox.Network != nil && len(cfg.Sandbox.Network.Allow) > 0 {
-			cfg.Sandbox.Network = nil
-		}
-		return nil
-	}
-	if cfg.Sandbox == nil {
-		cfg.Sandbox = &sb.SandboxConfig{}
-	}
-	cfg.Sandbox.Network = &sb.SandboxNetwork{Allow: allow}
-	return nil
-}
-
-// editNoSandbox turns cfg's sandbox off (--no-sandbox) or back on
-// (--no-sandbox=false), keeping its mounts and allowlist for when it is on.
-func editNoSandbox(cfg *sb.ServerConfig, off bool) error {
-	if !cfg.IsStdio() {
-		return fmt.Errorf("--no-sandbox is for stdio servers; a remote server runs elsewhere")
-	}
-	if cfg.Sandbox == nil {
-		cfg.Sandbox = &sb.SandboxConfig{}
-	}
-	cfg.Sandbox.Enabled = nil
-	if off {
-		cfg.Sandbox.Enabled = new(false)
+// ifChanged returns v if the flag name was given on the command line,
+// else nil: what a client.ServerEdit keeps as it is.
+func ifChanged[T any](cmd *cobra.Command, name string, v *T) *T {
+	if cmd.Flags().Changed(name) {
+		return v
 	}
 	return nil
-}
-
-// setPairs sets the values of set in *m and removes the keys of unset,
-// each of which must be there.
-func setPairs(m *map[string]string, set map[string]string, unset []string, flag, what string) error {
-	for _, k := range unset {
-		if _, ok := (*m)[k]; !ok {
-			return fmt.Errorf("%s %s: the server has no %s %s", flag, k, what, k)
-		}
-		delete(*m, k)
-	}
-	if len(set) > 0 && *m == nil {
-		*m = map[string]string{}
-	}
-	for k, v := range set {
-		(*m)[k] = v
-	}
-	return nil
-}
-
-// editError adds to the daemon's refusal of an edit what to do about it.
-func editError(err error) error {
-	switch sb.CodeOf(err) {
-	case sb.CodeConflict:
-		return fmt.Errorf("%w\n(nothing was changed: run the edit again to apply it to the server as it is now)", err)
-	case sb.CodeInvalidConfig:
-		if strings.Contains(err.Error(), `is "***"`) {
-			return fmt.Errorf("%w\n(the edit sends stored secrets back masked; with a new command, arguments or URL, give each again: --env K=V or --header \"K: V\")", err)
-		}
-	}
-	return err
 }

@@ -11,7 +11,10 @@
 //
 // This package is flags and wiring only: what the verbs print is package
 // internal/render, the client configs that import reads and client-config
-// writes package clientconfig.
+// writes package clientconfig, what the client verbs' flags make of a
+// config (server edit's change, a sandbox, a toolset) package client, and
+// what serve's and stdio's flags make of the daemon's options package
+// internal/daemon.
 package main
 
 import (

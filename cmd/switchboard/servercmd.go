@@ -269,20 +269,20 @@ returns at once.`,
 					}
 					cfg = &v.ServerConfig
 				}
-				aw, err := wf.watch(cmd, c, args[0])
+				w, err := wf.watch(cmd, c, args[0])
 				if err != nil {
 					return err
 				}
-				defer aw.close()
+				defer w.Close()
 				if err := c.RestartServer(cmd.Context(), args[0]); err != nil {
 					return err
 				}
 				out, asJSON := cmd.OutOrStdout(), jsonOutput(cmd)
-				if aw != nil {
+				if w != nil {
 					if !asJSON {
 						fmt.Fprintf(out, "restarting %s\n", args[0])
 					}
-					return aw.finish(cmd.Context(), out, asJSON, args[0], cfg, nil)
+					return w.Finish(cmd.Context(), out, asJSON, args[0], cfg, nil)
 				}
 				if asJSON {
 					return render.JSON(out, api.RestartResponse{Status: api.StatusRestarting})
@@ -351,32 +351,7 @@ prints one JSON object per line: {"line", "at"} or {"event"}.`,
 				return fmt.Errorf("--tail must not be negative")
 			}
 			return withClient(cmd, func(c *client.Client) error {
-				ctx, out := cmd.Context(), cmd.OutOrStdout()
-				v, err := c.Server(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				if !v.IsStdio() {
-					if jsonOutput(cmd) && !follow {
-						return render.JSON(out, api.LogLines{Lines: []string{}})
-					}
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s is a remote server (%s): it has no process, so there are no stderr lines to show; see \"server show %s\" for its state\n", v.Name, v.Transport, v.Name)
-					return nil
-				}
-				if follow {
-					return render.FollowLogs(ctx, c, out, args[0], tail, jsonOutput(cmd))
-				}
-				lines, err := c.Logs(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				if tail > 0 && len(lines) > tail {
-					lines = lines[len(lines)-tail:]
-				}
-				if jsonOutput(cmd) {
-					return render.JSON(out, api.LogLines{Lines: lines})
-				}
-				return render.Lines(out, lines)
+				return render.Logs(cmd.Context(), c, cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], tail, follow, jsonOutput(cmd))
 			})
 		},
 	}

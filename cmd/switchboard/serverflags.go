@@ -63,52 +63,10 @@ func (sf *serverFlags) apply(cmd *cobra.Command, cfg *sb.ServerConfig) error {
 	if cfg.Env, cfg.Headers, err = sf.pairs(); err != nil {
 		return err
 	}
-	if err := sf.oauth.apply(cmd, cfg); err != nil {
+	if err := sf.oauth.edit(cmd).Apply(cfg); err != nil {
 		return err
 	}
-	return sf.applySandbox(cfg)
-}
-
-// applySandbox sets cfg's sandbox from --mount, --allow and --no-sandbox.
-// Without any of them the config has no sandbox field: the default
-// profile.
-func (sf *serverFlags) applySandbox(cfg *sb.ServerConfig) error {
-	switch {
-	case len(sf.mounts) == 0 && len(sf.allow) == 0 && !sf.noSandbox:
-		return nil
-	case cfg.Transport != sb.TransportStdio:
-		return fmt.Errorf("--mount, --allow and --no-sandbox are for --command servers; a remote server runs elsewhere")
-	case sf.noSandbox && len(sf.mounts) > 0:
-		return fmt.Errorf("--mount makes a host path visible in the sandbox, which --no-sandbox turns off; give one or the other")
-	case sf.noSandbox && len(sf.allow) > 0:
-		return fmt.Errorf("--allow limits what the sandbox reaches, which --no-sandbox turns off; give one or the other")
-	case sf.noSandbox:
-		cfg.Sandbox = &sb.SandboxConfig{Enabled: new(false)}
-		return nil
-	}
-	mounts, err := sf.parseMounts()
-	if err != nil {
-		return err
-	}
-	cfg.Sandbox = &sb.SandboxConfig{Mounts: mounts}
-	if err := checkAllow(sf.allow); err != nil {
-		return err
-	}
-	if len(sf.allow) > 0 {
-		cfg.Sandbox.Network = &sb.SandboxNetwork{Allow: sf.allow}
-	}
-	return nil
-}
-
-// checkAllow refuses an --allow value the daemon would refuse, here,
-// naming the flag.
-func checkAllow(allow []string) error {
-	for _, a := range allow {
-		if _, err := sb.ParseNetworkAllow(a); err != nil {
-			return fmt.Errorf("--allow %v", err)
-		}
-	}
-	return nil
+	return client.Sandbox(cfg, sf.mounts, sf.allow, sf.noSandbox)
 }
 
 // pairs parses --env and --header (client.ParseEnv, client.ParsePairs).
@@ -120,22 +78,4 @@ func (sf *serverFlags) pairs() (env, headers map[string]string, err error) {
 		return nil, nil, fmt.Errorf("--header %w", err)
 	}
 	return env, headers, nil
-}
-
-// parseMounts parses the --mount values (client.ParseMount).
-func (sf *serverFlags) parseMounts() ([]sb.Mount, error) {
-	return parseAll("--mount", sf.mounts, client.ParseMount)
-}
-
-// parseAll parses the values of a repeated flag, naming it in an error.
-func parseAll[T any](flag string, values []string, parse func(string) (T, error)) ([]T, error) {
-	var out []T
-	for _, v := range values {
-		x, err := parse(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s %w", flag, err)
-		}
-		out = append(out, x)
-	}
-	return out, nil
 }

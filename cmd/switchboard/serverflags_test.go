@@ -90,27 +90,3 @@ func TestAllowFlagsBecomeTheSandboxNetworkAllowlist(t *testing.T) {
 		}
 	}
 }
-
-func TestEditAllowReplacesOrRemovesTheAllowlist(t *testing.T) {
-	cfg := &sb.ServerConfig{Name: "x", Transport: sb.TransportStdio, Command: "npx",
-		Sandbox: &sb.SandboxConfig{Mounts: []sb.Mount{{Host: "/srv"}}, Network: &sb.SandboxNetwork{Allow: []string{"a.example"}}}}
-	if err := editAllow(cfg, []string{"b.example:443"}); err != nil || !reflect.DeepEqual(cfg.Sandbox.Network.Allow, []string{"b.example:443"}) ||
-		len(cfg.Sandbox.Mounts) != 1 {
-		t.Fatalf("--allow: %+v, %v; want the allowlist replaced, the mounts kept", cfg.Sandbox, err)
-	}
-	if err := editAllow(cfg, nil); err != nil || cfg.Sandbox.Network != nil {
-		t.Fatalf("--clear-allow: %+v, %v; want no network field (the default, on)", cfg.Sandbox, err)
-	}
-	off := &sb.ServerConfig{Name: "x", Transport: sb.TransportStdio, Command: "npx", Sandbox: &sb.SandboxConfig{Network: &sb.SandboxNetwork{Off: true}}}
-	if editAllow(off, nil); !off.Sandbox.Network.Off {
-		t.Error("--clear-allow turned a server's network on")
-	}
-	bare := &sb.ServerConfig{Name: "x", Transport: sb.TransportStdio, Command: "npx"}
-	if err := editAllow(bare, []string{"10.0.0.0/8"}); err != nil || bare.Sandbox == nil || bare.Sandbox.Network.Allow[0] != "10.0.0.0/8" {
-		t.Errorf("--allow on a server without a sandbox field: %+v, %v", bare.Sandbox, err)
-	}
-	remote := &sb.ServerConfig{Name: "x", Transport: sb.TransportRemote, URL: "https://x.example/mcp"}
-	if err := editAllow(remote, []string{"a.example"}); err == nil {
-		t.Error("--allow on a remote server was accepted")
-	}
-}

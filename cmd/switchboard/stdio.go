@@ -14,7 +14,7 @@ func newStdioCommand() *cobra.Command {
 		oauthKeyFile  string
 		upstreamNets  []string
 		sandboxUser   string
-		mcpFlags      endpointFlags
+		endpoint      daemon.Endpoint
 		auditOpts     auditFlags
 	)
 	cmd := &cobra.Command{
@@ -54,15 +54,15 @@ stdout.`,
   switchboard stdio --toolset coder`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(cmd, logLevel)
+			log, err := daemon.NewLogger(cmd.ErrOrStderr(), logLevel)
 			if err != nil {
 				return err
 			}
-			gwOpts, err := mcpFlags.options()
+			gwOpts, err := endpoint.Options()
 			if err != nil {
 				return err
 			}
-			nets, err := upstreamNetworks(upstreamNets)
+			nets, err := daemon.UpstreamNetworks(upstreamNets)
 			if err != nil {
 				return err
 			}
@@ -71,7 +71,7 @@ stdout.`,
 				return err
 			}
 			gwOpts.Logger, gwOpts.Version = log, buildinfo.Read(version).Version
-			stopTraces, err := startTraces(cmd.Context(), log, gwOpts.Version)
+			stopTraces, err := daemon.StartTraces(cmd.Context(), log, gwOpts.Version)
 			if err != nil {
 				return err
 			}
@@ -87,7 +87,7 @@ stdout.`,
 	f.StringVar(&toolset, "toolset", "", "serve only this toolset's tools, prompts and resources")
 	registerUpstreamNetworks(f, &upstreamNets)
 	registerSandboxUser(f, &sandboxUser)
-	mcpFlags.register(f)
+	registerEndpoint(f, &endpoint)
 	auditOpts.register(f)
 	return cmd
 }

@@ -59,34 +59,12 @@ mode (docs/tool-search.md).`,
 					return show(cmd, api.ToolHits{Tools: hits}, func(out io.Writer) { render.ToolHits(out, search, hits) })
 				})
 			}
+			server := ""
+			if len(args) == 1 {
+				server = args[0]
+			}
 			return withClient(cmd, func(c *client.Client) error {
-				var tools []api.ToolView
-				var err error
-				if len(args) == 1 {
-					tools, err = c.ServerTools(cmd.Context(), args[0])
-				} else {
-					tools, err = c.Tools(cmd.Context())
-				}
-				if err != nil {
-					return err
-				}
-				if jsonOutput(cmd) {
-					return render.JSON(cmd.OutOrStdout(), api.ToolList{Tools: tools})
-				}
-				out := cmd.OutOrStdout()
-				if len(tools) > 0 {
-					return render.ToolList(out, tools)
-				}
-				if len(args) == 0 {
-					render.NoTools(out, nil)
-					return nil
-				}
-				// Say why: a server that is not connected lists none.
-				v, err := c.Server(cmd.Context(), args[0])
-				if err == nil {
-					render.NoTools(out, &v)
-				}
-				return err
+				return render.Tools(cmd.Context(), c, cmd.OutOrStdout(), server, jsonOutput(cmd))
 			})
 		},
 	}

@@ -4,15 +4,11 @@ package main
 // each one request to a running "switchboard serve".
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
 	"github.com/switchboard-mcp/switchboard/internal/render"
@@ -58,64 +54,20 @@ selected tools by a query and calls them (docs/tool-search.md).`,
 	return cmd
 }
 
-// toolsetFlags build a toolset from flags or a file.
-type toolsetFlags struct {
-	file, description, mode   string
-	tools, prompts, resources []string
-}
-
-func (f *toolsetFlags) register(cmd *cobra.Command) {
+// registerToolsetSpec adds the flags of "toolset add" and "update",
+// writing into s.
+func registerToolsetSpec(cmd *cobra.Command, s *client.ToolsetSpec) {
 	fl := cmd.Flags()
-	fl.StringVarP(&f.file, "file", "f", "", "read the toolset as JSON from this file (- for stdin)")
-	fl.StringVar(&f.description, "description", "", "what the toolset is for")
-	fl.StringVar(&f.mode, "mode", "", `"search": its endpoint lists search_tools and call_tool instead of the tools (default "catalog": every tool listed)`)
-	fl.StringArrayVar(&f.tools, "tool", nil, "SERVER/TOOL[=EXPOSED]: a tool, or a pattern such as github/search_* (repeatable)")
-	fl.StringArrayVar(&f.prompts, "prompt", nil, "SERVER/PROMPT[=EXPOSED]: a prompt or pattern (repeatable)")
-	fl.StringArrayVar(&f.resources, "resource", nil, "SERVER/URI: a resource (or template) URI or pattern, such as fs/file:///repo/* (repeatable)")
-}
-
-// toolset returns the toolset the flags describe, named name.
-func (f *toolsetFlags) toolset(in io.Reader, name string) (*sb.Toolset, error) {
-	ts := &sb.Toolset{}
-	if f.file != "" {
-		if len(f.tools)+len(f.prompts)+len(f.resources) > 0 || f.description != "" || f.mode != "" {
-			return nil, fmt.Errorf("-f and --tool, --prompt, --resource, --description or --mode exclude each other: put everything in the file")
-		}
-		var data []byte
-		var err error
-		if f.file == "-" {
-			data, err = io.ReadAll(in)
-		} else {
-			data, err = os.ReadFile(f.file)
-		}
-		if err != nil {
-			return nil, err
-		}
-		dec := json.NewDecoder(strings.NewReader(string(data)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(ts); err != nil {
-			return nil, fmt.Errorf("reading the toolset from %s: %w", f.file, err)
-		}
-		if ts.Name != "" && ts.Name != name {
-			return nil, fmt.Errorf("the file names the toolset %q, not %q", ts.Name, name)
-		}
-		ts.Name = name
-		return ts, nil
-	}
-	ts.Name, ts.Description, ts.Mode = name, f.description, f.mode
-	var err error
-	if ts.Tools, err = parseAll("--tool", f.tools, func(s string) (sb.Selector, error) { return client.ParseSelector("TOOL", s) }); err != nil {
-		return nil, err
-	}
-	if ts.Prompts, err = parseAll("--prompt", f.prompts, func(s string) (sb.Selector, error) { return client.ParseSelector("PROMPT", s) }); err != nil {
-		return nil, err
-	}
-	ts.Resources, err = parseAll("--resource", f.resources, client.ParseResourceSelector)
-	return ts, err
+	fl.StringVarP(&s.File, "file", "f", "", "read the toolset as JSON from this file (- for stdin)")
+	fl.StringVar(&s.Description, "description", "", "what the toolset is for")
+	fl.StringVar(&s.Mode, "mode", "", `"search": its endpoint lists search_tools and call_tool instead of the tools (default "catalog": every tool listed)`)
+	fl.StringArrayVar(&s.Tools, "tool", nil, "SERVER/TOOL[=EXPOSED]: a tool, or a pattern such as github/search_* (repeatable)")
+	fl.StringArrayVar(&s.Prompts, "prompt", nil, "SERVER/PROMPT[=EXPOSED]: a prompt or pattern (repeatable)")
+	fl.StringArrayVar(&s.Resources, "resource", nil, "SERVER/URI: a resource (or template) URI or pattern, such as fs/file:///repo/* (repeatable)")
 }
 
 func newToolsetAddCommand(update bool) *cobra.Command {
-	var f toolsetFlags
+	var spec client.ToolsetSpec
 	use, short, long := "add NAME (--tool SERVER/TOOL[=EXPOSED]... | -f FILE)", "Create a toolset",
 		`add creates a toolset; its endpoint /toolsets/NAME/mcp serves it at once.
 A toolset whose exposed names would collide is refused, naming the field.`
@@ -137,7 +89,7 @@ open sessions see the change (list_changed) at once.`
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ts, err := f.toolset(cmd.InOrStdin(), args[0])
+			ts, err := spec.Toolset(cmd.InOrStdin(), args[0])
 			if err != nil {
 				return err
 			}
@@ -164,7 +116,7 @@ open sessions see the change (list_changed) at once.`
 			})
 		},
 	}
-	f.register(cmd)
+	registerToolsetSpec(cmd, &spec)
 	return cmd
 }
 

@@ -4,7 +4,8 @@
 // the web page, the metrics and the listener, with the rules of who may
 // connect (auth.go) and the lock of a SQLite database (lock.go).
 //
-// cmd/switchboard parses the flags into a Config (or StdioConfig) and a
-// gateway.Options and calls Serve (or Stdio). Errors name the flags a
+// cmd/switchboard binds the flags to a Config (or StdioConfig), an
+// Endpoint and Sessions, which flags.go checks and makes a
+// gateway.Options of, and calls Serve (or Stdio). Errors name the flags a
 // person would change, since a person at serve's command line reads them.
 package daemon

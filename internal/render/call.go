@@ -24,6 +24,38 @@ const (
 	ProgressModeNone  = "none"
 )
 
+// Tools prints the tools of every connected server, or of the server
+// named if not "", to out (ToolList, or why there are none) or as JSON if
+// asJSON.
+func Tools(ctx context.Context, c *client.Client, out io.Writer, server string, asJSON bool) error {
+	var tools []api.ToolView
+	var err error
+	if server != "" {
+		tools, err = c.ServerTools(ctx, server)
+	} else {
+		tools, err = c.Tools(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return JSON(out, api.ToolList{Tools: tools})
+	}
+	if len(tools) > 0 {
+		return ToolList(out, tools)
+	}
+	if server == "" {
+		NoTools(out, nil)
+		return nil
+	}
+	// Say why: a server that is not connected lists none.
+	v, err := c.Server(ctx, server)
+	if err == nil {
+		NoTools(out, &v)
+	}
+	return err
+}
+
 // ToolList prints the table of "tools": each tool's address, its
 // arguments and the first line of its description.
 func ToolList(out io.Writer, tools []api.ToolView) error {

@@ -10,8 +10,40 @@ import (
 	"time"
 
 	sb "github.com/switchboard-mcp/switchboard"
+	"github.com/switchboard-mcp/switchboard/api"
 	"github.com/switchboard-mcp/switchboard/client"
 )
+
+// Logs prints the stderr lines kept for the stdio server name (the last
+// tail, if tail > 0), or follows them (FollowLogs), to out or as JSON if
+// asJSON; of a remote server, which has none, it says so on errOut.
+func Logs(ctx context.Context, c *client.Client, out, errOut io.Writer, name string, tail int, follow, asJSON bool) error {
+	v, err := c.Server(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !v.IsStdio() {
+		if asJSON && !follow {
+			return JSON(out, api.LogLines{Lines: []string{}})
+		}
+		fmt.Fprintf(errOut, "%s is a remote server (%s): it has no process, so there are no stderr lines to show; see \"server show %s\" for its state\n", v.Name, v.Transport, v.Name)
+		return nil
+	}
+	if follow {
+		return FollowLogs(ctx, c, out, name, tail, asJSON)
+	}
+	lines, err := c.Logs(ctx, name)
+	if err != nil {
+		return err
+	}
+	if tail > 0 && len(lines) > tail {
+		lines = lines[len(lines)-tail:]
+	}
+	if asJSON {
+		return JSON(out, api.LogLines{Lines: lines})
+	}
+	return Lines(out, lines)
+}
 
 // FollowLogs prints a followed log until it ends or ctx does (Ctrl-C,
 // which is not an error here).

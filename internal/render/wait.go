@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os/exec"
@@ -10,6 +11,74 @@ import (
 	sb "github.com/switchboard-mcp/switchboard"
 	"github.com/switchboard-mcp/switchboard/client"
 )
+
+// waitMargin is added to a server's startup timeout, which bounds one
+// attempt, for the default --wait-timeout.
+const waitMargin = 10 * time.Second
+
+// Waiter is one --wait under way: the watch of a server's next attempt,
+// started before the change that starts it, and how long to wait for the
+// outcome (0: the server's startup timeout + 10s).
+type Waiter struct {
+	Watch   *client.AttemptWatch
+	Timeout time.Duration
+}
+
+// Close ends the watch; safe on nil.
+func (w *Waiter) Close() {
+	if w != nil {
+		w.Watch.Close()
+	}
+}
+
+// Finish waits for the outcome of the change that answered with after
+// (nil for a restart) and prints it to out (Outcome). cfg is the server's
+// config, for the default timeout and for advice. It returns an error if
+// the attempt failed or none ended in time.
+func (w *Waiter) Finish(ctx context.Context, out io.Writer, asJSON bool, name string, cfg *sb.ServerConfig, after *sb.ServerView) error {
+	timeout := w.Timeout
+	if timeout == 0 {
+		timeout = cfg.StartupTimeout() + waitMargin
+	}
+	wctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("no outcome within --wait-timeout %s", timeout))
+	defer cancel()
+	o, err := w.Watch.Wait(wctx, after)
+	if err != nil {
+		return err
+	}
+	return Outcome(out, asJSON, name, cfg, &o)
+}
+
+// Change makes a change of a server that starts a connection attempt
+// (add, edit, enable) with do, and prints it: without a Waiter (w nil),
+// the server's view as JSON, or line (with the server's status) and, if
+// mounts, the sandbox's mounts; with one, the same line (without the
+// status) and then the attempt's outcome (Finish, with cfg, else the
+// server's own config).
+func Change(ctx context.Context, out io.Writer, asJSON bool, w *Waiter, cfg *sb.ServerConfig, mounts bool,
+	do func() (sb.ServerView, error), line func(v *sb.ServerView, waiting bool) string) error {
+	defer w.Close()
+	v, err := do()
+	if err != nil {
+		return err
+	}
+	if asJSON && w == nil {
+		return JSON(out, v)
+	}
+	if !asJSON {
+		fmt.Fprintln(out, line(&v, w != nil))
+		if mounts {
+			Mounts(out, v.Sandbox)
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	if cfg == nil {
+		cfg = &v.ServerConfig
+	}
+	return w.Finish(ctx, out, asJSON, v.Name, cfg, &v)
+}
 
 // Outcome prints the outcome of the attempt a --wait waited for, to out
 // or as JSON (the server's view) if asJSON, and returns an error that
