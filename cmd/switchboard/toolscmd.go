@@ -61,7 +61,9 @@ mode (docs/tool-search.md).`,
 			}
 			server := ""
 			if len(args) == 1 {
-				server = args[0]
+				if server = args[0]; server == "" {
+					return fmt.Errorf("tools: the server name is empty; give none to list every server's tools")
+				}
 			}
 			return withClient(cmd, func(c *client.Client) error {
 				return render.Tools(cmd.Context(), c, cmd.OutOrStdout(), server, jsonOutput(cmd))
