@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"sync"
+	"weak"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -18,20 +19,36 @@ import (
 //
 // So every change of the mirrors is a batch (Gateway.batch), and while
 // one is in progress a mirror's server holds back its list_changed
-// notifications (listHold.middleware). When the last batch ends, a mirror
-// whose server tried to send one is touched again (mirror.renotify): one
-// of its items is added again, unchanged, which restarts the go-sdk's
-// debounce. The go-sdk then sends one notification, 10 ms later, to the
-// sessions it chooses then (subscriptions of the 2026-07-28 protocol
-// included), whether or not another was pending. Nothing is lost: a
-// notification held back is always followed by one sent.
+// notifications (mirror.holdListChanged). When the last batch ends, a
+// mirror whose server tried to send one is touched again
+// (mirror.renotify): one of its items is added again, unchanged, which
+// restarts the go-sdk's debounce. The go-sdk then sends one notification,
+// 10 ms later, to the sessions it chooses then (subscriptions of the
+// 2026-07-28 protocol included), whether or not another was pending.
+// Nothing is lost: a notification held back is always followed by one
+// sent.
+//
+// The go-sdk may also deliver a notification of the batch late: its timer
+// fired during the batch, but its goroutine, stalled by a loaded machine
+// (or run twice: a timer reset by the next AddTool after it fired runs
+// again), reaches the hold only after the batch has ended. Sent as it
+// comes, it was followed by the one renotify asks for: two for one
+// change. So a session is told of a list once per change: the hold
+// remembers, by list, the sessions told since the list last changed
+// (mirror.tell), and a batch that changes the list forgets them
+// (mirror.changed). A change is only ever made in a batch (or before
+// there is a session), while nothing is sent, so the first notification a
+// session gets after the batch comes after every change of it.
+
+// The list_changed notifications, by the list they announce.
+const (
+	toolListChanged     = "notifications/tools/list_changed"
+	promptListChanged   = "notifications/prompts/list_changed"
+	resourceListChanged = "notifications/resources/list_changed"
+)
 
 // listChanged are the notifications a batch holds back.
-var listChanged = map[string]bool{
-	"notifications/tools/list_changed":     true,
-	"notifications/prompts/list_changed":   true,
-	"notifications/resources/list_changed": true,
-}
+var listChanged = map[string]bool{toolListChanged: true, promptListChanged: true, resourceListChanged: true}
 
 // listHold is the gateway's batch state.
 type listHold struct {
@@ -63,13 +80,15 @@ func (g *Gateway) batch() (end func()) {
 	}
 }
 
-// holds reports whether m's server must hold back the notification
-// method now, and remembers that it did.
-func (h *listHold) holds(m *mirror, method string, req mcp.Request) bool {
+// pass reports whether m's server may send the notification method to
+// the session of req now: not while a batch is in progress (it is held
+// back, and remembered for the batch's end), nor to a session told of
+// the list since it last changed.
+func (h *listHold) pass(m *mirror, method string, req mcp.Request) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.active == 0 {
-		return false
+		return m.tell(method, req)
 	}
 	if h.held == nil {
 		h.held = make(map[*mirror]map[string]bool)
@@ -79,7 +98,7 @@ func (h *listHold) holds(m *mirror, method string, req mcp.Request) bool {
 	}
 	h.held[m][method] = true
 	m.keepHeld(method, req)
-	return true
+	return false
 }
 
 // holdListChanged is the sending middleware of a mirror's server. It
@@ -88,10 +107,45 @@ func (h *listHold) holds(m *mirror, method string, req mcp.Request) bool {
 func (m *mirror) holdListChanged(next mcp.MethodHandler) mcp.MethodHandler {
 	m.send = next
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if listChanged[method] && m.g.hold.holds(m, method, req) {
+		if listChanged[method] && !m.g.hold.pass(m, method, req) {
 			return nil, nil
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// tell records that the session of req is told of the list that method
+// announces, and reports whether it was not told since the list last
+// changed. The sessions are held weakly: one that ends is forgotten with
+// the next change. g.hold.mu is held.
+func (m *mirror) tell(method string, req mcp.Request) bool {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok {
+		return true
+	}
+	if m.told == nil {
+		m.told = make(map[string]map[weak.Pointer[mcp.ServerSession]]bool)
+	}
+	told := m.told[method]
+	if told == nil {
+		told = make(map[weak.Pointer[mcp.ServerSession]]bool)
+		m.told[method] = told
+	}
+	key := weak.Make(ss)
+	if told[key] {
+		return false
+	}
+	told[key] = true
+	return true
+}
+
+// changed records that the lists that methods announce have changed, in
+// the batch in progress: every session is to be told of them again.
+func (m *mirror) changed(methods ...string) {
+	m.g.hold.mu.Lock()
+	defer m.g.hold.mu.Unlock()
+	for _, method := range methods {
+		delete(m.told, method)
 	}
 }
 
@@ -112,8 +166,8 @@ func (m *mirror) keepHeld(method string, req mcp.Request) {
 // renotify has the go-sdk send the list_changed notification method once
 // more, after a batch held it back: it adds one item of that list again,
 // unchanged. A list left empty by the batch has nothing to add; then the
-// held notifications are sent as they were (a second one may follow them
-// if the go-sdk had one pending).
+// held notifications are sent as they were, to the sessions not told yet
+// (a batch begun since holds them again).
 func (m *mirror) renotify(method string) {
 	m.g.hold.mu.Lock()
 	reqs := m.heldReqs[method]
@@ -127,7 +181,9 @@ func (m *mirror) renotify(method string) {
 		return
 	}
 	for _, req := range reqs {
-		m.send(context.Background(), method, req)
+		if m.g.hold.pass(m, method, req) {
+			m.send(context.Background(), method, req)
+		}
 	}
 }
 
@@ -136,16 +192,16 @@ func (m *mirror) renotify(method string) {
 func (m *mirror) touch(method string) bool {
 	for server, ex := range m.shown {
 		switch method {
-		case "notifications/tools/list_changed":
+		case toolListChanged:
 			for name, t := range ex.tools {
 				return m.addTool(name, server, t) == nil
 			}
-		case "notifications/prompts/list_changed":
+		case promptListChanged:
 			for name, p := range ex.prompts {
 				m.addPrompt(name, server, p)
 				return true
 			}
-		case "notifications/resources/list_changed":
+		case resourceListChanged:
 			for _, r := range ex.resources {
 				m.server.AddResource(r, m.readResource(server))
 				return true

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -29,11 +30,13 @@ type mirror struct {
 	set    string // the toolset of a toolset mirror; "" otherwise
 	// version is the toolset's version the mirror shows (toolset.go).
 	version int64
-	// send is the server's sending handler below the list_changed hold,
-	// and heldReqs the notifications the hold kept back, by method and
-	// session, guarded by g.hold.mu (listhold.go).
+	// send is the server's sending handler below the list_changed hold;
+	// heldReqs are the notifications the hold kept back, by method and
+	// session, and told the sessions told of each list since it last
+	// changed, by method; both guarded by g.hold.mu (listhold.go).
 	send     mcp.MethodHandler
 	heldReqs map[string]map[*mcp.ServerSession]mcp.Request
+	told     map[string]map[weak.Pointer[mcp.ServerSession]]bool
 	// search is set in search mode: the go-sdk's server lists
 	// search_tools and call_tool, not the tools (search.go).
 	search bool
@@ -159,16 +162,24 @@ func (m *mirror) sync(server string) {
 		// The catalog is searched, not listed (search.go).
 		removeTool, addTool = func(string) {}, func(string, *mcp.Tool) error { return nil }
 	}
-	next.tools = syncNamed(m, sb.KindTool, server, tools, old.tools, m.tools,
+	var changed []string // the lists the go-sdk's server shows differently now
+	var toolsChanged, promptsChanged bool
+	next.tools, toolsChanged = syncNamed(m, sb.KindTool, server, tools, old.tools, m.tools,
 		func(t *mcp.Tool) string { return t.Name }, removeTool, addTool)
+	if toolsChanged && !m.search {
+		changed = append(changed, toolListChanged)
+	}
 	m.reindex(server, old.tools, next.tools)
-	next.prompts = syncNamed(m, sb.KindPrompt, server, prompts, old.prompts, m.prompts,
+	next.prompts, promptsChanged = syncNamed(m, sb.KindPrompt, server, prompts, old.prompts, m.prompts,
 		func(p *mcp.Prompt) string { return p.Name },
 		func(name string) { m.server.RemovePrompts(name) },
 		func(name string, p *mcp.Prompt) error {
 			m.addPrompt(name, server, p)
 			return nil
 		})
+	if promptsChanged {
+		changed = append(changed, promptListChanged)
+	}
 
 	// Resources and templates keep their URIs; the first server to show a
 	// URI keeps it (servers are visited in name order by the resync).
@@ -223,6 +234,7 @@ func (m *mirror) sync(server string) {
 			delete(m.uris, uri)
 		}
 	}
+	resourcesChanged := len(goneR) > 0 || len(goneT) > 0
 	if len(goneR) > 0 {
 		m.server.RemoveResources(goneR...)
 	}
@@ -232,13 +244,19 @@ func (m *mirror) sync(server string) {
 	for uri, r := range next.resources {
 		if old.resources[uri] != r {
 			m.server.AddResource(r, m.readResource(server))
+			resourcesChanged = true
 		}
 	}
 	for uri, t := range next.templates {
 		if old.templates[uri] != t {
 			m.server.AddResourceTemplate(t, m.readResource(server))
+			resourcesChanged = true
 		}
 	}
+	if resourcesChanged {
+		changed = append(changed, resourceListChanged)
+	}
+	m.changed(changed...)
 	m.shown[server] = next
 	m.hints.Store(m.listHints())
 	if m.warnings == nil {
@@ -255,10 +273,10 @@ func (m *mirror) sync(server string) {
 // it claims an exposed name for each, removes the ones that are gone, and
 // (re)adds the ones that are new or changed, so that an unchanged list
 // causes no list_changed notification. It returns what is now shown, by
-// exposed name. m.mu is held.
+// exposed name, and whether it removed or added any. m.mu is held.
 func syncNamed[T comparable](m *mirror, kind sb.Kind, server string, items []T, old map[string]T, names map[string]origin,
-	nameOf func(T) string, remove func(exposed string), add func(exposed string, item T) error) map[string]T {
-	next := make(map[string]T, len(items))
+	nameOf func(T) string, remove func(exposed string), add func(exposed string, item T) error) (next map[string]T, changed bool) {
+	next = make(map[string]T, len(items))
 	for _, it := range items {
 		name := nameOf(it)
 		next[m.claim(names, origin{server, name}, m.exposedName(kind, server, name))] = it
@@ -267,19 +285,21 @@ func syncNamed[T comparable](m *mirror, kind sb.Kind, server string, items []T, 
 		if _, ok := next[name]; !ok {
 			remove(name)
 			delete(names, name)
+			changed = true
 		}
 	}
 	for name, it := range next {
 		if old[name] == it {
 			continue
 		}
+		changed = true
 		if err := add(name, it); err != nil {
 			m.g.log.Warn("cannot mirror", "server", server, "name", nameOf(it), "error", err)
 			delete(next, name)
 			delete(names, name)
 		}
 	}
-	return next
+	return next, changed
 }
 
 // claim returns the name under which o is shown, taking want unless

@@ -94,9 +94,11 @@ func (m *mirror) setSearch(on bool) {
 		}
 		m.server.AddTool(searchTool, m.searchTools)
 		m.server.AddTool(callTool, m.callTool)
+		m.changed(toolListChanged)
 		return
 	}
 	m.server.RemoveTools(SearchToolName, CallToolName)
+	m.changed(toolListChanged)
 	if m != m.g.agg {
 		m.index = nil
 	}

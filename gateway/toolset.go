@@ -191,6 +191,7 @@ func (m *mirror) resyncAll() {
 			m.index.Set(server, nil)
 		}
 	}
+	m.changed(toolListChanged, promptListChanged, resourceListChanged)
 	m.mu.Unlock()
 	ts, _, _ := m.g.toolset(m.set)
 	m.setSearch(ts != nil && ts.Mode == sb.ModeSearch)
