@@ -189,3 +189,22 @@ func BenchmarkContains(b *testing.B) {
 		})
 	}
 }
+
+// A string is read as encoding/json reads it whatever its length and
+// wherever in it a control character, an escape or a byte at the edges of
+// plain (0x1f, 0x20, 0x7f, 0x80, 0xff) falls: skipString reads 32 and 8
+// bytes at a time, then byte by byte.
+func TestStringOfEveryLengthAndEveryPosition(t *testing.T) {
+	for _, odd := range []string{"\x00", "\x1f", " ", "\x7f", "\x80", "\xff", `\"`, `\\`, `\n`, `\u00e9`, `\u00`, `\x`, `\`, `"`} {
+		for n := range 80 {
+			for at := 0; at <= n; at++ {
+				text := strings.Repeat("a", at) + odd + strings.Repeat("b", n-at)
+				msg := []byte(`{"k":"` + text + `","z":1}`)
+				err := Members(msg, func(_, _ []byte) bool { return true })
+				if valid := json.Valid(msg); valid != (err == nil) {
+					t.Fatalf("Members(%q) = %v; encoding/json says valid: %v", msg, err, valid)
+				}
+			}
+		}
+	}
+}
