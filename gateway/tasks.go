@@ -225,7 +225,7 @@ func (g *Gateway) serveTasks(w http.ResponseWriter, r *http.Request, m *mirror) 
 	}
 	body, err := readBody(r)
 	r.Body = &rereadBody{read: body, rest: r.Body}
-	if err != nil || len(body) > relayMaxBody || !bytes.Contains(body, []byte(tasksExtension)) && method == "tools/call" {
+	if err != nil || len(body) > relayMaxBody || !rawjson.Contains(body, []byte(tasksExtension)) && method == "tools/call" {
 		return false
 	}
 	var req taskRequest
@@ -284,7 +284,7 @@ func (g *Gateway) serveTaskCall(w http.ResponseWriter, r *http.Request, m *mirro
 // taskResult returns the result of server's tools/call for the client of
 // r: a task's with its id namespaced; any other as it is.
 func (g *Gateway) taskResult(r *http.Request, server string, raw json.RawMessage) json.RawMessage {
-	if !bytes.Contains(raw, []byte(`"task"`)) {
+	if !rawjson.Contains(raw, []byte(`"task"`)) {
 		return raw
 	}
 	if rt, _ := rawjson.Get(raw, "resultType"); string(rt) != `"task"` {

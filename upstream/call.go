@@ -383,7 +383,7 @@ var inputRequiredValue = []byte(`"input_required"`)
 // inputRequired reports whether raw is a request for input (2026-07-28)
 // rather than a result.
 func inputRequired(raw []byte) bool {
-	if !bytes.Contains(raw, inputRequiredValue) {
+	if !rawjson.Contains(raw, inputRequiredValue) {
 		return false
 	}
 	v, ok := rawjson.Get(raw, "resultType")

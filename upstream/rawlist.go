@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -198,7 +197,7 @@ func (s *Session) validTools(tools []*mcp.Tool) []*mcp.Tool {
 // mention x-mcp-header, nearly every one, passes without being decoded
 // again.
 func headerAnnotationsError(b []byte) error {
-	if !bytes.Contains(b, []byte(`"x-mcp-header"`)) {
+	if !rawjson.Contains(b, []byte(`"x-mcp-header"`)) {
 		return nil
 	}
 	var s headerSchemaProperty

@@ -86,7 +86,7 @@ func resultIsError(raw []byte) (bool, error) {
 	// A result that does not name isError anywhere, plainly or with a
 	// letter escaped (\uXXXX, the only escape a letter has), is not an
 	// error, and need not be walked (the go-sdk omits a false isError).
-	if !bytes.Contains(raw, isErrorKey) && !bytes.Contains(raw, unicodeEscape) {
+	if !rawjson.Contains(raw, isErrorKey) && !bytes.Contains(raw, unicodeEscape) {
 		return false, nil
 	}
 	isError := false

@@ -1,10 +1,11 @@
 package upstream
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/internal/rawjson"
 )
 
 // Progress notifications are taken off the wire, not from the go-sdk's
@@ -26,7 +27,7 @@ var progressMethod = []byte(`"notifications/progress"`)
 // onWire examines one JSON-RPC message from the server and delivers it if
 // it is a progress notification of a call in flight.
 func (s *Session) onWire(msg []byte) {
-	if len(msg) > maxTapLine || !bytes.Contains(msg, progressMethod) {
+	if len(msg) > maxTapLine || !rawjson.Contains(msg, progressMethod) {
 		return // a progress notification is short: a long line is a result
 	}
 	var n struct {

@@ -74,7 +74,7 @@ type reply struct {
 
 // mayAnswerCall reports whether msg may be the answer to a Call: it names
 // an id of Call's namespace. Most messages do not, and are not parsed.
-func mayAnswerCall(msg []byte) bool { return bytes.Contains(msg, idPrefixQuoted) }
+func mayAnswerCall(msg []byte) bool { return rawjson.Contains(msg, idPrefixQuoted) }
 
 // parseReply reads a response whose id is in Call's namespace: its id and
 // its result or error. ok is false for anything else (a request, a

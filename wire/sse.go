@@ -326,7 +326,7 @@ func (c *SSE) message(data []byte) error {
 	if c.onMsg != nil {
 		c.onMsg(data)
 	}
-	if bytes.Contains(data, idPrefixQuoted) {
+	if rawjson.Contains(data, idPrefixQuoted) {
 		if id, reply, ok := sseReplyOf(data); ok {
 			c.answer(id, reply)
 			return nil
@@ -350,7 +350,7 @@ func (c *SSE) message(data []byte) error {
 		return &Error{Kind: KindProtocol, Err: errors.New("an empty batch")}
 	}
 	for _, raw := range raws {
-		if bytes.Contains(raw, idPrefixQuoted) {
+		if rawjson.Contains(raw, idPrefixQuoted) {
 			if id, reply, ok := sseReplyOf(raw); ok {
 				c.answer(id, reply)
 				continue

@@ -19,6 +19,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchboard-mcp/switchboard/internal/rawjson"
 )
 
 // This file is the connection under the go-sdk client on Streamable HTTP
@@ -387,7 +389,7 @@ func (c *Streamable) Write(ctx context.Context, msg jsonrpc.Message) error {
 // the go-sdk reads them. Params are decoded only when they can say either.
 func requestFields(method string, params json.RawMessage) (version, name string) {
 	hasName := method == "tools/call" || method == "prompts/get" || method == "resources/read"
-	if len(params) == 0 || (!hasName && !bytes.Contains(params, metaProtocolVersion)) {
+	if len(params) == 0 || (!hasName && !rawjson.Contains(params, metaProtocolVersion)) {
 		return "", ""
 	}
 	var p struct {
@@ -478,7 +480,7 @@ func (c *Streamable) Call(ctx context.Context, req *Request) (json.RawMessage, e
 	idText := c.ids.take()
 	body := appendRequest(make([]byte, 0, 64+len(req.Method)+len(idText)+len(req.Params)), idText, req)
 	out := outgoing{body: body, method: req.Method, call: true, name: req.Name, header: req.Header}
-	if bytes.Contains(req.Params, metaProtocolVersion) {
+	if rawjson.Contains(req.Params, metaProtocolVersion) {
 		out.version, _ = requestFields("", req.Params)
 	}
 	var sent atomic.Bool
@@ -893,7 +895,7 @@ func isAnswer(msg []byte, id jsonrpc.ID) bool {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
 	}
-	if !bytes.Contains(msg, []byte(`"id"`)) || json.Unmarshal(msg, &m) != nil || m.Method != nil || m.ID == nil {
+	if !rawjson.Contains(msg, []byte(`"id"`)) || json.Unmarshal(msg, &m) != nil || m.Method != nil || m.ID == nil {
 		return false
 	}
 	var raw any

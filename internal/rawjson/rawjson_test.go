@@ -3,6 +3,7 @@ package rawjson
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -143,4 +144,67 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("AppendString(%q) decodes to %q, json.Marshal's to %q", s, got, want)
 		}
 	})
+}
+
+// Contains finds what bytes.Contains finds.
+func TestContains(t *testing.T) {
+	for _, c := range []struct{ b, sep string }{
+		{"", ""}, {"", `"`}, {`"`, `"`}, {`""`, `"x"`}, {`{"a":"b"}`, `"b"`}, {`{"a":"b"}`, `"b"}`},
+		{`{"a":"b"}`, `"c"`}, {`"""""x"`, `"x"`}, {`"a"`, `"a""`}, {`x"notifications/progress"`, `"notifications/progress"`},
+		{`"notifications/progres"`, `"notifications/progress"`},
+	} {
+		if got, want := Contains([]byte(c.b), []byte(c.sep)), bytes.Contains([]byte(c.b), []byte(c.sep)); got != want {
+			t.Errorf("Contains(%q, %q) = %v, want %v", c.b, c.sep, got, want)
+		}
+	}
+}
+
+func FuzzContains(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"sb-1","result":{}}`), []byte(`"sb-`))
+	f.Add([]byte(`"""a"`), []byte(`"a"`))
+	f.Fuzz(func(t *testing.T, b, sep []byte) {
+		if got, want := Contains(b, sep), bytes.Contains(b, sep); got != want {
+			t.Fatalf("Contains(%q, %q) = %v, want %v", b, sep, got, want)
+		}
+	})
+}
+
+// A result that does not hold sep, as nearly every result does not: the
+// search that bytes.Index turns into a compare at every byte.
+func BenchmarkContains(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":"sb-1","result":{"content":[{"type":"text","text":"` +
+		strings.Repeat("abcdefghijklmnopqrstuvwxyz0123456789", 29) + `"}]}}`)
+	sep := []byte(`"notifications/progress"`)
+	for _, f := range []struct {
+		name string
+		fn   func(b, sep []byte) bool
+	}{{"bytes", bytes.Contains}, {"rawjson", Contains}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				if f.fn(msg, sep) {
+					b.Fatal("found")
+				}
+			}
+		})
+	}
+}
+
+// A string is read as encoding/json reads it whatever its length and
+// wherever in it a control character, an escape or a byte at the edges of
+// plain (0x1f, 0x20, 0x7f, 0x80, 0xff) falls: skipString reads 32 and 8
+// bytes at a time, then byte by byte.
+func TestStringOfEveryLengthAndEveryPosition(t *testing.T) {
+	for _, odd := range []string{"\x00", "\x1f", " ", "\x7f", "\x80", "\xff", `\"`, `\\`, `\n`, `\u00e9`, `\u00`, `\x`, `\`, `"`} {
+		for n := range 80 {
+			for at := 0; at <= n; at++ {
+				text := strings.Repeat("a", at) + odd + strings.Repeat("b", n-at)
+				msg := []byte(`{"k":"` + text + `","z":1}`)
+				err := Members(msg, func(_, _ []byte) bool { return true })
+				if valid := json.Valid(msg); valid != (err == nil) {
+					t.Fatalf("Members(%q) = %v; encoding/json says valid: %v", msg, err, valid)
+				}
+			}
+		}
+	}
 }

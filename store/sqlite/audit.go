@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard"
@@ -17,38 +19,93 @@ var _ switchboard.AuditStore = (*Store)(nil)
 // auditColumns are the columns of audit_log that scanAudit reads, in order.
 const auditColumns = `id, at, principal, surface, toolset, kind, server, name, outcome, duration_us, request_bytes, result_bytes, args_sha256, arguments`
 
-// auditRowsPerInsert is how many entries one INSERT stores: a statement
-// per row cost the writer some 20 µs of CPU an entry (database/sql's and
-// the driver's work per statement), several times what SQLite's own work
-// is.
-const auditRowsPerInsert = 64
+// auditRowsPerInsert is how many entries one INSERT stores at most: a
+// statement per row cost the writer some 20 µs of CPU an entry
+// (database/sql's and the driver's work per statement), several times
+// what SQLite's own work is.
+const auditRowsPerInsert = 1 << (auditInsertSizes - 1)
+
+// auditInsertSizes is how many INSERTs of the audit log there are, one of
+// each power of two rows up to auditRowsPerInsert: a batch is stored by
+// the largest that fit, in turn (60 entries: 32, 16, 8 and 4 rows).
+const auditInsertSizes = 7
+
+// auditInserts are the INSERTs of the audit log, each prepared once for
+// the store's life: SQLite's (modernc's) parse of one costs some 40,000
+// instructions a row, more than storing the row does, and before, every
+// batch short of a full INSERT (every batch of a daemon serving fewer
+// than 64 calls a second) had a statement of its own length parsed.
+type auditInserts struct {
+	mu    sync.Mutex
+	stmts [auditInsertSizes]*sql.Stmt // stmts[k] stores 1<<k rows
+}
+
+// auditInsert returns the prepared INSERT of 1<<k rows.
+func (s *Store) auditInsert(ctx context.Context, k int) (*sql.Stmt, error) {
+	s.inserts.mu.Lock()
+	defer s.inserts.mu.Unlock()
+	if st := s.inserts.stmts[k]; st != nil {
+		return st, nil
+	}
+	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	st, err := s.db.PrepareContext(ctx, `INSERT INTO audit_log (at, principal, surface, toolset, kind, server, name, outcome,
+		duration_us, request_bytes, result_bytes, args_sha256, arguments) VALUES `+row+strings.Repeat(", "+row, 1<<k-1))
+	if err != nil {
+		return nil, err
+	}
+	s.inserts.stmts[k] = st
+	return st, nil
+}
+
+// closeAuditInserts closes the prepared INSERTs, for Close.
+func (s *Store) closeAuditInserts() {
+	s.inserts.mu.Lock()
+	defer s.inserts.mu.Unlock()
+	for k, st := range s.inserts.stmts {
+		if st != nil {
+			st.Close()
+			s.inserts.stmts[k] = nil
+		}
+	}
+}
+
+// insertSize is the k of the INSERT (1<<k rows) that stores the first
+// rows of n entries.
+func insertSize(n int) int { return bits.Len(uint(min(n, auditRowsPerInsert))) - 1 }
 
 // AppendAudit stores entries in one transaction.
 func (s *Store) AppendAudit(ctx context.Context, entries []switchboard.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	// The INSERTs are prepared before the transaction begins: it holds
+	// the store's one connection, which preparing would wait for.
+	var inserts [auditInsertSizes]*sql.Stmt
+	for n := len(entries); n > 0; n -= 1 << insertSize(n) {
+		k := insertSize(n)
+		if inserts[k] != nil {
+			continue
+		}
+		st, err := s.auditInsert(ctx, k)
+		if err != nil {
+			return fmt.Errorf("sqlite: append audit: %w", dbErr(err))
+		}
+		inserts[k] = st
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: append audit: %w", dbErr(err))
 	}
 	defer tx.Rollback()
-	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	insert := func(n int) string {
-		return `INSERT INTO audit_log (at, principal, surface, toolset, kind, server, name, outcome,
-			duration_us, request_bytes, result_bytes, args_sha256, arguments) VALUES ` + row + strings.Repeat(", "+row, n-1)
-	}
-	// The statement of a full chunk is parsed once a batch.
-	var full *sql.Stmt
-	if len(entries) >= auditRowsPerInsert {
-		if full, err = tx.PrepareContext(ctx, insert(auditRowsPerInsert)); err != nil {
-			return fmt.Errorf("sqlite: append audit: %w", dbErr(err))
+	for k, st := range inserts {
+		if st != nil {
+			inserts[k] = tx.StmtContext(ctx, st) // the connection's prepared statement, closed with tx
 		}
-		defer full.Close()
 	}
 	args := make([]any, 0, 13*min(len(entries), auditRowsPerInsert))
 	for len(entries) > 0 {
-		chunk := entries[:min(len(entries), auditRowsPerInsert)]
+		k := insertSize(len(entries))
+		chunk := entries[:1<<k]
 		entries = entries[len(chunk):]
 		args = args[:0]
 		for _, e := range chunk {
@@ -60,12 +117,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []switchboard.AuditEntr
 				e.Toolset, string(e.Kind), e.Server, e.Name, e.Outcome, e.Duration.Microseconds(), e.RequestBytes, e.ResultBytes,
 				e.ArgsSHA256, a)
 		}
-		if len(chunk) == auditRowsPerInsert {
-			_, err = full.ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, insert(len(chunk)), args...)
-		}
-		if err != nil {
+		if _, err := inserts[k].ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("sqlite: append audit: %w", dbErr(err))
 		}
 	}

@@ -38,8 +38,9 @@ const timeFormat = "2006-01-02T15:04:05.000000Z"
 // Store is a [switchboard.Store] backed by a SQLite database file. It is safe
 // for concurrent use.
 type Store struct {
-	db   *sql.DB
-	path string
+	db      *sql.DB
+	path    string
+	inserts auditInserts
 }
 
 var _ switchboard.Store = (*Store)(nil)
@@ -177,6 +178,7 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database. Pending writes are already durable (see Open);
 // closing the last connection also checkpoints the WAL into the main file.
 func (s *Store) Close() error {
+	s.closeAuditInserts()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("sqlite: close: %w", dbErr(err))
 	}

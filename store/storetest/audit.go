@@ -131,6 +131,29 @@ func testAuditQuery(t *testing.T, open OpenFunc) {
 	}
 }
 
+// Batches of every size are stored whole and in order, and sizes seen
+// before are stored again (a store may keep a statement per size: SQLite
+// stores a batch as INSERTs of 64, 32, ... 1 rows).
+func testAuditBatchSizes(t *testing.T, open OpenFunc) {
+	s := auditStore(t, open)
+	n := 0
+	for _, size := range []int{1, 2, 3, 7, 63, 64, 65, 130, 1, 63} {
+		appendAudit(t, s, n, n+size)
+		n += size
+	}
+	got := listAudit(t, s, switchboard.AuditQuery{Limit: switchboard.MaxAuditLimit})
+	if len(got) != n {
+		t.Fatalf("listed %d entries, want %d", len(got), n)
+	}
+	for i, e := range got {
+		want := auditEntry(i)
+		want.ID = e.ID
+		if !reflect.DeepEqual(e, want) {
+			t.Fatalf("entry %d:\n got %+v\nwant %+v", i, e, want)
+		}
+	}
+}
+
 // Entries survive a restart, and two processes on one database both
 // write and both read every entry (replicas on PostgreSQL).
 func testAuditShared(t *testing.T, open OpenFunc) {

@@ -52,6 +52,7 @@ func Run(t *testing.T, newDB func(t *testing.T) OpenFunc) {
 		{"ChangeFeedReportsOAuthGrants", testOAuthFeed},
 		{"AuditRoundTrip", testAuditRoundTrip},
 		{"AuditQuery", testAuditQuery},
+		{"AuditBatchesOfEverySize", testAuditBatchSizes},
 		{"AuditSharedAndReopened", testAuditShared},
 		{"AuditFollowedWhileWritten", testAuditFollowedWhileWritten},
 		{"AuditTrim", testAuditTrim},
