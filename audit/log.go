@@ -73,6 +73,10 @@ type Log struct {
 	queue                    chan pending
 	written, dropped, failed atomic.Uint64
 	trimmed                  atomic.Uint64
+	// waiting counts the entries recorded and not yet written or
+	// failed: on the queue, and in the batch Run is filling or writing,
+	// where an entry waits up to FlushInterval.
+	waiting atomic.Int64
 }
 
 // pending is an entry on its way to the store, with the arguments to
@@ -147,9 +151,13 @@ func (l *Log) Record(ctx context.Context, e sb.AuditEntry, args []byte) {
 			}
 		}
 	}
+	// Counted before it is queued, so that Run never uncounts an entry
+	// not yet counted.
+	l.waiting.Add(1)
 	select {
 	case l.queue <- p:
 	default:
+		l.waiting.Add(-1)
 		l.dropped.Add(1)
 	}
 }
@@ -160,13 +168,15 @@ type Stats struct {
 	Dropped uint64 // not queued: the queue was full
 	Failed  uint64 // queued, but the store refused their batch
 	Trimmed uint64 // deleted by retention (by this process)
-	Queued  int    // waiting now
+	// Queued counts the entries waiting now: on the queue, or in the
+	// batch being filled (for up to FlushInterval) or written.
+	Queued int
 }
 
 // Stats returns the log's counts.
 func (l *Log) Stats() Stats {
 	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Failed: l.failed.Load(), Trimmed: l.trimmed.Load(),
-		Queued: len(l.queue)}
+		Queued: int(l.waiting.Load())}
 }
 
 // flushTimeout bounds the write of the last batches when Run ends.
@@ -204,6 +214,7 @@ func (l *Log) Run(ctx context.Context) {
 		} else {
 			l.written.Add(uint64(len(batch)))
 		}
+		l.waiting.Add(-int64(len(batch)))
 		batch = batch[:0]
 	}
 	for {

@@ -105,6 +105,33 @@ func TestRunWritesBySizeIntervalAndAtTheEnd(t *testing.T) {
 	})
 }
 
+// Queued counts an entry until it is written: while it waits in the batch
+// for the interval as much as on the queue (the gauge said 0 there, and a
+// caller waiting for the log to be empty went on with the batch unwritten).
+func TestQueuedCountsTheBatchUntilItIsWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		l := audit.New(audit.Options{Store: st, FlushInterval: time.Minute})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); l.Run(ctx) }()
+		for range 2 {
+			l.Record(ctx, call("a", "echo"), nil)
+		}
+		synctest.Wait() // Run has taken both off the queue into its batch
+		if s := l.Stats(); s.Queued != 2 || s.Written != 0 {
+			t.Errorf("before the interval: stats %+v, want 2 queued, none written", s)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if s := l.Stats(); s.Queued != 0 || s.Written != 2 || len(list(t, st)) != 2 {
+			t.Errorf("after the interval: stats %+v, want none queued, 2 written", s)
+		}
+		cancel()
+		<-done
+	})
+}
+
 // Arguments are hashed always, kept only for a server that opts in, and
 // kept masked: credential-like members, credential-like values, and the
 // server's own secrets.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,6 +172,37 @@ func (d *daemon) waitServerConnected(ctx context.Context, name string, timeout t
 				err = errors.New(s.Runtime.Error.Message)
 			}
 			return s, fmt.Errorf("server %s not connected within %s (status %q): %v", name, timeout, s.Runtime.Status, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitAuditWritten polls serve's /metrics every 20 ms until its audit log
+// has written every entry recorded so far (switchboard_audit_queued is 0),
+// up to timeout. serve writes the log once a second: without the wait, the
+// writes of one block's calls land in whichever block follows.
+func (d *daemon) waitAuditWritten(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	queued := "no switchboard_audit_queued in its /metrics (is the audit log off?)"
+	for {
+		text, err := d.api.Metrics(ctx)
+		if err == nil {
+			for line := range strings.Lines(text) {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "switchboard_audit_queued "); ok {
+					if v == "0" {
+						return nil
+					}
+					queued = v + " entries still queued"
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				queued = err.Error()
+			}
+			return fmt.Errorf("the daemon's audit log was not written within %s: %s", timeout, queued)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

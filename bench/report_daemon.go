@@ -250,7 +250,9 @@ func (r *Report) endpointMarkdown(b *strings.Builder) {
 	p("\"vs direct\" is against *direct* (HTTP) for every side; the \"Switchboard\" CPU of the floor relay's side is the floor relay's. ")
 	p("%d repetitions; per side and repetition %d sequential calls, or %d calls over %d callers, after %d warm-up calls; the sides interleaved, their order rotating. ",
 		c.EndpointReps, c.Calls, c.ConcurrentCalls, c.Callers, c.Warmup)
-	p("CPU per call is each process's CPU time over the block (`/proc/PID/task/*/schedstat`; the clients': `getrusage`) divided by the calls.\n\n")
+	p("CPU per call is each process's CPU time over the block (`/proc/PID/task/*/schedstat`; the clients': `getrusage`) divided by the calls. " +
+		"serve writes its audit log once a second: each block starts once the entries of the calls before it are written " +
+		"(`switchboard_audit_queued` 0 in its `/metrics`), so that a block is charged the writes of its own calls that fall within it, never an earlier block's.\n\n")
 	for _, o := range r.Endpoint {
 		callers := "1 caller"
 		if o.Callers > 1 {

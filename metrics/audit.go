@@ -22,7 +22,7 @@ var (
 		"Audit log entries dropped because the queue to the database was full: the calls were served, their entries are missing.",
 		nil, nil)
 	auditQueuedDesc = prometheus.NewDesc("switchboard_audit_queued",
-		"Audit log entries waiting to be written.", nil, nil)
+		"Audit log entries waiting to be written: queued, or in the batch being filled or written.", nil, nil)
 )
 
 type auditCollector struct{ src AuditLog }
