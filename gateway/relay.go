@@ -387,11 +387,16 @@ func (g *Gateway) relayCall(w http.ResponseWriter, r *http.Request, s *session, 
 		res = te.Result
 	}
 	status := http.StatusOK
-	if (err == nil || te != nil || errors.Is(err, upstream.ErrToolError)) && res != nil {
-		raw := res.Raw
+	answered := (err == nil || te != nil || errors.Is(err, upstream.ErrToolError)) && res != nil
+	var raw json.RawMessage
+	if answered {
+		raw = res.Raw
 		if info != nil {
-			raw = g.taskResult(r, o.server, raw) // a task's id is namespaced (tasks.go)
+			raw, err = g.taskResult(r, o.server, raw) // a task's id is namespaced (tasks.go)
+			answered = err == nil
 		}
+	}
+	if answered {
 		msg = resultResponse(env.id, raw, info)
 	} else {
 		res, err := g.answer(ctx, o.server, o.name, nil, err)

@@ -282,19 +282,21 @@ func (g *Gateway) serveTaskCall(w http.ResponseWriter, r *http.Request, m *mirro
 }
 
 // taskResult returns the result of server's tools/call for the client of
-// r: a task's with its id namespaced; any other as it is.
-func (g *Gateway) taskResult(r *http.Request, server string, raw json.RawMessage) json.RawMessage {
+// r: a task's with its id namespaced; any other as it is. A task whose id
+// is not a string (the SEP says it is) is an error: the client could
+// never ask after it.
+func (g *Gateway) taskResult(r *http.Request, server string, raw json.RawMessage) (json.RawMessage, error) {
 	if !rawjson.Contains(raw, []byte(`"task"`)) {
-		return raw
+		return raw, nil
 	}
 	if rt, _ := rawjson.Get(raw, "resultType"); string(rt) != `"task"` {
-		return raw
+		return raw, nil
 	}
 	out, err := renameTask(raw, func(id string) string { return g.clientTaskID(principalName(r), server, id) })
 	if err != nil {
-		return raw // the client gets what the server sent, and cannot route it
+		return nil, sb.NewError(sb.CodeServerError, fmt.Sprintf("server %q answered the call with a task that cannot be asked after: %v", server, err))
 	}
-	return out
+	return out, nil
 }
 
 // renameTask returns the result raw with its taskId replaced by rename's.

@@ -497,4 +497,22 @@ func TestOddTaskIDsOfAServerHoldTheirWay(t *testing.T) {
 			}
 		}
 	}
+	// A task whose id is not a string could never be asked after: the
+	// call is the server's error, not a task the client cannot reach.
+	for _, path := range []string{"/mcp/beta", "/mcp/alpha"} {
+		a := e.do(e.alice, path, "tools/call", "slow_compute", `{"name":"slow_compute","arguments":{"polls":100,"numeric_task_id":7}}`, tasksCaps)
+		var res struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+			Meta map[string]struct {
+				Code string `json:"code"`
+			} `json:"_meta"`
+		}
+		if err := json.Unmarshal([]byte(a.result), &res); err != nil || !res.IsError || res.Meta["switchboard/error"].Code != string(sb.CodeServerError) ||
+			len(res.Content) != 1 || !strings.Contains(res.Content[0].Text, "cannot be asked after") {
+			t.Errorf("%s, a numeric taskId: HTTP %d, result %s, error %s; want a server_error result", path, a.status, a.result, a.err)
+		}
+	}
 }

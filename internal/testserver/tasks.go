@@ -394,6 +394,9 @@ func (ts *tasksServer) call(p *params) (map[string]any, *rpcError) {
 	ts.tasks[t.id] = t
 	res := t.base()
 	res["resultType"] = "task"
+	if n, ok := p.Arguments["numeric_task_id"].(float64); ok {
+		res["taskId"] = n // against the SEP: a test of a server that breaks it
+	}
 	return res, nil
 }
 
@@ -489,7 +492,7 @@ var tasksTools = func() []any {
 	num := map[string]any{"type": "integer"}
 	return []any{
 		tool("greet", "Says hello to name.", map[string]any{"name": str}, ""),
-		tool("slow_compute", "A task that completes after polls tasks/get or seconds of time; task_id chooses its id.", map[string]any{"polls": num, "seconds": num, "label": str, "task_id": str}, "optional"),
+		tool("slow_compute", "A task that completes after polls tasks/get or seconds of time; task_id chooses its id, numeric_task_id answers with a number for it.", map[string]any{"polls": num, "seconds": num, "label": str, "task_id": str, "numeric_task_id": num}, "optional"),
 		tool("confirm_delete", "A task that asks to confirm the deletion of filename.", map[string]any{"filename": str}, "required"),
 		tool("multi_input", "A task that asks two questions at once.", map[string]any{}, "required"),
 		tool("failing_job", "A task that completes with a tool error.", map[string]any{}, "required"),
