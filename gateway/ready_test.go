@@ -272,6 +272,18 @@ func delayListChanged(srv *mcp.Server, delay time.Duration) {
 	})
 }
 
+// startingTogether is a registry of the servers named, each of which
+// starts a second after it is spawned.
+func startingTogether(t *testing.T, servers ...string) *registry.Registry {
+	t.Helper()
+	scripts := make(map[string]testserver.Script)
+	for _, s := range servers {
+		scripts[s] = testserver.Script{After: time.Second}
+	}
+	cfgs, so := fleet(t, scripts)
+	return newRegistry(t, so, values(cfgs, servers...)...)
+}
+
 func TestAStalledGatewayStillSendsOneListChangedPerChange(t *testing.T) {
 	servers := []string{"s1", "s2", "s3", "s4", "s5"}
 	for _, tc := range []struct {
@@ -280,13 +292,8 @@ func TestAStalledGatewayStillSendsOneListChangedPerChange(t *testing.T) {
 	}{{"listing", true}, {"not listing", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				scripts := make(map[string]testserver.Script)
-				for _, s := range servers {
-					scripts[s] = testserver.Script{After: time.Second}
-				}
-				cfgs, so := fleet(t, scripts)
 				ctx := context.Background()
-				reg := newRegistry(t, so, values(cfgs, servers...)...)
+				reg := startingTogether(t, servers...)
 				// 50 ms at s3: the mirror's changes for s1 and s2 are
 				// 10 ms old by then, and the go-sdk's debounce has run out.
 				gw := newGateway(t, stalling{reg, []string{"s3"}, 50 * time.Millisecond}, reg, gateway.Options{})
@@ -325,13 +332,8 @@ func TestAStalledGatewayStillSendsOneListChangedPerChange(t *testing.T) {
 func TestALateNotificationOfAChangeStillMakesOneListChanged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		servers := []string{"s1", "s2", "s3"}
-		scripts := make(map[string]testserver.Script)
-		for _, s := range servers {
-			scripts[s] = testserver.Script{After: time.Second}
-		}
-		cfgs, so := fleet(t, scripts)
 		ctx := context.Background()
-		reg := newRegistry(t, so, values(cfgs, servers...)...)
+		reg := startingTogether(t, servers...)
 		// The flush adds s1's tools at 0, s2's at 50 ms and s3's at 100 ms,
 		// when it ends. The go-sdk's notification of s1's (at 10 ms)
 		// reaches the hold at 60 ms and is held; that of s2's (at 60 ms)
