@@ -13,6 +13,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/gateway"
 	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/internal/testserver"
+	"github.com/switchboard-mcp/switchboard/sandbox/sandboxtest"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 // tasksCaps are the client capabilities of a client that declares the
@@ -38,14 +40,19 @@ func newTasksEnv(t *testing.T) *tasksEnv {
 	return newTasksEnvWith(t, gateway.Options{})
 }
 
-// newTasksEnvWith is newTasksEnv with the gateway options opts.
+// newTasksEnvWith is newTasksEnv with the gateway options opts. The
+// stdio servers run sandboxed, as serve runs them.
 func newTasksEnvWith(t *testing.T, opts gateway.Options) *tasksEnv {
 	t.Helper()
 	beta := testserver.StartHTTP(t, "-tasks", "-name", "beta")
+	boxed := func(cfg *sb.ServerConfig) *sb.ServerConfig {
+		cfg.Sandbox = &sb.SandboxConfig{Enabled: new(true)}
+		return cfg
+	}
 	e := newToolsetEnvOn(t, sqlitetest.Store(t,
-		&sb.ServerConfig{Name: "alpha", Transport: sb.TransportStdio, Command: testserver.Binary(t), Args: []string{"-tasks", "-name", "alpha"}, ProtocolVersion: "2026-07-28"},
+		boxed(&sb.ServerConfig{Name: "alpha", Transport: sb.TransportStdio, Command: testserver.Binary(t), Args: []string{"-tasks", "-name", "alpha"}, ProtocolVersion: "2026-07-28"}),
 		&sb.ServerConfig{Name: "beta", Transport: sb.TransportStreamableHTTP, URL: beta.URL, ProtocolVersion: "2026-07-28"},
-		stdio(t, "plain")), opts)
+		boxed(stdio(t, "plain"))), upstream.Options{Sandbox: sandboxtest.Runtime(t)}, opts)
 	te := &tasksEnv{toolsetEnv: e, beta: beta, alice: e.createToken("alice", sb.ScopeMCP), bob: e.createToken("bob", sb.ScopeMCP)}
 	cs, err := e.connectAs("/mcp", te.alice, "2025-11-25")
 	if err != nil {
@@ -373,10 +380,10 @@ func TestTaskIDsHoldAcrossGatewaysOfOneKey(t *testing.T) {
 	beta := testserver.StartHTTP(t, "-tasks", "-name", "beta")
 	st := sqlitetest.Store(t, &sb.ServerConfig{Name: "beta", Transport: sb.TransportStreamableHTTP, URL: beta.URL, ProtocolVersion: "2026-07-28"})
 	key := bytes.Repeat([]byte{7}, 32)
-	first := newToolsetEnvOn(t, st, gateway.Options{TaskKey: key})
+	first := newToolsetEnvOn(t, st, upstream.Options{}, gateway.Options{TaskKey: key})
 	tok := first.createToken("alice", sb.ScopeMCP) // before the others load the tokens
-	replica := newToolsetEnvOn(t, st, gateway.Options{TaskKey: bytes.Clone(key)})
-	other := newToolsetEnvOn(t, st, gateway.Options{TaskKey: bytes.Repeat([]byte{8}, 32)})
+	replica := newToolsetEnvOn(t, st, upstream.Options{}, gateway.Options{TaskKey: bytes.Clone(key)})
+	other := newToolsetEnvOn(t, st, upstream.Options{}, gateway.Options{TaskKey: bytes.Repeat([]byte{8}, 32)})
 	envs := map[string]*tasksEnv{}
 	for name, e := range map[string]*toolsetEnv{"first": first, "replica": replica, "other": other} {
 		cs, err := e.connectAs("/mcp/beta", tok, "2025-11-25")

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/sqlitetest"
 	"github.com/switchboard-mcp/switchboard/registry"
 	"github.com/switchboard-mcp/switchboard/store/sqlite"
+	"github.com/switchboard-mcp/switchboard/upstream"
 )
 
 const adminToken = "admin-secret"
@@ -37,12 +38,13 @@ type toolsetEnv struct {
 
 func newToolsetEnv(t *testing.T, servers ...*sb.ServerConfig) *toolsetEnv {
 	t.Helper()
-	return newToolsetEnvOn(t, sqlitetest.Store(t, servers...), gateway.Options{})
+	return newToolsetEnvOn(t, sqlitetest.Store(t, servers...), upstream.Options{}, gateway.Options{})
 }
 
 // newToolsetEnvOn is newToolsetEnv on the store st (another env's: a
-// replica of it), with the gateway options opts.
-func newToolsetEnvOn(t *testing.T, st *sqlite.Store, opts gateway.Options) *toolsetEnv {
+// replica of it), with so the template of the sessions' options (a
+// sandbox runtime) and the gateway options opts.
+func newToolsetEnvOn(t *testing.T, st *sqlite.Store, so upstream.Options, opts gateway.Options) *toolsetEnv {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -60,7 +62,7 @@ func newToolsetEnvOn(t *testing.T, st *sqlite.Store, opts gateway.Options) *tool
 	if err := tk.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	reg := registry.New(st, &registry.Options{Logger: log, Followers: []registry.Follower{ts, tk}})
+	reg := registry.New(st, &registry.Options{Logger: log, Followers: []registry.Follower{ts, tk}, Session: so})
 	ex := executor.New(executor.NewMCP(reg))
 	opts.Executor, opts.Logger, opts.ResyncInterval, opts.Toolsets = ex, log, time.Second, ts
 	gw := gateway.New(reg, opts)
